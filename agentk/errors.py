@@ -1,0 +1,25 @@
+"""Errors that reach the user as one clear line (the CLI prints `str(error)` and exits non-zero)."""
+
+
+class AgentKError(Exception):
+    """Base class: anything the user can act on, shown without a traceback."""
+
+
+class SourceError(AgentKError):
+    """The competition folder cannot be read as any known layout."""
+
+
+class GradingError(AgentKError):
+    """Answers or grading facts are missing or inconsistent."""
+
+
+class InvalidSubmissionError(AgentKError):
+    """A submission does not match the expected format."""
+
+
+class SetupFailed(AgentKError):
+    """The setup MDP ran out of budget (or a policy declined) before all checks passed."""
+
+
+class SolveFailed(AgentKError):
+    """The solver could not produce a valid submission."""

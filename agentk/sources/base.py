@@ -1,0 +1,55 @@
+"""What every competition source yields: a frozen description of one competition.
+
+Only the harness (prepare) and the grader touch `grading` and `answers()`; the agent sees the
+folder that `prepare()` writes and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class GradingFacts:
+    """Grading facts (from competition.toml, or derived from an MLE-bench private answers file)."""
+
+    metric: str
+    higher_is_better: bool
+    id_column: str
+    # Submissions with one column per target (titanic: Survived) ...
+    target_columns: tuple[str, ...] = ()
+    # ... or one probability column per class of a single label column (leaf: species).
+    label_column: str | None = None
+
+
+@dataclass(frozen=True)
+class Competition:
+    """One competition as loaded from a source folder."""
+
+    id: str
+    source_kind: str  # "local" | "mlebench" | "kaggle"
+    root: Path
+    title: str
+    grading: GradingFacts | None
+    # Writes the agent's view into raw_dir: raw_dir/description.md and raw_dir/data/...
+    prepare_fn: Callable[[Path], None] = field(repr=False, compare=False)
+    # Returns the answers table (id column + target or label columns); grader only.
+    answers_fn: Callable[[], pd.DataFrame] | None = field(default=None, repr=False, compare=False)
+
+    def prepare(self, raw_dir: Path) -> None:
+        self.prepare_fn(raw_dir)
+
+    @property
+    def has_answers(self) -> bool:
+        return self.answers_fn is not None and self.grading is not None
+
+    def answers(self) -> pd.DataFrame:
+        if self.answers_fn is None:
+            from agentk.errors import GradingError
+
+            raise GradingError(f"competition {self.id!r} has no answers to grade against")
+        return self.answers_fn()

@@ -1,0 +1,1 @@
+"""Experience memory and curriculum task selection (built by a later issue)."""
