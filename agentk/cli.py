@@ -1,0 +1,162 @@
+"""The `agentk` command line: run, grade, bench, demo."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agentk.config import RunConfig
+from agentk.errors import AgentKError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="agentk: an autonomous Kaggle competitor.")
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+WorkspaceRoot = typer.Option(Path("workspaces"), "--workspace-root", "-w", help="Where workspaces are created.")
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err_console.print(f"[red]error:[/] {message}", soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _guard(action):
+    """Run a command body: known errors become one line; unknown ones one line plus a log file."""
+    try:
+        return action()
+    except AgentKError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        _fail("interrupted; run the same command again to resume", code=130)
+    except typer.Exit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user gets one line, the traceback goes to a file
+        log = Path.cwd() / "agentk-crash.log"
+        log.write_text(traceback.format_exc(), encoding="utf-8")
+        _fail(f"internal error: {type(exc).__name__}: {exc} (traceback in {log})", code=1)
+
+
+@app.command()
+def run(
+    source: str = typer.Argument(..., help="A competition folder (local layout or MLE-bench prepared layout)."),
+    workspace_root: Path = WorkspaceRoot,
+    time_budget: float = typer.Option(600.0, "--time-budget", help="Solver time budget in seconds."),
+    folds: int = typer.Option(5, "--folds", help="Cross-validation folds."),
+    seed: int = typer.Option(0, "--seed"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the final line (for campaigns)."),
+    as_json: bool = typer.Option(False, "--json", help="Print result.json to stdout."),
+) -> None:
+    """Set up and solve one competition, write a validated submission, grade it when answers exist."""
+    from agentk.runner import run_competition
+
+    config = RunConfig(workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, seed=seed, quiet=quiet)
+    outcome = _guard(lambda: run_competition(source, config))
+    if as_json:
+        console.print_json(json.dumps(outcome.result))
+    elif quiet:
+        r = outcome.result
+        console.print(f"{r['competition_id']}: valid={r['valid_submission']} validation={_fmt(r['validation_score'])} test={_fmt(r['test_score'])} → {r['submission_path']}")
+    else:
+        _print_result(outcome.result)
+
+
+@app.command()
+def grade(
+    competition: str = typer.Argument(..., help="The competition folder (holds the answers)."),
+    submission: Path = typer.Argument(..., help="The submission CSV to score."),
+    leaderboard: Optional[Path] = typer.Option(None, "--leaderboard", help="A Kaggle leaderboard CSV for rank and medal."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Score a submission against a competition's answers (the grader is the only reader of answers)."""
+    from agentk.grading import grade_file
+    from agentk.sources import load_competition
+
+    def body():
+        if not submission.is_file():
+            raise AgentKError(f"submission file not found: {submission}")
+        if leaderboard is not None and not leaderboard.is_file():
+            raise AgentKError(f"leaderboard file not found: {leaderboard}")
+        return grade_file(submission, load_competition(competition), leaderboard)
+
+    report = _guard(body)
+    if as_json:
+        console.print_json(json.dumps(report.to_dict()))
+    else:
+        line = f"{report.competition_id}: {report.metric} = {_fmt(report.score)}" if report.valid else f"{report.competition_id}: invalid submission: {report.error}"
+        console.print(line)
+        if report.leaderboard is not None:
+            lb = report.leaderboard
+            console.print(f"rank {lb.rank}/{lb.n_teams}, beats {lb.percentile:.1%} of teams, medal: {lb.medal or 'none'}")
+    if not report.valid:
+        raise typer.Exit(1)
+
+
+@app.command()
+def bench(
+    sources: list[str] = typer.Argument(None, help="Competition folders, or folders of competition folders. Default: the embedded demo."),
+    workspace_root: Path = typer.Option(Path("workspaces/bench"), "--workspace-root", "-w"),
+    time_budget: float = typer.Option(300.0, "--time-budget"),
+    folds: int = typer.Option(5, "--folds"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the rows as JSON here."),
+) -> None:
+    """Run competitions and print setup attempts per stage, time to a valid submission and scores."""
+    from agentk.bench import expand_sources, render_table, run_bench
+
+    def body():
+        return run_bench(expand_sources(sources or []), RunConfig(workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, quiet=True))
+
+    rows = _guard(body)
+    console.print(render_table(rows))
+    if output is not None:
+        output.write_text(json.dumps(rows, indent=2, default=str), encoding="utf-8")
+    if not all(r["valid_submission"] for r in rows):
+        raise typer.Exit(1)
+
+
+@app.command()
+def demo(
+    workspace_root: Path = WorkspaceRoot,
+    time_budget: float = typer.Option(120.0, "--time-budget"),
+) -> None:
+    """Build the embedded demo competition (no network, no credentials) and solve it."""
+    from agentk.demo import make_demo_competition
+    from agentk.runner import run_competition
+
+    def body():
+        source = make_demo_competition(Path(workspace_root).resolve() / "_sources" / "demo")
+        return run_competition(source, RunConfig(workspace_root=workspace_root, time_budget_s=time_budget))
+
+    _print_result(_guard(body).result)
+
+
+def _fmt(value: object) -> str:
+    return f"{value:.5f}" if isinstance(value, (int, float)) else "—"
+
+
+def _print_result(result: dict) -> None:
+    table = Table(title=f"agentk · {result['competition_id']}", show_header=False)
+    passed = sum(1 for s in result["setup"].values() if s["passed"])
+    attempts = sum(s["attempts"] for s in result["setup"].values())
+    table.add_row("setup stages passed", f"{passed}/{len(result['setup'])} ({attempts} attempts)")
+    table.add_row("metric", str(result.get("metric")))
+    table.add_row("validation score", _fmt(result.get("validation_score")))
+    table.add_row("test score", _fmt(result.get("test_score")))
+    table.add_row("model", str(result.get("model")))
+    table.add_row("time", f"{result['elapsed_s']:.1f} s")
+    table.add_row("submission", str(result.get("submission_path")))
+    console.print(table)
+
+
+def main() -> None:  # pragma: no cover - console entry for `python -m agentk.cli`
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

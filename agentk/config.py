@@ -1,0 +1,21 @@
+"""Run configuration: one typed model, saved resolved into each workspace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class RunConfig(BaseModel):
+    workspace_root: Path = Path("workspaces")
+    policy: Literal["expert"] = "expert"
+    time_budget_s: float = Field(600.0, gt=0, description="solver budget per competition")
+    folds: int = Field(5, ge=2, le=20)
+    seed: int = 0
+    quiet: bool = False
+    attempts_per_stage: int = Field(3, ge=1)
+    meta_rounds: int = Field(2, ge=0)
+    stage_timeout_s: float = Field(300.0, gt=0)
+    light_solve_timeout_s: float = Field(600.0, gt=0)

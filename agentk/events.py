@@ -1,0 +1,46 @@
+"""The run's event stream: a JSONL log in the workspace and one line per outcome on the console."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+
+class EventLog:
+    """Appends events to `logs/events.jsonl` and echoes the important ones to the console."""
+
+    def __init__(self, path: Path | None, *, quiet: bool = False, console: Console | None = None) -> None:
+        self.path = path
+        self.quiet = quiet
+        self.console = console or Console(stderr=True, highlight=False)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+
+    def emit(self, event: str, **fields: Any) -> None:
+        record = {"t": round(time.time(), 3), "event": event, **fields}
+        if self.path is not None:
+            with self.path.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record, default=str) + "\n")
+
+    def say(self, message: str) -> None:
+        """A line for a person; suppressed by --quiet."""
+        if not self.quiet:
+            self.console.print(message)
+
+    def status(self, message: str):
+        """A spinner while something slow runs (a no-op context when quiet)."""
+        if self.quiet:
+            return _NullContext()
+        return self.console.status(message)
+
+
+class _NullContext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None

@@ -1,0 +1,266 @@
+"""The grader: scores a submission against held-out answers and places it on a Kaggle leaderboard.
+
+Problems with the submission itself give an invalid `GradeReport` (never an exception), as in
+MLE-bench; problems with the grading setup (unknown metric, answers lacking columns) raise
+`GradingError`, because no submission could fix them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from agentk.errors import GradingError, InvalidSubmissionError
+from agentk.metrics import (
+    Metric,
+    UnknownMetricError,
+    get_metric,
+    normalise_ids,
+    normalise_labels,
+    score_class_probabilities,
+    score_positive_probability,
+)
+from agentk.sources.base import Competition, GradingFacts
+
+
+@dataclass(frozen=True)
+class LeaderboardPosition:
+    rank: int  # 1 + number of teams strictly better
+    n_teams: int
+    percentile: float  # fraction of teams strictly worse than us
+    medal: str | None  # "gold" | "silver" | "bronze" | None
+    gold_threshold: float
+    silver_threshold: float
+    bronze_threshold: float
+
+
+@dataclass(frozen=True)
+class GradeReport:
+    competition_id: str
+    metric: str
+    higher_is_better: bool
+    score: float | None
+    valid: bool
+    error: str | None
+    n_rows: int
+    leaderboard: LeaderboardPosition | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class _Invalid(Exception):
+    """Internal: the submission is malformed; the message becomes GradeReport.error."""
+
+
+def _examples(values: set[str] | list[str], limit: int = 3) -> str:
+    return ", ".join(repr(v) for v in sorted(values)[:limit])
+
+
+def _metric_for(facts: GradingFacts) -> Metric:
+    try:
+        metric = get_metric(facts.metric)
+    except UnknownMetricError as exc:
+        raise GradingError(str(exc)) from None
+    if metric.higher_is_better != facts.higher_is_better:
+        raise GradingError(
+            f"grading facts say higher_is_better={facts.higher_is_better} but {metric.name} "
+            f"has higher_is_better={metric.higher_is_better}"
+        )
+    if facts.label_column is None and not facts.target_columns:
+        raise GradingError("grading facts name neither target_columns nor a label_column")
+    if facts.label_column is not None and metric.kind == "value":
+        raise GradingError(f"{metric.name} is a regression metric but the facts name a label column")
+    return metric
+
+
+def _answer_keys(answers: pd.DataFrame, facts: GradingFacts) -> np.ndarray:
+    needed = [facts.id_column, *facts.target_columns] + ([facts.label_column] if facts.label_column else [])
+    missing = [c for c in needed if c not in answers.columns]
+    if missing:
+        raise GradingError(f"answers lack column(s) {', '.join(missing)}")
+    try:
+        keys = normalise_ids(answers[facts.id_column])
+    except ValueError as exc:
+        raise GradingError(f"answers: {exc}") from None
+    if len(set(keys)) != len(keys):
+        raise GradingError("answers have duplicated ids")
+    return keys
+
+
+def _aligned(submission: pd.DataFrame, answer_keys: np.ndarray, id_column: str) -> pd.DataFrame:
+    """The submission with its rows in the answers' order (row order in the file does not matter)."""
+    sub = submission.copy()
+    sub.columns = [str(c).strip() for c in sub.columns]
+    if sub.columns.duplicated().any():
+        raise _Invalid(f"duplicated column(s): {_examples(set(sub.columns[sub.columns.duplicated()]))}")
+    if id_column not in sub.columns:
+        raise _Invalid(f"submission has no {id_column!r} column (columns: {_examples(list(sub.columns), 6)})")
+    if sub[id_column].isna().any():
+        raise _Invalid(f"{int(sub[id_column].isna().sum())} rows have no {id_column!r}")
+    keys = normalise_ids(sub[id_column])
+    seen, dupes = set(), set()
+    for k in keys:
+        (dupes if k in seen else seen).add(k)
+    if dupes:
+        raise _Invalid(f"{len(dupes)} duplicated id(s), e.g. {_examples(dupes)}")
+    expected = set(answer_keys)
+    if seen != expected:
+        missing, extra = expected - seen, seen - expected
+        parts = [f"{len(missing)} missing (e.g. {_examples(missing)})"] if missing else []
+        parts += [f"{len(extra)} unexpected (e.g. {_examples(extra)})"] if extra else []
+        raise _Invalid(f"submission ids do not match the answers: {'; '.join(parts)}")
+    row = {k: i for i, k in enumerate(keys)}
+    return sub.iloc[[row[k] for k in answer_keys]].reset_index(drop=True)
+
+
+def _column(sub: pd.DataFrame, column: str, numeric: bool) -> pd.Series:
+    if column not in sub.columns:
+        raise _Invalid(f"submission has no {column!r} column")
+    values = sub[column]
+    if values.isna().any():
+        raise _Invalid(f"column {column!r} has {int(values.isna().sum())} missing values")
+    if not numeric:
+        return values
+    numbers = pd.to_numeric(values, errors="coerce")
+    if numbers.isna().any() or not np.isfinite(numbers.to_numpy(float)).all():
+        bad = set(map(str, values[numbers.isna()]))
+        raise _Invalid(f"column {column!r} has non-numeric values, e.g. {_examples(bad)}")
+    return numbers.astype(float)
+
+
+def _score_targets(metric: Metric, sub: pd.DataFrame, answers: pd.DataFrame, facts: GradingFacts) -> float:
+    scores = []
+    for column in facts.target_columns:
+        predicted = _column(sub, column, numeric=metric.kind != "label")
+        truth = answers[column].to_numpy()
+        if metric.kind == "proba":
+            # A single column per target holds P(positive class) (Kaggle's binary AUC/log-loss format).
+            scores.append(score_positive_probability(metric.name, truth, predicted.to_numpy()))
+        elif metric.kind == "value":
+            scores.append(metric.fn(truth, predicted.to_numpy()))
+        else:
+            scores.append(metric.fn(truth, predicted.to_numpy(dtype=object)))
+    return float(np.mean(scores))
+
+
+def _score_label_column(metric: Metric, sub: pd.DataFrame, answers: pd.DataFrame, facts: GradingFacts) -> float:
+    assert facts.label_column is not None
+    classes = [c for c in sub.columns if c != facts.id_column]
+    truth = answers[facts.label_column].to_numpy()
+    try:
+        true_labels = set(normalise_labels(truth))
+    except ValueError as exc:
+        raise GradingError(f"answers column {facts.label_column!r}: {exc}") from None
+    try:
+        missing = true_labels - set(normalise_labels(classes))
+    except ValueError as exc:
+        raise _Invalid(f"class columns: {exc}") from None
+    if missing:
+        raise _Invalid(f"submission has no probability column for {len(missing)} class(es), e.g. {_examples(missing)}")
+    proba = np.column_stack([_column(sub, c, numeric=True).to_numpy() for c in classes])
+    if (proba < -1e-9).any() or (proba > 1 + 1e-9).any():
+        raise _Invalid("class probabilities must lie in [0, 1]")
+    return score_class_probabilities(metric.name, truth, proba, classes)
+
+
+def grade_submission(
+    submission: pd.DataFrame, answers: pd.DataFrame, facts: GradingFacts, competition_id: str = ""
+) -> GradeReport:
+    """Score a submission; malformed submissions give valid=False with a one-line error."""
+    metric = _metric_for(facts)
+    answer_keys = _answer_keys(answers, facts)
+
+    def report(score: float | None, error: str | None) -> GradeReport:
+        return GradeReport(
+            competition_id, metric.name, facts.higher_is_better, score, error is None, error, len(submission)
+        )
+
+    try:
+        sub = _aligned(submission, answer_keys, facts.id_column)
+        if facts.label_column is not None:
+            score = _score_label_column(metric, sub, answers, facts)
+        else:
+            score = _score_targets(metric, sub, answers, facts)
+    except _Invalid as exc:
+        return report(None, str(exc))
+    except (ValueError, TypeError) as exc:
+        # Raised by the metric on inputs it cannot score (e.g. non-numeric ordinal labels).
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return report(None, f"could not score the submission: {first_line}")
+    if not math.isfinite(score):
+        return report(None, f"{metric.name} is not finite ({score})")
+    return report(score, None)
+
+
+def medal_ranks(n_teams: int) -> tuple[int, int, int]:
+    """Worst rank that still earns gold, silver and bronze (Kaggle progression, as in MLE-bench)."""
+    if n_teams < 1:
+        raise ValueError("a leaderboard needs at least one team")
+    if n_teams < 100:
+        return max(1, int(n_teams * 0.1)), max(1, int(n_teams * 0.2)), max(1, int(n_teams * 0.4))
+    if n_teams < 250:
+        return 10, int(n_teams * 0.2), int(n_teams * 0.4)
+    gold = 10 + int(n_teams * 0.002)
+    if n_teams < 1000:
+        return gold, 50, 100
+    return gold, int(n_teams * 0.05), int(n_teams * 0.1)
+
+
+def leaderboard_position(score: float, leaderboard: pd.DataFrame, higher_is_better: bool) -> LeaderboardPosition:
+    """Where `score` would rank on a Kaggle leaderboard (one row per team, a "Score" column)."""
+    column = next((c for c in leaderboard.columns if str(c).strip().lower() == "score"), None)
+    if column is None:
+        columns = _examples([str(c) for c in leaderboard.columns], 6)
+        raise GradingError(f"leaderboard has no score column (columns: {columns})")
+    scores = pd.to_numeric(leaderboard[column], errors="coerce").dropna().to_numpy(float)
+    if len(scores) == 0:
+        raise GradingError("leaderboard has no scores")
+    n_teams = len(scores)
+    ordered = np.sort(scores)[::-1] if higher_is_better else np.sort(scores)
+    n_better = int((scores > score).sum() if higher_is_better else (scores < score).sum())
+    n_worse = int((scores < score).sum() if higher_is_better else (scores > score).sum())
+    rank = n_better + 1
+    gold, silver, bronze = medal_ranks(n_teams)
+    medal = "gold" if rank <= gold else "silver" if rank <= silver else "bronze" if rank <= bronze else None
+    gold_at, silver_at, bronze_at = (float(ordered[min(r, n_teams) - 1]) for r in (gold, silver, bronze))
+    return LeaderboardPosition(rank, n_teams, n_worse / n_teams, medal, gold_at, silver_at, bronze_at)
+
+
+def _read_submission(path: Path, id_column: str) -> pd.DataFrame:
+    if not path.is_file():
+        raise InvalidSubmissionError(f"submission file {path} does not exist")
+    try:
+        # Ids stay text so "0013_01" and "007" keep their exact spelling.
+        return pd.read_csv(path, dtype={id_column: str})
+    except (OSError, UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InvalidSubmissionError(f"cannot read submission {path} as CSV: {first_line}") from None
+
+
+def grade_file(submission_path: Path, competition: Competition, leaderboard_csv: Path | None = None) -> GradeReport:
+    """Grade a submission CSV for a competition, placing it on `leaderboard_csv` when given.
+
+    Raises InvalidSubmissionError when the file is missing or not a CSV, GradingError when the
+    competition cannot be graded; a readable but malformed submission gives valid=False.
+    """
+    facts = competition.grading
+    if facts is None:
+        raise GradingError(f"competition {competition.id!r} has no grading facts")
+    answers = competition.answers()
+    submission = _read_submission(Path(submission_path), facts.id_column)
+    report = grade_submission(submission, answers, facts, competition.id)
+    if leaderboard_csv is None or report.score is None:
+        return report
+    try:
+        leaderboard = pd.read_csv(leaderboard_csv)
+    except (OSError, UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:
+        raise GradingError(f"cannot read leaderboard {leaderboard_csv}: {exc}") from None
+    position = leaderboard_position(report.score, leaderboard, facts.higher_is_better)
+    return dataclasses.replace(report, leaderboard=position)

@@ -1,0 +1,149 @@
+"""One competition, end to end: source → workspace → setup → solve → submission → grade → result.json.
+
+Each phase is recorded in state.json as it completes, so running the same command again after a
+kill resumes where the run stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentk.config import RunConfig
+from agentk.errors import AgentKError, SetupFailed, SolveFailed
+from agentk.events import EventLog
+from agentk.grading import GradeReport, grade_file
+from agentk.sandbox import Limits, run_python
+from agentk.sources import load_competition
+from agentk.sources.base import Competition
+from agentk.workspace import RunState, Workspace, atomic_write_json
+from setup_pipeline.expert.expert_policy import ExpertPolicy
+from setup_pipeline.mdp import SetupBudget, SetupMDP
+from unit_tests_setup.submission_rules import validate_against_setup
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    workspace: Workspace
+    result: dict[str, Any]
+
+
+def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
+    """Run one competition; raises AgentKError (after writing result.json) when it cannot finish."""
+    competition = load_competition(source)
+    workspace = Workspace(Path(config.workspace_root).resolve() / competition.id)
+    workspace.create()
+    atomic_write_json(workspace.root / "config.json", json.loads(config.model_dump_json()))
+    events = EventLog(workspace.logs / "events.jsonl", quiet=config.quiet)
+    state = workspace.load_state()
+    started = time.monotonic()
+    events.emit("run_start", competition=competition.id, source=str(source), resumed_phase=state.phase)
+    events.say(f"[bold]agentk[/] {competition.id} → {workspace.root}" + (f"  (resuming: {state.phase})" if state.phase != "new" else ""))
+
+    def save(current: RunState) -> None:
+        workspace.save_state(current)
+
+    try:
+        competition.prepare(workspace.raw)
+        if state.phase == "new":
+            state.phase = "setup"
+            save(state)
+        if state.phase == "setup":
+            budget = SetupBudget(
+                attempts_per_stage=config.attempts_per_stage,
+                meta_rounds=config.meta_rounds,
+                stage_timeout_s=config.stage_timeout_s,
+                light_solve_timeout_s=config.light_solve_timeout_s,
+            )
+            SetupMDP(workspace, ExpertPolicy(), events, budget, on_solver_line=_solver_printer(events)).run(state, save)
+            state.phase = "solve"
+            save(state)
+        if state.phase == "solve":
+            _solve(workspace, config, events)
+            state.phase = "done"
+            save(state)
+        state.error = None
+    except AgentKError as exc:
+        state.error = str(exc)
+        raise
+    finally:
+        state.elapsed_s += time.monotonic() - started
+        save(state)
+        result = _result(competition, workspace, state)
+        atomic_write_json(workspace.result_path, result)
+        events.emit("run_end", **{k: v for k, v in result.items() if k != "setup"})
+    return RunOutcome(workspace, result)
+
+
+def _solve(workspace: Workspace, config: RunConfig, events: EventLog) -> None:
+    events.say(f"  solve: baseline models, {config.folds}-fold CV, budget {config.time_budget_s:.0f} s")
+    result = run_python(
+        ["-m", "solve_pipeline.baseline", str(workspace.root), "--folds", str(config.folds), "--seed", str(config.seed), "--time-budget", str(config.time_budget_s)],
+        cwd=workspace.solve,
+        # The solver stops itself at its budget; the sandbox timeout is only a backstop.
+        limits=Limits(timeout_s=config.time_budget_s * 1.5 + 120),
+        on_stdout_line=_solver_printer(events),
+        log_prefix=workspace.logs / "solve",
+    )
+    if not result.ok:
+        raise SolveFailed(f"the solver failed: {result.error_summary(max_lines=1)}")
+    plan = _read_json(workspace.setup / "plan.json")
+    problems = validate_against_setup(workspace, workspace.submission_path, plan)
+    if problems:
+        raise SolveFailed(f"the submission is not valid: {problems[0]}")
+    events.say(f"  submission: [green]valid[/] → {workspace.submission_path}")
+
+
+def _solver_printer(events: EventLog):
+    def on_line(line: str) -> None:
+        if not line.startswith("{"):
+            return
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return
+        events.emit("solver", **event)
+        if event.get("event") == "model" and event.get("score") is not None:
+            events.say(f"    model {event.get('model', '?'):<12} CV {event['score']:.5f}")
+
+    return on_line
+
+
+def _result(competition: Competition, workspace: Workspace, state: RunState) -> dict[str, Any]:
+    plan = _read_json(workspace.setup / "plan.json")
+    solve = _read_json(workspace.solve / "solve_result.json") if state.phase == "done" else {}
+    valid = state.phase == "done" and workspace.submission_path.exists()
+    report: GradeReport | None = None
+    if valid and competition.has_answers:
+        report = grade_file(workspace.submission_path, competition)
+    return {
+        "competition_id": competition.id,
+        "source": competition.source_kind,
+        "valid_submission": valid,
+        "submission_path": str(workspace.submission_path) if valid else None,
+        "metric": plan.get("metric"),
+        "higher_is_better": plan.get("higher_is_better"),
+        "validation_score": solve.get("validation_score"),
+        "model": solve.get("model"),
+        "test_score": report.score if report else None,
+        "test_metric": report.metric if report else None,
+        "setup": {name: {"attempts": s.attempts, "passed": s.passed} for name, s in state.stages.items()},
+        "meta": {name: {"rounds": m.rounds, "passed": m.passed} for name, m in state.meta.items()},
+        "time_to_first_submission_s": solve.get("time_to_first_submission_s"),
+        "elapsed_s": round(state.elapsed_s, 2),
+        "phase": state.phase,
+        "error": state.error,
+    }
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -1,0 +1,357 @@
+"""Run untrusted Python (generated code, and our own solver) in a contained subprocess.
+
+The child gets its own session (so the whole process group can be signalled), resource limits,
+an allow-listed environment without credentials, HOME pointed at its working directory, a
+timeout that escalates SIGINT -> SIGTERM -> SIGKILL, and head+tail truncated output capture.
+"""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import fnmatch
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float = 600.0
+    # RLIMIT_AS caps *virtual* address space, which runs far above resident memory for numeric
+    # stacks: every OpenMP/torch worker thread maps an 8 MB stack, and glibc reserves a 64 MB heap
+    # per malloc arena (up to 8 x cores arenas). Measured with `import numpy, pandas, sklearn,
+    # lightgbm, torch` plus a LightGBM fit, a torch train step and a RandomForest(n_jobs=-1):
+    # 1.4 GB at 2 threads, 3.9 GB at 64 threads and 5.2 GB at 128 threads, while RSS stayed at
+    # ~0.5 GB. The child also gets MALLOC_ARENA_MAX=4 (128 threads: 4.9 GB). 8 GB therefore leaves
+    # real room for data on machines up to ~64 cores; raise it on bigger boxes. Use None with CUDA,
+    # which reserves tens of GB of address space and does not start under any sane RLIMIT_AS.
+    memory_mb: int | None = 8192
+    cpu_s: int | None = None
+    max_output_chars: int = 200_000
+    grace_s: float = 5.0
+
+
+@dataclass(frozen=True)
+class ExecutionResult:
+    returncode: int | None
+    stdout: str
+    stderr: str
+    elapsed_s: float
+    timed_out: bool
+    timeout_s: float | None = None  # the limit that was hit, so the summary names it, not elapsed
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def error_summary(self, max_lines: int = 30) -> str:
+        """What went wrong, short enough to feed back to a policy; empty when ok."""
+        if self.ok:
+            return ""
+        head: list[str] = []
+        if self.timed_out:
+            head.append(f"timed out after {self.timeout_s or self.elapsed_s:g} s")
+        elif self.returncode is not None and self.returncode < 0:
+            # Most often the OOM killer (SIGKILL) or the CPU limit (SIGXCPU).
+            head.append(f"killed by signal {_signal_name(-self.returncode)}")
+        # After a timeout this is usually the KeyboardInterrupt traceback from SIGINT, which
+        # shows where the code was stuck.
+        body = _last_traceback(self.stderr) or self.stderr.rstrip()
+        if not body and not head:
+            head.append(f"exited with code {self.returncode} and no output on stderr")
+        lines = [_clip(line) for line in body.splitlines()[-max_lines:]]
+        return "\n".join(head + lines)
+
+
+_ALLOWED_EXACT = (
+    "PATH", "LANG", "TZ", "TMPDIR", "PYTHONHASHSEED", "VIRTUAL_ENV",
+    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+)
+_ALLOWED_PREFIXES = ("LC_",)
+_FIXED = {
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONNOUSERSITE": "1",
+    "MPLBACKEND": "Agg",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    # Bounds the per-thread 64 MB arena reservations that otherwise eat the RLIMIT_AS budget.
+    "MALLOC_ARENA_MAX": "4",
+}
+_SECRET_PATTERNS = (
+    "KAGGLE*", "*API_KEY*", "*APIKEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*",
+    "*CREDENTIAL*", "*ACCESS_KEY*", "*PRIVATE_KEY*", "OPENAI*", "AWS_*", "HF_TOKEN",
+)
+
+
+def is_secret_name(key: str) -> bool:
+    upper = key.upper()
+    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in _SECRET_PATTERNS)
+
+
+def scrubbed_env(extra: Mapping[str, str] | None = None, *, home: Path | None = None) -> dict[str, str]:
+    """An allow-listed environment for a child; HOME is `home` (default: the current directory)
+    so credential files under the real home (~/.kaggle/kaggle.json) are not found.
+
+    Raises ValueError if `extra` names anything that looks like a credential."""
+    extra = dict(extra or {})
+    smuggled = sorted(k for k in extra if is_secret_name(k))
+    if smuggled:
+        raise ValueError(f"refusing to pass secret-looking variables to the sandbox: {', '.join(smuggled)}")
+    env = {
+        k: v for k, v in os.environ.items()
+        if (k in _ALLOWED_EXACT or k.startswith(_ALLOWED_PREFIXES)) and not is_secret_name(k)
+    }
+    env.update(_FIXED)
+    env["HOME"] = str(home if home is not None else Path.cwd())
+    env.update(extra)
+    return env
+
+
+# Limits are applied by a tiny interpreter that sets them and execs the real command (same pid,
+# so signals and returncode are unaffected). preexec_fn would do the same, but it runs Python
+# between fork and exec and can deadlock when the parent has other threads holding locks, and
+# a hang inside Popen() would not be covered by the timeout.
+_TRAMPOLINE = """\
+import os, resource, sys
+def cap(which, soft, hard):
+    _, old_hard = resource.getrlimit(which)
+    if old_hard != resource.RLIM_INFINITY:
+        soft, hard = min(soft, old_hard), min(hard, old_hard)
+    resource.setrlimit(which, (soft, hard))
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+if sys.argv[1] != "-":
+    n = int(sys.argv[1]) << 20
+    cap(resource.RLIMIT_AS, n, n)
+if sys.argv[2] != "-":
+    n = int(sys.argv[2])
+    cap(resource.RLIMIT_CPU, n, n + 5)
+os.execv(sys.executable, [sys.executable] + sys.argv[3:])
+"""
+
+
+def run_python(
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    limits: Limits = Limits(),
+    env_extra: Mapping[str, str] | None = None,
+    on_stdout_line: Callable[[str], None] | None = None,
+    log_prefix: Path | None = None,
+) -> ExecutionResult:
+    """Run `python -u *args` (this interpreter) in `cwd` under `limits`.
+
+    `on_stdout_line` is called from a reader thread with each stdout line (newline stripped; a
+    line longer than 64 KiB arrives in pieces). If `log_prefix` is given, the captured (truncated)
+    output is also written to `<log_prefix>.stdout.txt` and `<log_prefix>.stderr.txt`."""
+    cwd = Path(cwd)
+    if not cwd.is_dir():
+        raise ValueError(f"sandbox working directory does not exist: {cwd}")
+    env = scrubbed_env(env_extra, home=cwd.resolve())
+    as_mb = "-" if limits.memory_mb is None else str(int(limits.memory_mb))
+    cpu = "-" if limits.cpu_s is None else str(int(limits.cpu_s))
+    cmd = [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, as_mb, cpu, "-u", *args]
+
+    out = _Capture(limits.max_output_chars)
+    err = _Capture(limits.max_output_chars)
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    readers = [
+        threading.Thread(target=_pump_lines, args=(proc.stdout, out, on_stdout_line), daemon=True),
+        threading.Thread(target=_pump_chunks, args=(proc.stderr, err), daemon=True),
+    ]
+    timed_out = False
+    try:
+        for reader in readers:
+            reader.start()
+        try:
+            proc.wait(timeout=limits.timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _stop_group(proc, limits.grace_s)
+        # Leftovers (background processes the script started) would outlive the run and hold
+        # our pipes open; nothing of a finished run may survive it.
+        _kill_group(proc.pid, signal.SIGKILL)
+        _wait_group_gone(proc, 5.0)
+    except BaseException:
+        _kill_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    elapsed = time.monotonic() - start
+    for reader in readers:
+        # Only a process that escaped the group (setsid) can still hold the pipe; give up on it
+        # rather than hang. The daemon thread stays blocked and costs nothing.
+        reader.join(timeout=5.0)
+
+    result = ExecutionResult(
+        returncode=proc.returncode, stdout=out.text(), stderr=err.text(), elapsed_s=elapsed,
+        timed_out=timed_out, timeout_s=limits.timeout_s if timed_out else None,
+    )
+    if log_prefix is not None:
+        log_prefix = Path(log_prefix)
+        log_prefix.parent.mkdir(parents=True, exist_ok=True)
+        Path(f"{log_prefix}.stdout.txt").write_text(result.stdout, encoding="utf-8")
+        Path(f"{log_prefix}.stderr.txt").write_text(result.stderr, encoding="utf-8")
+    return result
+
+
+def _stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    """SIGINT (Python code gets a KeyboardInterrupt traceback showing where it was), then
+    SIGTERM, then SIGKILL, each step given `grace_s` for the whole group to go away."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        _kill_group(proc.pid, sig)
+        if _wait_group_gone(proc, grace_s):
+            return
+    _kill_group(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _wait_group_gone(proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        proc.poll()  # reap the leader; a zombie leader would keep the group "alive"
+        if proc.returncode is not None and not _group_alive(proc.pid):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any non-zombie process is in the group. Zombies have closed their pipes and
+    can take seconds to be reaped when they were orphaned (a slow init in containers)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                # Fields after the parenthesised command: state, ppid, pgrp, ...
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # exited while we looked
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _kill_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except OSError as exc:
+        if exc.errno != errno.ESRCH:
+            raise
+
+
+class _Capture:
+    """Keeps the first and last halves of a stream, with a marker where the middle was."""
+
+    def __init__(self, max_chars: int) -> None:
+        self._head_max = max_chars // 2
+        self._tail_max = max_chars - self._head_max
+        self._head: list[str] = []
+        self._head_len = 0
+        self._tail: deque[str] = deque()
+        self._tail_len = 0
+        self._dropped = 0
+        self._lock = threading.Lock()
+
+    def add(self, text: str) -> None:
+        with self._lock:
+            room = self._head_max - self._head_len
+            if room > 0:
+                self._head.append(text[:room])
+                self._head_len += min(room, len(text))
+                text = text[room:]
+            if not text:
+                return
+            self._tail.append(text)
+            self._tail_len += len(text)
+            while self._tail_len > self._tail_max:
+                excess = self._tail_len - self._tail_max
+                first = self._tail[0]
+                if len(first) <= excess:
+                    self._tail.popleft()
+                    cut = len(first)
+                else:
+                    self._tail[0] = first[excess:]
+                    cut = excess
+                self._tail_len -= cut
+                self._dropped += cut
+
+    def text(self) -> str:
+        with self._lock:
+            head, tail = "".join(self._head), "".join(self._tail)
+            if not self._dropped:
+                return head + tail
+            return f"{head}\n... [{self._dropped} characters truncated] ...\n{tail}"
+
+
+def _pump_lines(pipe: IO[bytes], capture: _Capture, on_line: Callable[[str], None] | None) -> None:
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    failures = 0
+    with pipe:
+        # A bounded readline keeps a newline-free flood of bytes from growing our memory.
+        for raw in iter(lambda: pipe.readline(65536), b""):
+            text = decoder.decode(raw)
+            capture.add(text)
+            if on_line is not None and text:
+                try:
+                    on_line(text.rstrip("\r\n"))
+                except Exception:
+                    # Stopping here would stop draining the pipe and block the child; logging
+                    # every failure would flood the log once per output line.
+                    if failures == 0:
+                        logger.exception("on_stdout_line callback failed; output capture continues")
+                    failures += 1
+        if failures > 1:
+            logger.warning("on_stdout_line callback failed on %d lines in total", failures)
+        capture.add(decoder.decode(b"", final=True))
+
+
+def _pump_chunks(pipe: IO[bytes], capture: _Capture) -> None:
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    with pipe:
+        for raw in iter(lambda: pipe.read1(65536), b""):  # type: ignore[attr-defined]
+            capture.add(decoder.decode(raw))
+        capture.add(decoder.decode(b"", final=True))
+
+
+def _last_traceback(stderr: str) -> str | None:
+    idx = stderr.rfind("Traceback (most recent call last):")
+    return stderr[idx:].rstrip() if idx >= 0 else None
+
+
+def _clip(line: str, limit: int = 500) -> str:
+    return line if len(line) <= limit else line[:limit] + f" ... [{len(line) - limit} more characters]"
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return str(signum)

@@ -1,0 +1,210 @@
+"""Helpers shared by the local and MLE-bench sources: exact CSV I/O, finding the usual Kaggle
+files, copying trees, grading facts from TOML, and building the agent's folder atomically."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tomllib
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import pandas as pd
+
+from agentk.errors import SourceError
+from agentk.sources.base import GradingFacts
+
+# Bump when what prepare() writes changes, so older preparations are redone.
+PREPARE_VERSION = "1"
+MARKER_NAME = ".prepared"
+DESCRIPTION_NAME = "description.md"
+
+# Titles that Kaggle (and MLE-bench's copies) use as the first heading instead of the name.
+_GENERIC_HEADINGS = {"overview", "description", "competition description"}
+
+
+# ---------------------------------------------------------------- CSV files, values kept exactly
+
+
+def read_csv_exact(path: Path, shown: str, nrows: int | None = None) -> pd.DataFrame:
+    """Read every cell as the text in the file: no TRUE→True, 1→1.0 or empty→NaN conversions,
+    so whatever the harness writes back is what Kaggle shipped."""
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False, nrows=nrows)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
+        raise SourceError(f"cannot read {shown}: {_one_line(exc)}") from exc
+
+
+def read_csv_header(path: Path, shown: str) -> list[str]:
+    return list(read_csv_exact(path, shown, nrows=0).columns)
+
+
+def write_csv_exact(df: pd.DataFrame, path: Path) -> None:
+    # One line terminator everywhere (some Kaggle files are CRLF); values are strings already.
+    df.to_csv(path, index=False, lineterminator="\n")
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+# ---------------------------------------------------------------- finding the usual files
+
+
+def _top_level_csvs(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() == ".csv")
+
+
+def is_sample_name(path: Path) -> bool:
+    name = path.name.lower()
+    return "sample" in name or "submission" in name
+
+
+def find_sample_csv(folder: Path) -> Path | None:
+    """The sample submission: any CSV named like sample/submission (sampleSubmission.csv,
+    gender_submission.csv, ...), preferring the canonical sample_submission.csv."""
+    samples = [p for p in _top_level_csvs(folder) if is_sample_name(p)]
+    canonical = [p for p in samples if p.name.lower() == "sample_submission.csv"]
+    return (canonical or samples or [None])[0]
+
+
+def _find_named_csv(folder: Path, word: str) -> Path | None:
+    """`<word>.csv`, else the single non-sample CSV whose name contains `word`; None if ambiguous."""
+    csvs = [p for p in _top_level_csvs(folder) if not is_sample_name(p)]
+    exact = [p for p in csvs if p.name.lower() == f"{word}.csv"]
+    if exact:
+        return exact[0]
+    loose = [p for p in csvs if word in p.stem.lower()]
+    return loose[0] if len(loose) == 1 else None
+
+
+def find_train_csv(folder: Path) -> Path | None:
+    return _find_named_csv(folder, "train")
+
+
+def find_test_csv(folder: Path) -> Path | None:
+    return _find_named_csv(folder, "test")
+
+
+# ---------------------------------------------------------------- copying and fingerprints
+
+
+def copy_tree(src: Path, dst: Path, skip: Iterable[Path] = ()) -> None:
+    """Copy file contents only: shared competition folders are often read-only, and copying
+    their permissions would leave a raw/ folder that can be neither written into nor deleted."""
+    skipped = {p.resolve() for p in skip}
+    dst.mkdir(parents=True, exist_ok=True)
+    for dirpath, dirnames, filenames in os.walk(src):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if (here / d).resolve() not in skipped)
+        target = dst / here.relative_to(src)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in sorted(filenames):
+            if (here / name).resolve() not in skipped:
+                shutil.copyfile(here / name, target / name)
+
+
+def fingerprint(files: Iterable[Path], trees: Iterable[Path], extra: str = "") -> str:
+    """Hash of whole small files plus sizes/mtimes of every file in the trees: cheap even for
+    thousands of images, and changes whenever the source does."""
+    digest = hashlib.sha256(f"{PREPARE_VERSION}\n{extra}\n".encode())
+    for path in files:
+        digest.update(f"file {path}\n".encode())
+        digest.update(path.read_bytes() if path.is_file() else b"<missing>")
+    for tree in trees:
+        for dirpath, dirnames, filenames in os.walk(tree):
+            dirnames.sort()
+            for name in sorted(filenames):
+                stat = (Path(dirpath) / name).stat()
+                rel = (Path(dirpath) / name).relative_to(tree)
+                digest.update(f"{tree}:{rel}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def build_atomically(target: Path, stamp: str, build: Callable[[Path], None]) -> bool:
+    """Run `build(tmp)` in a sibling folder and swap it in, marker last, so a killed build never
+    leaves a half-written `target`. Skips (returns False) if `target` already holds `stamp`."""
+    marker = target / MARKER_NAME
+    if marker.is_file() and marker.read_text() == stamp:
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".{target.name}.building"
+    old = target.parent / f".{target.name}.old"
+    for leftover in (tmp, old):
+        if leftover.exists():
+            shutil.rmtree(leftover)
+    tmp.mkdir()
+    try:
+        build(tmp)
+        (tmp / MARKER_NAME).write_text(stamp)
+        if target.exists():
+            target.rename(old)
+        tmp.rename(target)
+    finally:
+        for leftover in (tmp, old):
+            if leftover.exists():
+                shutil.rmtree(leftover)
+    return True
+
+
+# ---------------------------------------------------------------- TOML and descriptions
+
+
+def read_toml(path: Path, shown: str) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise SourceError(f"cannot parse {shown}: {_one_line(exc)}") from exc
+
+
+def parse_grading(table: dict[str, Any], shown: str) -> GradingFacts:
+    """GradingFacts from a `[grading]` table; a missing or contradictory key is one clear error."""
+    where = f"{shown} [grading]"
+    for key in ("metric", "id_column"):
+        if not isinstance(table.get(key), str) or not table[key]:
+            raise SourceError(f"{where} needs a '{key}' string")
+    targets = table.get("target_columns")
+    label = table.get("label_column")
+    if isinstance(targets, str):
+        targets = [targets]
+    if bool(targets) == bool(label):
+        raise SourceError(f"{where} needs exactly one of 'target_columns' or 'label_column'")
+    higher = table.get("higher_is_better")
+    if higher is None:
+        higher = _registry_direction(table["metric"], where)
+    if not isinstance(higher, bool):
+        raise SourceError(f"{where} 'higher_is_better' must be true or false")
+    return GradingFacts(
+        metric=table["metric"],
+        higher_is_better=higher,
+        id_column=table["id_column"],
+        target_columns=tuple(str(t) for t in targets or ()),
+        label_column=str(label) if label else None,
+    )
+
+
+def _registry_direction(metric: str, where: str) -> bool:
+    """Fall back on the metric registry when a TOML leaves the direction implicit."""
+    try:
+        from agentk.metrics import get_metric
+
+        return bool(get_metric(metric).higher_is_better)
+    except Exception as exc:  # unknown metric or registry unavailable: the TOML must say it
+        raise SourceError(f"{where} needs 'higher_is_better' (metric {metric!r}: {_one_line(exc)})") from exc
+
+
+def title_from_description(text: str, fallback: str) -> str:
+    """The first heading, unless it is Kaggle's generic 'Overview'."""
+    for line in text.splitlines():
+        match = re.match(r"#+\s+(.*\S)", line)
+        if match:
+            heading = match.group(1).strip()
+            return fallback if heading.lower() in _GENERIC_HEADINGS else heading
+    return fallback
+
+
+def humanise(slug: str) -> str:
+    return slug.replace("-", " ").replace("_", " ").strip().capitalize() or slug

@@ -1,0 +1,190 @@
+"""Code the expert policy writes into each template hole, from the facts its inspection found.
+
+Every function returns Python source that defines what the stage's template calls. Values are
+embedded with repr() so the generated files read on their own.
+"""
+
+from __future__ import annotations
+
+from setup_pipeline.expert.inspect import DataFacts
+
+_KEY = '''
+def _key(value) -> str:
+    """Labels compare as text; 3.0 and 3 are the same class once a CSV round trip is involved."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+'''
+
+
+def _label_columns(facts: DataFacts) -> list[str]:
+    return [t.column for t in facts.targets]
+
+
+def _read_csv(facts: DataFacts, file: str, drop_missing_targets: bool) -> str:
+    id_column = facts.train_id_column if file == facts.train_file else facts.test_id_column
+    dtype = f"dtype={{{id_column!r}: str}}, " if id_column else ""
+    lines = [f"    frame = pd.read_csv(RAW / {file!r}, {dtype}low_memory=False)"]
+    if drop_missing_targets:
+        lines.append(f"    frame = frame.dropna(subset={_label_columns(facts)!r})  # rows without a target teach nothing")
+    if id_column:
+        lines.append(f"    ids = frame[{id_column!r}].astype(str).str.strip()")
+    else:
+        prefix = "train" if file == facts.train_file else "test"
+        lines.append(f"    ids = pd.Series([f'{prefix}_{{i}}' for i in range(len(frame))], index=frame.index)")
+    return "\n".join(lines)
+
+
+def _split_file(facts: DataFacts, split: str) -> str | None:
+    return facts.train_file if split == "train" else facts.test_file
+
+
+def table_map(facts: DataFacts, split: str, columns: list[str], fill_text: bool) -> str:
+    file = _split_file(facts, split)
+    assert file is not None
+    fill = '.fillna("").astype(str)' if fill_text else ""
+    return (
+        "def build_map() -> pd.DataFrame:\n"
+        f"{_read_csv(facts, file, drop_missing_targets=split == 'train')}\n"
+        f"    out = frame[{columns!r}].copy(){fill}\n"
+        '    out.insert(0, "id", ids.to_numpy())\n'
+        "    return out.reset_index(drop=True)\n"
+    )
+
+
+def image_map(facts: DataFacts, split: str) -> str:
+    layout = facts.image
+    assert layout is not None
+    if layout.kind == "class_folders" and split == "train":
+        return (
+            "def build_map() -> pd.DataFrame:\n"
+            f"    root = RAW / {layout.train_dir!r}\n"
+            "    paths = sorted(p for p in root.glob('*/*') if p.suffix.lower() in IMAGE_EXTENSIONS)\n"
+            '    return pd.DataFrame({"id": [p.stem for p in paths], "image_path": [relative_to_setup(p) for p in paths]})\n'
+        )
+    if layout.kind == "class_folders" or _split_file(facts, split) is None:
+        folder = layout.test_dir if split == "test" else layout.train_dir
+        return (
+            "def build_map() -> pd.DataFrame:\n"
+            f"    root = RAW / {folder!r}\n"
+            "    paths = sorted(p for p in root.rglob('*') if p.suffix.lower() in IMAGE_EXTENSIONS)\n"
+            '    return pd.DataFrame({"id": [p.stem for p in paths], "image_path": [relative_to_setup(p) for p in paths]})\n'
+        )
+    file = _split_file(facts, split)
+    if layout.path_column:
+        return (
+            "def build_map() -> pd.DataFrame:\n"
+            f"{_read_csv(facts, file, drop_missing_targets=split == 'train')}\n"
+            f"    root = RAW / {(layout.path_base or '.')!r}\n"
+            f"    paths = [root / str(value).strip() for value in frame[{layout.path_column!r}]]\n"
+            '    return pd.DataFrame({"id": ids.to_numpy(), "image_path": [relative_to_setup(p) for p in paths]})\n'
+        )
+    folder = layout.image_dir or (layout.train_dir if split == "train" else layout.test_dir)
+    return (
+        "def build_map() -> pd.DataFrame:\n"
+        f"{_read_csv(facts, file, drop_missing_targets=split == 'train')}\n"
+        f"    root = RAW / {folder!r}\n"
+        "    by_name = {}\n"
+        "    for path in root.rglob('*'):\n"
+        "        if path.suffix.lower() in IMAGE_EXTENSIONS:\n"
+        "            by_name.setdefault(path.name, path)\n"
+        "            by_name.setdefault(path.stem, path)\n"
+        "    missing = [i for i in ids if i not in by_name and Path(i).name not in by_name]\n"
+        "    if missing:\n"
+        "        raise FileNotFoundError(f'{len(missing)} ids have no image under {root}, e.g. {missing[:3]}')\n"
+        "    paths = [by_name.get(i) or by_name[Path(i).name] for i in ids]\n"
+        '    return pd.DataFrame({"id": ids.to_numpy(), "image_path": [relative_to_setup(p) for p in paths]})\n'
+    )
+
+
+def target_map(facts: DataFacts) -> str:
+    labels = _label_columns(facts)
+    layout = facts.image
+    if layout is not None and layout.kind == "class_folders":
+        return (
+            "def build_map() -> pd.DataFrame:\n"
+            f"    root = RAW / {layout.train_dir!r}\n"
+            "    paths = sorted(p for p in root.glob('*/*') if p.suffix.lower() in IMAGE_EXTENSIONS)\n"
+            f'    return pd.DataFrame({{"id": [p.stem for p in paths], {labels[0]!r}: [p.parent.name for p in paths]}})\n'
+        )
+    assert facts.train_file is not None
+    return (
+        "def build_map() -> pd.DataFrame:\n"
+        f"{_read_csv(facts, facts.train_file, drop_missing_targets=True)}\n"
+        f"    out = frame[{labels!r}].copy()\n"
+        '    out.insert(0, "id", ids.to_numpy())\n'
+        "    return out.reset_index(drop=True)\n"
+    )
+
+
+def target_transform(facts: DataFacts, classes: dict[str, list], scales: dict[str, str]) -> str:
+    """`classes` holds the labels as read back from the target map (their CSV types); `scales`
+    the regression rescaling chosen for the metric ("log1p" or "log")."""
+    tasks = {t.column: t.task for t in facts.targets}
+    return (
+        f"TASKS = {tasks!r}\n"
+        f"CLASSES = {classes!r}\n"
+        f"SCALES = {scales!r}\n"
+        f"{_KEY}\n"
+        "def forward(df: pd.DataFrame) -> pd.DataFrame:\n"
+        "    out = df.copy()\n"
+        "    for column in TASKS:\n"
+        "        if column in CLASSES:\n"
+        "            index = {_key(label): i for i, label in enumerate(CLASSES[column])}\n"
+        "            codes = out[column].map(_key).map(index)\n"
+        "            if codes.isna().any():\n"
+        "                raise ValueError(f'{column}: labels outside the known classes: {sorted(set(out[column][codes.isna()].map(_key)))[:5]}')\n"
+        "            out[column] = codes.astype(int)\n"
+        "        elif SCALES.get(column) == 'log1p':\n"
+        "            out[column] = np.log1p(out[column].astype(float).clip(lower=0))\n"
+        "        elif SCALES.get(column) == 'log':\n"
+        "            out[column] = np.log(out[column].astype(float).clip(lower=1e-12))\n"
+        "        else:\n"
+        "            out[column] = out[column].astype(float)\n"
+        "    return out\n\n\n"
+        "def inverse(df: pd.DataFrame) -> pd.DataFrame:\n"
+        "    out = df.copy()\n"
+        "    for column in TASKS:\n"
+        "        if column in CLASSES:\n"
+        "            labels = CLASSES[column]\n"
+        "            out[column] = [labels[int(round(float(i)))] for i in out[column]]\n"
+        "        elif SCALES.get(column) == 'log1p':\n"
+        "            out[column] = np.expm1(out[column].astype(float))\n"
+        "        elif SCALES.get(column) == 'log':\n"
+        "            out[column] = np.exp(out[column].astype(float))\n"
+        "    return out\n\n\n"
+        "def target_info(df: pd.DataFrame) -> dict:\n"
+        '    return {"targets": [{"column": c, "task": TASKS[c], "classes": CLASSES.get(c)} for c in TASKS]}\n'
+    )
+
+
+def submission_format(facts: DataFacts, sources: dict[str, str]) -> str:
+    """`sources` maps each submission column (besides the id) to its prediction-frame column."""
+    sample = facts.sample_submission
+    lines = [
+        f"ID_COLUMN = {facts.id_column!r}",
+        f"SOURCES = {sources!r}  # submission column -> prediction frame column",
+        f"SAMPLE = {sample!r}  # rows follow the sample's order when there is one",
+        "",
+        "",
+        "def format_submission(pred: pd.DataFrame) -> pd.DataFrame:",
+        "    out = pd.DataFrame({ID_COLUMN: pred['id'].astype(str).to_numpy()})",
+        "    for column, source in SOURCES.items():",
+        "        out[column] = pred[source].to_numpy()",
+        "    if SAMPLE:",
+        "        order = pd.read_csv(RAW / SAMPLE, dtype=str, keep_default_na=False)[ID_COLUMN].str.strip()",
+        "        out = out.set_index(ID_COLUMN).loc[order.to_numpy()].reset_index()",
+        "    return out",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def metric(facts: DataFacts) -> str:
+    return (
+        "from agentk.metrics import score_prediction_frame\n\n"
+        f"METRIC = {facts.metric!r}\n"
+        f"TARGETS = {_label_columns(facts)!r}\n"
+        f"HIGHER_IS_BETTER = {facts.metric_higher_is_better!r}\n\n\n"
+        "def score(y_true: pd.DataFrame, y_pred: pd.DataFrame) -> float:\n"
+        "    return score_prediction_frame(METRIC, y_true, y_pred, TARGETS)\n"
+    )

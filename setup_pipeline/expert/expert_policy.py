@@ -1,0 +1,158 @@
+"""The deterministic expert policy: fills every setup stage by inspecting the files, no LLM.
+
+It inspects once (at the modalities stage), records its facts in plan.json, and writes each later
+stage's code from those facts. Where it cannot decide it declines with a reason.
+"""
+
+from __future__ import annotations
+
+import json
+
+from agentk.metrics import get_metric, normalise_labels
+from setup_pipeline.expert import codegen
+from setup_pipeline.expert.description import summarise
+from setup_pipeline.expert.inspect import DataFacts, ExpertDeclined, inspect_competition
+from setup_pipeline.policy import Action, Decline, Fill, StageContext
+from setup_pipeline.stages import StageSpec
+from unit_tests_setup.files import MapError, read_map
+
+_CODES = {"tab": "tabular", "txt": "text", "img": "image"}
+
+
+class ExpertPolicy:
+    name = "expert"
+
+    def __init__(self) -> None:
+        self._facts: DataFacts | None = None
+
+    def act(self, stage: StageSpec, ctx: StageContext) -> Action:
+        try:
+            return self._act(stage, ctx)
+        except ExpertDeclined as exc:
+            return Decline(exc.reason)
+
+    # ---- facts ----------------------------------------------------------------------------
+
+    def facts(self, ctx: StageContext) -> DataFacts:
+        if self._facts is None:
+            plan_path = ctx.workspace.setup / "plan.json"
+            saved = json.loads(plan_path.read_text(encoding="utf-8")).get("facts") if plan_path.exists() else None
+            self._facts = DataFacts.model_validate(saved) if saved else inspect_competition(ctx.workspace.raw)
+        return self._facts
+
+    # ---- stages ---------------------------------------------------------------------------
+
+    def _act(self, stage: StageSpec, ctx: StageContext) -> Action:
+        name = stage.name
+        if name == "summarise":
+            text = (ctx.workspace.raw / "description.md").read_text(encoding="utf-8", errors="replace")
+            return Fill(summarise(text), plan="keep overview, evaluation, submission format and data sections")
+        facts = self.facts(ctx)
+        if name == "modalities":
+            content = {"input_modalities": facts.input_modalities, "target_modality": "tabular"}
+            return Fill(json.dumps(content, indent=2), plan="modalities from column types and image files")
+        if name == "plan":
+            return Fill(json.dumps(_plan(facts), indent=2), plan="inspect files, ids, targets, metric")
+        if name.startswith(("train_input_map_", "test_input_map_")):
+            split, code = name.split("_")[0], name.rsplit("_", 1)[1]
+            return Fill(self._input_map(facts, split, _CODES[code]), plan=f"{split} {_CODES[code]} columns keyed by id")
+        if name == "train_target_map":
+            return Fill(codegen.target_map(facts), plan="raw targets keyed by id")
+        if name == "target_transform":
+            return Fill(self._target_transform(facts, ctx), plan="label-encode classes; rescale regression targets for log metrics")
+        if name == "submission_format":
+            return Fill(codegen.submission_format(facts, _submission_sources(facts)), plan="rename prediction columns to the submission's")
+        if name == "metric":
+            return Fill(codegen.metric(facts), plan=f"score with {facts.metric}")
+        return Decline(f"the expert policy has no rule for stage {name!r}")
+
+    def _input_map(self, facts: DataFacts, split: str, modality: str) -> str:
+        if modality == "image":
+            return codegen.image_map(facts, split)
+        if _split_file_missing(facts, split):
+            raise ExpertDeclined(f"no {split} table to read {modality} columns from")
+        columns = facts.tabular_columns if modality == "tabular" else facts.text_columns
+        return codegen.table_map(facts, split, columns, fill_text=modality == "text")
+
+    def _target_transform(self, facts: DataFacts, ctx: StageContext) -> str:
+        try:
+            targets = read_map(ctx.workspace.setup / "train_tab_target_map.csv")
+        except MapError as exc:
+            raise ExpertDeclined(f"cannot read the target map to list the classes: {exc}") from exc
+        classes: dict[str, list] = {}
+        scales: dict[str, str] = {}
+        for fact in facts.targets:
+            if fact.column not in targets.columns:
+                raise ExpertDeclined(f"target {fact.column!r} is not in the target map")
+            if fact.task == "regression":
+                values = targets[fact.column].astype(float)
+                if facts.metric == "rmsle":
+                    scales[fact.column] = "log1p"
+                elif facts.metric == "rmse_log":
+                    scales[fact.column] = "log" if (values > 0).all() else "log1p"
+            else:
+                labels = sorted(targets[fact.column].dropna().unique().tolist(), key=_sort_key)
+                classes[fact.column] = [_native(v) for v in labels]
+        return codegen.target_transform(facts, classes, scales)
+
+
+def _plan(facts: DataFacts) -> dict:
+    tasks = {t.task for t in facts.targets}
+    task_type = "regression" if tasks == {"regression"} else ("multiclass" if "multiclass" in tasks else "binary")
+    inputs = ", ".join(facts.input_modalities)
+    steps = [
+        f"Read {facts.train_file or 'the train images'} and {facts.test_file or 'the test images'}; inputs are {inputs}.",
+        f"Key every map by {facts.id_column!r}; targets {[t.column for t in facts.targets]} ({task_type}).",
+        f"Score with {facts.metric}; write {facts.submission_format} submissions with columns {facts.submission_columns[:6]}.",
+    ]
+    return {
+        "steps": steps,
+        "id_column": facts.id_column,
+        "target_columns": [t.column for t in facts.targets],
+        "task_type": task_type,
+        "metric": facts.metric,
+        "higher_is_better": facts.metric_higher_is_better,
+        "submission_columns": facts.submission_columns,
+        "sample_submission": facts.sample_submission,
+        "facts": facts.model_dump(mode="json"),
+    }
+
+
+def _submission_sources(facts: DataFacts) -> dict[str, str]:
+    """Submission column → prediction-frame column. Per-target submissions name their columns by
+    position: the i-th column after the id holds the i-th target, whatever the train file calls it."""
+    columns = [c for c in facts.submission_columns if c != facts.id_column]
+    if facts.submission_format == "per_class_proba":
+        label = facts.targets[0].column
+        return {c: f"{label}__proba__{c}" for c in columns}
+    kind = get_metric(facts.metric).kind
+    sources = {}
+    for column, target in zip(columns, facts.targets):
+        if kind == "proba" and target.task == "binary" and target.classes:
+            sources[column] = f"{target.column}__proba__{_positive_label(target.classes)}"
+        else:
+            sources[column] = target.column
+    return sources
+
+
+def _positive_label(classes: list[str]) -> str:
+    """The class a binary probability column speaks of: the one that reads as 1/true, else the last."""
+    normalised = [str(v).lower() for v in normalise_labels(list(classes))]
+    for marker in ("1", "true", "yes"):
+        if marker in normalised:
+            return str(classes[normalised.index(marker)])
+    return str(classes[-1])
+
+
+def _split_file_missing(facts: DataFacts, split: str) -> bool:
+    return (facts.train_file if split == "train" else facts.test_file) is None
+
+
+def _sort_key(value: object) -> tuple:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (0, float(value), "")
+    return (1, 0.0, str(value))
+
+
+def _native(value: object) -> object:
+    return value.item() if hasattr(value, "item") else value

@@ -1,0 +1,488 @@
+"""Work out every fact the setup stages need from the agent's view of a competition.
+
+Only `raw/description.md` and `raw/data/` are read, never grading facts. Cells are read as the
+text in the file (like the sources do), so labels keep their spelling (`TRUE`, `EAP`, `7`);
+numbers are parsed only to judge what a column is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+from pydantic import BaseModel, Field
+
+from agentk import metrics
+from setup_pipeline.expert.description import submission_header
+
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")
+_CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.zip")
+_BOOL_WORDS = {"true", "false", "yes", "no", "t", "f", "y", "n"}
+_NA_WORDS = {"na", "nan", "n/a", "null", "none", "?"}
+_MAX_CLASSES = 20
+
+
+class ExpertDeclined(Exception):
+    """The expert cannot decide a fact; `reason` is one line saying what and why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ImageLayout(BaseModel):
+    """Where the images are; every path is relative to raw/.
+
+    Image file for an id: class_folders → `<train_dir>/<label>/<id><ext>` and `<test_dir>/<id><ext>`;
+    id_files → `<image_dir or train_dir/test_dir>/<id>` plus `extension` unless
+    `ids_include_extension`; with `path_column`, `<path_base>/<value of path_column>`.
+    """
+
+    kind: Literal["class_folders", "id_files"]
+    train_dir: str | None = None
+    test_dir: str | None = None
+    image_dir: str | None = None
+    extension: str  # the dominant one, lower-case with the dot
+    ids_include_extension: bool = False
+    path_column: str | None = None
+    path_base: str | None = None
+    n_train_images: int = 0
+    n_test_images: int = 0
+
+
+class TargetFact(BaseModel):
+    column: str  # train column (per_class_proba: the label column; class folders: "label")
+    task: Literal["binary", "multiclass", "regression"]
+    classes: list[str] | None = None  # as written in the data; numeric labels sorted numerically
+    sample_values: list[str] = Field(default_factory=list)  # how the sample file writes it
+
+
+class DataFacts(BaseModel):
+    train_file: str | None
+    test_file: str | None
+    sample_submission: str | None
+    id_column: str
+    train_id_column: str | None
+    test_id_column: str | None
+    submission_format: Literal["per_target", "per_class_proba"]
+    targets: list[TargetFact]
+    submission_columns: list[str]
+    tabular_columns: list[str]
+    text_columns: list[str]
+    image: ImageLayout | None
+    input_modalities: list[Literal["tabular", "text", "image"]]
+    metric: str
+    metric_higher_is_better: bool
+    dropped_columns: dict[str, str]
+    notes: list[str]
+
+
+def inspect_competition(raw_dir: Path) -> DataFacts:
+    """All facts about the competition in `raw_dir`, or ExpertDeclined saying what is missing."""
+    return _Inspection(Path(raw_dir)).run()
+
+
+# ---------------------------------------------------------------- small value helpers
+
+
+def _present(series: pd.Series) -> pd.Series:
+    """Non-missing cells as stripped text."""
+    values = series.astype(str).str.strip()
+    return values[values != ""]
+
+
+def _numbers(values: pd.Series) -> pd.Series | None:
+    """The values as numbers if (nearly) all of them are numbers, else None.
+
+    Spelled-out missing markers ("NA", "nan") are skipped here only: as labels they may be real.
+    """
+    values = values[~values.str.lower().isin(_NA_WORDS)]
+    parsed = pd.to_numeric(values, errors="coerce")
+    return parsed if len(values) and parsed.notna().mean() >= 0.99 else None
+
+
+def _is_bool_like(values: pd.Series) -> bool:
+    return len(values) > 0 and set(values.str.lower().unique()) <= _BOOL_WORDS
+
+
+def _sorted_labels(labels: list[str]) -> list[str]:
+    numeric = pd.to_numeric(pd.Series(labels, dtype=object), errors="coerce")
+    if labels and numeric.notna().all():
+        return [label for _, label in sorted(zip(numeric.tolist(), labels))]
+    return sorted(labels)
+
+
+def _rel(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
+        raise ExpertDeclined(f"cannot read {path.name}: {' '.join(str(exc).split())}") from exc
+
+
+def _match(column_or_name: str, columns: list[str]) -> str | None:
+    """The column of `columns` named `column_or_name`, ignoring case if there is no exact one."""
+    if column_or_name in columns:
+        return column_or_name
+    folded = [c for c in columns if c.lower() == column_or_name.lower()]
+    return folded[0] if len(folded) == 1 else None
+
+
+class _Inspection:
+    """One inspection; state is kept on the instance so each step stays a short method."""
+
+    def __init__(self, raw_dir: Path) -> None:
+        self.raw, self.data = raw_dir, raw_dir / "data"
+        self.notes: list[str] = []
+        self.dropped: dict[str, str] = {}
+
+    # ------------------------------------------------------------ files
+
+    def run(self) -> DataFacts:
+        desc_path = self.raw / "description.md"
+        text = desc_path.read_text(encoding="utf-8", errors="replace") if desc_path.is_file() else ""
+        base_metric = metrics.detect_metric(text)
+        if base_metric is None:
+            raise ExpertDeclined("the description names no evaluation metric I recognise")
+        if not self.data.is_dir():
+            raise ExpertDeclined("there is no data/ folder next to the description")
+        files = self._files()
+        csvs = [f for f in files if f.name.lower().endswith(_CSV_SUFFIXES)]
+        self.images = [f for f in files if f.suffix.lower() in IMAGE_EXTENSIONS]
+        sample = self._pick(csvs, "sample submission", ("sample", "submission"))
+        rest = [c for c in csvs if c != sample]
+        train = self._pick(rest, "train", ("train",))
+        test = self._pick([c for c in rest if c != train], "test", ("test",))
+        self.class_root = self._class_root()
+        if train is None and self.class_root is None:
+            raise ExpertDeclined("no training data: no CSV named like 'train' and no folder of per-class image folders")
+        self.train_path = train
+        self.train_df = _read_csv(train) if train else None
+        self.test_df = _read_csv(test) if test else None
+        self.sample_df = _read_csv(sample) if sample else None
+        header = self._header(text)
+        id_column, train_id, test_id = self._ids(header)
+        image = self._image_layout(id_column, train_id, test_id)
+        if self.test_df is None and (image is None or not image.n_test_images):
+            raise ExpertDeclined("no test data: no CSV named like 'test' and no folder of test images")
+        fmt, targets, columns = self._targets(header, id_column, train_id, test_id)
+        kind_metric = metrics.get_metric(base_metric)
+        targets = [self._task(t, kind_metric.kind, base_metric, fmt) for t in targets]
+        n_classes = max((len(t.classes) for t in targets if t.classes), default=None)
+        metric = metrics.for_task(base_metric, n_classes)
+        tabular, text_cols = self._features(train_id, test_id, [t.column for t in targets], image)
+        modalities = [m for m, on in (("tabular", tabular), ("text", text_cols), ("image", image)) if on]
+        if not modalities:
+            raise ExpertDeclined("no input features: train and test share no columns besides the id and no images were found")
+        return DataFacts(
+            train_file=_rel(train, self.raw) if train else None,
+            test_file=_rel(test, self.raw) if test else None,
+            sample_submission=_rel(sample, self.raw) if sample else None,
+            id_column=id_column, train_id_column=train_id, test_id_column=test_id,
+            submission_format=fmt, targets=targets, submission_columns=columns,
+            tabular_columns=tabular, text_columns=text_cols, image=image,
+            input_modalities=modalities,  # type: ignore[arg-type]
+            metric=metric, metric_higher_is_better=bool(metrics.get_metric(metric).higher_is_better),
+            dropped_columns=self.dropped, notes=self.notes,
+        )
+
+    def _files(self) -> list[Path]:
+        found = []
+        for dirpath, dirnames, filenames in os.walk(self.data):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            found += [Path(dirpath) / n for n in sorted(filenames) if not n.startswith(".")]
+        return found
+
+    def _pick(self, paths: list[Path], what: str, words: tuple[str, ...]) -> Path | None:
+        named = [p for p in paths if any(w in p.name.lower() for w in words)]
+        # A file inside e.g. train/ counts when no file name says it.
+        named = named or [p for p in paths if any(w in _rel(p, self.data).lower() for w in words)]
+        if not named:
+            return None
+        named.sort(key=lambda p: (len(p.relative_to(self.data).parts), -p.stat().st_size))
+        if len(named) > 1:
+            others = ", ".join(_rel(p, self.data) for p in named[1:])
+            self.notes.append(f"several {what} candidates; chose {_rel(named[0], self.data)} "
+                              f"(shallowest, then largest) over {others}")
+        return named[0]
+
+    # ------------------------------------------------------------ submission header and ids
+
+    def _header(self, text: str) -> list[str] | None:
+        described = submission_header(text)
+        if self.sample_df is None:
+            return described
+        header = list(self.sample_df.columns)
+        if described:
+            named = [c for c in described if c != "..."]
+            agrees = header[: len(named)] == named if "..." in described else header == named
+            if not agrees:
+                self.notes.append(f"the description's submission example ({','.join(described)}) differs "
+                                  f"from the sample file's header ({','.join(header[:8])}...); using the sample")
+        return header
+
+    def _ids(self, header: list[str] | None) -> tuple[str, str | None, str | None]:
+        test_cols = list(self.test_df.columns) if self.test_df is not None else []
+        train_cols = list(self.train_df.columns) if self.train_df is not None else []
+        id_column = test_id = None
+        if header:
+            test_id = _match(header[0], test_cols)
+            if test_id or (self.test_df is None and self._sample_ids_are_files(header[0])):
+                id_column = header[0]
+        if id_column is None and self.test_df is not None:
+            unique = [c for c in test_cols if self.test_df[c].is_unique]
+            exact = [c for c in unique if c.lower() == "id"]
+            # "passenger_id", "PassengerId", "ID" - but not "paid" or "valid".
+            suffixed = [c for c in unique if re.search(r"(^|[_\s-])id$|[a-z]Id$|ID$", c)]
+            test_id = (exact or suffixed or [None])[0] or self._first_column_id(test_cols, train_cols)
+            # The submission keeps its own name for the id; test's column only supplies the values.
+            id_column = header[0] if header and test_id else test_id
+            if test_id and header:
+                self.notes.append(f"the submission's first column {header[0]!r} is not in test; "
+                                  f"its ids come from test's unique id-like column {test_id!r}")
+        if id_column is None:
+            raise ExpertDeclined("cannot find the id column: the submission's first column is not in test "
+                                 "and test has no unique column named like 'id'")
+        if self.sample_df is not None and self.test_df is not None and test_id and id_column in self.sample_df:
+            extra = set(self.sample_df[id_column].str.strip()) ^ set(self.test_df[test_id].str.strip())
+            if extra:
+                self.notes.append(f"{len(extra)} ids are in only one of the sample submission and test")
+        train_id = _match(test_id or id_column, train_cols) if train_cols else None
+        if self.train_df is not None and train_id is None:
+            self.notes.append(f"train has no {id_column!r} column: train rows are identified by position")
+        return id_column, train_id, test_id
+
+    def _first_column_id(self, test_cols: list[str], train_cols: list[str]) -> str | None:
+        """Kaggle puts ids first: accept test's first column if it is unique and shares no value
+        with train's (rows of train and test are different examples)."""
+        first = test_cols[0] if test_cols else None
+        if first is None or first not in train_cols or self.test_df is None or self.train_df is None:
+            return None
+        test_ids, train_ids = self.test_df[first], self.train_df[first]
+        if test_ids.is_unique and train_ids.is_unique and not set(test_ids) & set(train_ids):
+            self.notes.append(f"no column is named like an id; using {first!r}, the first column, "
+                              "unique and disjoint between train and test")
+            return first
+        return None
+
+    def _sample_ids_are_files(self, column: str) -> bool:
+        if self.sample_df is None or column not in self.sample_df.columns:
+            return bool(self.images)
+        ids = set(_present(self.sample_df[column]))
+        known = {p.stem for p in self.images} | {p.name for p in self.images}
+        return bool(ids) and len(ids & known) >= 0.9 * len(ids)
+
+    # ------------------------------------------------------------ images
+
+    def _class_root(self) -> Path | None:
+        """A folder named like train whose sub-folders (the classes) each hold images."""
+        holders = Counter(p.parent for p in self.images)
+        roots = {d.parent for d in holders if d.parent != d}
+        candidates = []
+        for root in roots:
+            if "train" not in _rel(root, self.raw).lower():
+                continue
+            kids = [k for k in root.iterdir() if k.is_dir() and not k.name.startswith(".")]
+            if len(kids) >= 2 and all(holders.get(k, 0) for k in kids):
+                candidates.append(root)
+        candidates.sort(key=lambda r: (len(r.parts), -sum(holders[k] for k in holders if k.parent == r)))
+        return candidates[0] if candidates else None
+
+    def _image_layout(self, id_column: str, train_id: str | None, test_id: str | None) -> ImageLayout | None:
+        if not self.images:
+            return None
+        ext = Counter(p.suffix.lower() for p in self.images).most_common(1)[0][0]
+        if len({p.suffix.lower() for p in self.images}) > 1:
+            self.notes.append(f"images have several extensions; {ext} is the most common")
+        if self.class_root is not None:
+            return self._class_layout(id_column, ext)
+        return self._path_column_layout(ext) or self._id_file_layout(id_column, train_id, test_id, ext)
+
+    def _class_layout(self, id_column: str, ext: str) -> ImageLayout:
+        root = self.class_root
+        assert root is not None
+        train_imgs = [p for p in self.images if p.parent.parent == root]
+        flat = Counter(p.parent for p in self.images if root not in p.parents)
+        tests = sorted((d for d in flat if "test" in _rel(d, self.raw).lower()), key=lambda d: -flat[d])
+        stems = [p.stem for p in train_imgs]
+        if len(set(stems)) < len(stems):
+            self.notes.append("some training image names repeat across class folders: ids are not unique")
+        with_ext = False
+        if self.sample_df is not None and id_column in self.sample_df.columns:
+            with_ext = bool(set(_present(self.sample_df[id_column])) & {p.name for p in self.images})
+        self.notes.append(f"labels are the folder names under {_rel(root, self.raw)}/; ids are image file "
+                          f"names {'with' if with_ext else 'without'} the extension")
+        return ImageLayout(kind="class_folders", train_dir=_rel(root, self.raw),
+                           test_dir=_rel(tests[0], self.raw) if tests else None, extension=ext,
+                           ids_include_extension=with_ext, n_train_images=len(train_imgs),
+                           n_test_images=flat[tests[0]] if tests else 0)
+
+    def _path_column_layout(self, ext: str) -> ImageLayout | None:
+        """A train column whose cells are relative paths of existing image files."""
+        if self.train_df is None:
+            return None
+        for column in self.train_df.columns:
+            values = _present(self.train_df[column])
+            if values.empty or not values.str.lower().str.endswith(IMAGE_EXTENSIONS).mean() >= 0.9:
+                continue
+            assert self.train_path is not None
+            for base in (self.train_path.parent, self.data, self.raw):
+                if all((base / v).is_file() for v in values.head(20)):
+                    self.dropped[column] = "image file paths: used as the image input"
+                    n_test = len(self.test_df) if self.test_df is not None and column in self.test_df else 0
+                    return ImageLayout(kind="id_files", extension=ext, path_column=column,
+                                       path_base=_rel(base, self.raw) if base != self.raw else ".",
+                                       n_train_images=len(values), n_test_images=n_test)
+        return None
+
+    def _id_file_layout(self, id_column: str, train_id: str | None, test_id: str | None,
+                        ext: str) -> ImageLayout | None:
+        """Folders whose image file names are the ids of a CSV (with or without extension)."""
+        by_dir: dict[Path, list[Path]] = {}
+        for p in self.images:
+            by_dir.setdefault(p.parent, []).append(p)
+
+        def home(ids: set[str]) -> tuple[Path | None, bool]:
+            for d, paths in sorted(by_dir.items(), key=lambda kv: -len(kv[1])):
+                for with_ext, names in ((False, {p.stem for p in paths}), (True, {p.name for p in paths})):
+                    if ids and len(ids & names) >= 0.9 * len(ids):
+                        return d, with_ext
+            return None, False
+
+        train_ids = set(_present(self.train_df[train_id])) if self.train_df is not None and train_id else set()
+        if self.test_df is not None and test_id:
+            test_ids = set(_present(self.test_df[test_id]))
+        elif self.sample_df is not None and id_column in self.sample_df.columns:
+            test_ids = set(_present(self.sample_df[id_column]))
+        else:
+            test_ids = set()
+        train_dir, train_ext = home(train_ids)
+        test_dir, test_ext = home(test_ids)
+        if train_dir is None and test_dir is None:
+            self.notes.append(f"{len(self.images)} image files match no ids; they are ignored")
+            return None
+        same = train_dir == test_dir or None in (train_dir, test_dir)
+        one = train_dir or test_dir
+        assert one is not None
+        return ImageLayout(
+            kind="id_files", extension=ext, ids_include_extension=train_ext or test_ext,
+            image_dir=_rel(one, self.raw) if same else None,
+            train_dir=None if same or train_dir is None else _rel(train_dir, self.raw),
+            test_dir=None if same or test_dir is None else _rel(test_dir, self.raw),
+            n_train_images=len(train_ids) if train_dir else 0, n_test_images=len(test_ids) if test_dir else 0)
+
+    # ------------------------------------------------------------ targets
+
+    def _labels(self, column: str) -> pd.Series:
+        if self.train_df is None:  # class folders: the folder name is the label
+            return pd.Series([p.parent.name for p in self.images if p.parent.parent == self.class_root])
+        return _present(self.train_df[column])
+
+    def _targets(self, header: list[str] | None, id_column: str, train_id: str | None,
+                 test_id: str | None) -> tuple[str, list[TargetFact], list[str]]:
+        train_cols = list(self.train_df.columns) if self.train_df is not None else []
+        test_cols = list(self.test_df.columns) if self.test_df is not None else []
+        only_train = [c for c in train_cols if c not in test_cols and c not in (train_id, test_id)]
+        if not header:
+            if len(only_train) != 1:
+                raise ExpertDeclined(f"no sample submission or submission example, and train has "
+                                     f"{len(only_train)} columns missing from test ({', '.join(only_train)})")
+            self.notes.append(f"no submission header found: predicting {only_train[0]!r}, the one column missing from test")
+            return "per_target", [self._sample_fact(only_train[0], only_train[0])], [id_column, only_train[0]]
+        named = [c for c in header[1:] if c != "..."]
+        elided = "..." in header
+        in_train = [_match(c, train_cols) for c in named]
+        if named and not elided and all(in_train):
+            # Submission and train may differ in case only ("Target" vs "target").
+            return "per_target", [self._sample_fact(c, t) for c, t in zip(named, in_train) if t], header
+        if self.train_df is None and len(named) == 1 and not elided:
+            if named[0] not in set(self._labels("")):
+                return "per_target", [self._sample_fact(named[0], named[0])], header
+        if self.train_df is not None and len(named) == 1 and len(only_train) == 1 and not elided \
+                and named[0] not in set(self._labels(only_train[0])):
+            # One prediction column under another name (e.g. "prediction" for train's "target").
+            self.notes.append(f"submission column {named[0]!r} holds train's {only_train[0]!r}, "
+                              "the one column missing from test")
+            return "per_target", [self._sample_fact(named[0], only_train[0])], header
+        label = self._label_column(named, only_train)
+        labels = sorted(set(self._labels(label)))
+        classes = _sorted_labels(labels) if elided else named
+        if elided and classes[: len(named)] != named:
+            self.notes.append("the submission example's class columns are not the first sorted labels; "
+                              "all classes are listed in sorted order")
+        missing = sorted(set(labels) - set(classes))
+        if missing:
+            self.notes.append(f"train labels without a submission column: {', '.join(missing[:10])}")
+        fact = TargetFact(column=label, task="multiclass" if len(classes) > 2 else "binary", classes=classes)
+        return "per_class_proba", [fact], [header[0], *classes]
+
+    def _label_column(self, named: list[str], only_train: list[str]) -> str:
+        if self.train_df is None:
+            if set(named) <= set(self._labels("")):
+                return "label"
+            raise ExpertDeclined(f"submission columns {', '.join(named[:5])} are not class folder names")
+        fits = [c for c in only_train if set(named) <= set(self._labels(c))]
+        if len(fits) != 1:
+            raise ExpertDeclined(f"submission columns {', '.join(named[:5])} are neither train columns nor "
+                                 f"the values of exactly one train-only column ({len(fits)} fit)")
+        return fits[0]
+
+    def _sample_fact(self, submitted: str, column: str) -> TargetFact:
+        """The task is decided later, once the metric's kind is known; the sample shows how the
+        submission writes values (e.g. False where train says FALSE)."""
+        shown = self.sample_df is not None and submitted in self.sample_df.columns
+        values = list(_present(self.sample_df[submitted]).unique()[:5]) if shown and self.sample_df is not None else []
+        return TargetFact(column=column, task="regression", sample_values=values)
+
+    def _task(self, fact: TargetFact, kind: str, metric: str, fmt: str) -> TargetFact:
+        if fmt == "per_class_proba":
+            return fact
+        values = self._labels(fact.column)
+        numbers = _numbers(values)
+        if kind in ("value", "regression"):
+            if numbers is None:
+                raise ExpertDeclined(f"metric {metric} scores numbers but target {fact.column!r} is not numeric")
+            return fact.model_copy(update={"task": "regression", "classes": None})
+        labels = sorted(set(values))
+        few = len(labels) <= _MAX_CLASSES and len(labels) * 5 <= max(len(values), 10)
+        integral = numbers is not None and bool((numbers == numbers.round()).all())
+        if not (numbers is None or _is_bool_like(values) or (integral and few)):
+            raise ExpertDeclined(f"metric {metric} scores labels but target {fact.column!r} looks continuous "
+                                 f"({len(labels)} distinct numbers)")
+        if len(labels) < 2:
+            raise ExpertDeclined(f"target {fact.column!r} has a single value in train")
+        task = "binary" if len(labels) == 2 else "multiclass"
+        return fact.model_copy(update={"task": task, "classes": _sorted_labels(labels)})
+
+    # ------------------------------------------------------------ features
+
+    def _features(self, train_id: str | None, test_id: str | None, targets: list[str],
+                  image: ImageLayout | None) -> tuple[list[str], list[str]]:
+        if self.train_df is None or self.test_df is None:
+            return [], []
+        skip = {train_id, test_id, *targets, *self.dropped}
+        train_cols, test_cols = list(self.train_df.columns), list(self.test_df.columns)
+        for c in (c for c in train_cols if c not in test_cols and c not in skip):
+            self.dropped[c] = "in train but not in test: not available at prediction time"
+        for c in (c for c in test_cols if c not in train_cols and c not in skip):
+            self.dropped[c] = "in test but not in train: nothing to learn it from"
+        tabular, text = [], []
+        for c in (c for c in train_cols if c in test_cols and c not in skip):
+            (text if self._is_text(self.train_df[c]) else tabular).append(c)
+        return tabular, text
+
+    @staticmethod
+    def _is_text(series: pd.Series) -> bool:
+        """Long, mostly unique free text; names, codes and categories stay tabular."""
+        values = _present(series)
+        if values.empty or _numbers(values) is not None or _is_bool_like(values):
+            return False
+        words = values.str.split().str.len().mean()
+        return bool(words >= 6 and values.nunique() >= 0.5 * len(values))

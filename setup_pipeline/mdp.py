@@ -1,0 +1,231 @@
+"""The setup MDP runtime (Agent K, section 3.1): stages in order, each filled by a policy, run in the
+sandbox and judged by its framework check; meta checks send the run back to the earliest stage they
+cover. Every attempt is logged; state is saved after every transition so a killed run resumes.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from agentk.events import EventLog
+from agentk.sandbox import Limits, run_python
+from agentk.workspace import RunState, Workspace, atomic_write_text
+from agentk.errors import SetupFailed
+from setup_pipeline.policy import Decline, Fill, Policy, StageContext
+from setup_pipeline.stages import MetaCheckSpec, StageSpec, build_sequence
+from unit_tests_setup.context import CheckContext
+
+
+@dataclass(frozen=True)
+class SetupBudget:
+    attempts_per_stage: int = 3
+    meta_rounds: int = 2  # how often each meta check may send the run back
+    stage_timeout_s: float = 300.0
+    light_solve_timeout_s: float = 600.0
+
+
+@dataclass(frozen=True)
+class Attempt:
+    stage: str
+    attempt: int
+    passed: bool
+    problems: list[str]
+    elapsed_s: float
+
+
+class SetupMDP:
+    def __init__(
+        self,
+        workspace: Workspace,
+        policy: Policy,
+        events: EventLog,
+        budget: SetupBudget = SetupBudget(),
+        on_solver_line: Callable[[str], None] | None = None,
+    ) -> None:
+        self.ws = workspace
+        self.policy = policy
+        self.events = events
+        self.budget = budget
+        self.check_ctx = CheckContext(
+            workspace=workspace,
+            light_solve_timeout_s=budget.light_solve_timeout_s,
+            on_solver_line=on_solver_line,
+        )
+        self._meta_error: str | None = None
+
+    # ---- the loop -------------------------------------------------------------------------
+
+    def run(self, state: RunState, save: Callable[[RunState], None]) -> RunState:
+        sequence = build_sequence(self._modalities(state))
+        index = 0
+        while index < len(sequence):
+            item = sequence[index]
+            if isinstance(item, StageSpec):
+                self._run_stage(item, state, save)
+                if item.name == "modalities":
+                    sequence = build_sequence(self._modalities(state))
+                index += 1
+                continue
+            back_to = self._run_meta(item, state, save)
+            index = index + 1 if back_to is None else next(i for i, s in enumerate(sequence) if s.name == back_to)
+        return state
+
+    def _modalities(self, state: RunState) -> list[str] | None:
+        if not state.stage("modalities").passed:
+            return None
+        return json.loads((self.ws.setup / "modalities.json").read_text(encoding="utf-8"))["input_modalities"]
+
+    # ---- one stage ------------------------------------------------------------------------
+
+    def _run_stage(self, spec: StageSpec, state: RunState, save: Callable[[RunState], None]) -> None:
+        record = state.stage(spec.name)
+        if record.passed and not spec.check(self.check_ctx):
+            self.events.emit("stage_skipped", stage=spec.name, reason="passed in an earlier run")
+            return
+        record.passed = False
+        first = record.attempts
+        while record.attempts - first < self.budget.attempts_per_stage:
+            record.attempts += 1
+            ctx = StageContext(self.ws, attempt=record.attempts, last_error=record.last_error, meta_error=self._meta_error)
+            started = time.monotonic()
+            action = self.policy.act(spec, ctx)
+            if isinstance(action, Decline):
+                record.last_error = f"{self.policy.name} policy declined: {action.reason}"
+                self._log_attempt(spec, record.attempts, None, [record.last_error], time.monotonic() - started, declined=True)
+                save(state)
+                raise SetupFailed(f"setup stage '{spec.name}': {record.last_error}")
+            problems = self._execute(spec, action)
+            passed = not problems
+            record.passed = passed
+            record.last_error = None if passed else "; ".join(problems)
+            self._log_attempt(spec, record.attempts, action, problems, time.monotonic() - started)
+            save(state)
+            if passed:
+                return
+        raise SetupFailed(f"setup stage '{spec.name}' failed after {self.budget.attempts_per_stage} attempts: {record.last_error}")
+
+    def _execute(self, spec: StageSpec, action: Fill) -> list[str]:
+        """Materialise the policy's action, run it when it is code, then apply the stage check."""
+        target = self.ws.setup / spec.output
+        if spec.kind != "code":
+            atomic_write_text(target, action.content.strip() + "\n")
+            return spec.check(self.check_ctx)
+        problems = _code_problems(action.content, spec.required_names)
+        if problems:
+            return problems
+        atomic_write_text(target, spec.render(action.content))
+        result = run_python(
+            [target.name],
+            cwd=self.ws.setup,
+            limits=Limits(timeout_s=self.budget.stage_timeout_s),
+            log_prefix=self.ws.logs / f"stage_{spec.name}",
+        )
+        if not result.ok:
+            return [f"{target.name} failed: {result.error_summary()}"]
+        return spec.check(self.check_ctx)
+
+    # ---- meta checks ----------------------------------------------------------------------
+
+    def _run_meta(self, spec: MetaCheckSpec, state: RunState, save: Callable[[RunState], None]) -> str | None:
+        """Returns None when the check passes, else the stage to go back to."""
+        record = state.meta_check(spec.name)
+        if record.passed:
+            self.events.emit("meta_skipped", check=spec.name)
+            return None
+        started = time.monotonic()
+        self.events.say(f"  meta  {spec.name:<24} running …")
+        problems = spec.check(self.check_ctx)
+        record.rounds += 1
+        self._log_meta(spec, record.rounds, problems, time.monotonic() - started)
+        if not problems:
+            record.passed = True
+            self._meta_error = None
+            save(state)
+            return None
+        if record.rounds > self.budget.meta_rounds:
+            save(state)
+            raise SetupFailed(f"meta check '{spec.name}' failed after {record.rounds} rounds: {'; '.join(problems)}")
+        self._meta_error = f"{spec.name}: {'; '.join(problems)}"
+        earliest = next((name for name in spec.covers if name in state.stages), spec.covers[0])
+        for name in spec.covers:
+            if name in state.stages:
+                state.stages[name].passed = False
+                state.stages[name].last_error = self._meta_error
+        # Stages re-run, so every later meta check must pass again too.
+        for other in state.meta.values():
+            other.passed = False
+        save(state)
+        self.events.emit("meta_backtrack", check=spec.name, to=earliest)
+        return earliest
+
+    # ---- records --------------------------------------------------------------------------
+
+    def _log_attempt(self, spec: StageSpec, attempt: int, action: Fill | None, problems: list[str], elapsed: float, declined: bool = False) -> None:
+        content = action.content if action is not None else ""
+        record = {
+            "kind": "stage",
+            "stage": spec.name,
+            "attempt": attempt,
+            "policy": self.policy.name,
+            "passed": not problems,
+            "declined": declined,
+            "problems": problems,
+            "plan": action.plan if action is not None else "",
+            "content": content,
+            "content_sha1": hashlib.sha1(content.encode()).hexdigest(),
+            "elapsed_s": round(elapsed, 3),
+        }
+        self._append(record)
+        self.events.emit("stage", **{k: v for k, v in record.items() if k != "content"})
+        mark = "[green]pass[/]" if not problems else ("[red]declined[/]" if declined else "[yellow]fail[/]")
+        detail = "" if not problems else f" — {problems[0][:160]}"
+        self.events.say(f"  setup {spec.name:<24} attempt {attempt}: {mark}{detail}")
+
+    def _log_meta(self, spec: MetaCheckSpec, rounds: int, problems: list[str], elapsed: float) -> None:
+        record = {"kind": "meta", "stage": spec.name, "attempt": rounds, "policy": self.policy.name, "passed": not problems, "problems": problems, "covers": list(spec.covers), "elapsed_s": round(elapsed, 3)}
+        self._append(record)
+        self.events.emit("meta", **record)
+        mark = "[green]pass[/]" if not problems else "[yellow]fail[/]"
+        detail = "" if not problems else f" — {problems[0][:160]}"
+        self.events.say(f"  meta  {spec.name:<24} round {rounds}: {mark}{detail}")
+
+    def _append(self, record: dict) -> None:
+        path = self.ws.logs / "attempts.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record, default=str) + "\n")
+
+
+def _code_problems(code: str, required: tuple[str, ...]) -> list[str]:
+    """Check the hole before running it: it parses and defines what the template calls."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return [f"the code does not parse: {exc.msg} (line {exc.lineno})"]
+    defined: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.Assign):
+            defined.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            defined.add(node.target.id)
+    missing = [name for name in required if name not in defined]
+    return [f"the code must define {', '.join(missing)}"] if missing else []
+
+
+def stage_pass_rates(attempt_lines: list[dict]) -> dict[str, dict[str, float]]:
+    """Per stage: attempts, passes and the pass rate, from logs/attempts.jsonl records."""
+    rates: dict[str, dict[str, float]] = {}
+    for line in attempt_lines:
+        entry = rates.setdefault(line["stage"], {"attempts": 0, "passed": 0})
+        entry["attempts"] += 1
+        entry["passed"] += int(bool(line["passed"]))
+    for entry in rates.values():
+        entry["pass_rate"] = entry["passed"] / entry["attempts"] if entry["attempts"] else 0.0
+    return rates

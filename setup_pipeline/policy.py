@@ -1,0 +1,49 @@
+"""What a setup policy is: given a stage and its context, fill the stage's hole or decline.
+
+The runtime (`mdp.py`) is policy-agnostic: the expert policy here, an LLM policy later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, Union
+
+from agentk.workspace import Workspace
+
+if TYPE_CHECKING:
+    from setup_pipeline.stages import StageSpec
+
+
+@dataclass(frozen=True)
+class Fill:
+    """The hole's text: a code block for code stages, JSON or markdown for reasoning stages."""
+
+    content: str
+    plan: str = ""
+
+
+@dataclass(frozen=True)
+class Decline:
+    """The policy cannot fill this stage; the reason is logged and shown to the user."""
+
+    reason: str
+
+
+Action = Union[Fill, Decline]
+
+
+@dataclass
+class StageContext:
+    """What a policy may see when it acts: the workspace (raw/ and setup/), never grading facts."""
+
+    workspace: Workspace
+    attempt: int
+    last_error: str | None = None
+    meta_error: str | None = None
+    notes: dict[str, str] = field(default_factory=dict)
+
+
+class Policy(Protocol):
+    name: str
+
+    def act(self, stage: StageSpec, ctx: StageContext) -> Action: ...

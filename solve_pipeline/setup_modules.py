@@ -1,0 +1,175 @@
+"""Reading a workspace's setup artifacts inside the solver subprocess.
+
+The generated modules (`code_*.py`) are untrusted code written by a policy. They are imported
+here, and this module is only ever imported by the solver process that the orchestrator runs in
+its sandbox; the orchestrator itself must never import it on a workspace.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import ModuleType
+from typing import Sequence
+
+import pandas as pd
+
+MODALITIES: tuple[str, ...] = ("tab", "txt", "img")
+TASKS: tuple[str, ...] = ("binary", "multiclass", "regression")
+
+
+def load_setup_module(path: Path, name: str) -> ModuleType:
+    """Import a generated module from a file path, registered under `name`."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"setup module not found: {path}")
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    # Registered before exec so that dataclasses/pickling inside the module can find itself.
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def read_map(path: Path) -> pd.DataFrame:
+    """Read a setup map: `id` kept verbatim as text so ids such as `007` survive."""
+    frame = pd.read_csv(path, keep_default_na=True, dtype={"id": str})
+    if frame.columns.empty or frame.columns[0] != "id":
+        raise ValueError(f"{path.name}: the first column must be named 'id'")
+    frame["id"] = frame["id"].astype(str).str.strip()
+    return frame
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """One entry of target_info.json."""
+
+    column: str
+    task: str
+    classes: list | None = None
+
+    @property
+    def is_classification(self) -> bool:
+        return self.task in ("binary", "multiclass")
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes) if self.classes else 0
+
+    def proba_column(self, label: object) -> str:
+        return f"{self.column}__proba__{label}"
+
+    def proba_columns(self) -> list[str]:
+        return [self.proba_column(label) for label in (self.classes or [])]
+
+
+def parse_target_info(info: dict) -> list[TargetSpec]:
+    """Validate target_info.json into TargetSpecs (fails loudly: the solver cannot guess)."""
+    specs: list[TargetSpec] = []
+    for entry in info.get("targets", []):
+        task = str(entry.get("task", "")).lower()
+        if task not in TASKS:
+            raise ValueError(f"target {entry.get('column')!r}: unknown task {task!r}")
+        classes = entry.get("classes")
+        if task != "regression":
+            if not classes or len(classes) < 2:
+                raise ValueError(f"target {entry.get('column')!r}: a classifier needs >= 2 classes")
+        else:
+            classes = None
+        specs.append(TargetSpec(column=str(entry["column"]), task=task, classes=classes))
+    if not specs:
+        raise ValueError("target_info.json lists no targets")
+    return specs
+
+
+@dataclass
+class SetupArtifacts:
+    """Everything the solver consumes from `setup/`, with modules already imported."""
+
+    workspace: Path
+    setup_dir: Path
+    train_maps: dict[str, pd.DataFrame]
+    test_maps: dict[str, pd.DataFrame]
+    target_map: pd.DataFrame
+    target_map_transformed: pd.DataFrame
+    targets: list[TargetSpec]
+    transform: ModuleType
+    submission: ModuleType
+    metric: ModuleType
+    extras: dict = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, workspace: Path) -> "SetupArtifacts":
+        workspace = Path(workspace).resolve()
+        setup = workspace / "setup"
+        if not setup.is_dir():
+            raise FileNotFoundError(f"no setup/ directory in {workspace}")
+        train_maps: dict[str, pd.DataFrame] = {}
+        test_maps: dict[str, pd.DataFrame] = {}
+        for modality in MODALITIES:
+            train_path = setup / f"train_{modality}_input_map.csv"
+            test_path = setup / f"test_{modality}_input_map.csv"
+            if train_path.is_file() and test_path.is_file():
+                train_maps[modality] = read_map(train_path)
+                test_maps[modality] = read_map(test_path)
+        if not test_maps:
+            raise FileNotFoundError("setup/ holds no train/test input map pair")
+        info = json.loads((setup / "target_info.json").read_text())
+        # Generated code may import its siblings or read files relative to setup/.
+        if str(setup) not in sys.path:
+            sys.path.insert(0, str(setup))
+        return cls(
+            workspace=workspace,
+            setup_dir=setup,
+            train_maps=train_maps,
+            test_maps=test_maps,
+            target_map=read_map(setup / "train_tab_target_map.csv"),
+            target_map_transformed=read_map(setup / "train_tab_target_map_transformed.csv"),
+            targets=parse_target_info(info),
+            transform=load_setup_module(setup / "code_transform_tab_target_train.py", "agentk_setup_transform"),
+            submission=load_setup_module(setup / "code_submission_format.py", "agentk_setup_submission"),
+            metric=load_setup_module(setup / "code_metric.py", "agentk_setup_metric"),
+            extras={"target_info": info},
+        )
+
+    @property
+    def higher_is_better(self) -> bool:
+        return bool(getattr(self.metric, "HIGHER_IS_BETTER", True))
+
+    @property
+    def test_ids(self) -> list[str]:
+        """Test ids in the order of the first test map present (tab, then txt, then img)."""
+        first = next(iter(self.test_maps.values()))
+        return list(dict.fromkeys(first["id"].tolist()))
+
+    @property
+    def train_ids(self) -> list[str]:
+        """Train ids that have every target (rows without a target cannot be fitted or scored)."""
+        transformed = self.target_map_transformed.drop_duplicates("id").set_index("id")
+        columns = [t.column for t in self.targets]
+        usable = set(transformed.index[transformed[columns].notna().all(axis=1)])
+        ordered = dict.fromkeys(self.target_map["id"].tolist())
+        return [i for i in ordered if i in usable]
+
+    def restrict_train(self, ids: Sequence[str]) -> "SetupArtifacts":
+        """A copy whose train side holds only `ids` (light mode subsampling, tests)."""
+        keep = set(ids)
+
+        def cut(frame: pd.DataFrame) -> pd.DataFrame:
+            return frame[frame["id"].isin(keep)].reset_index(drop=True)
+
+        return replace(
+            self,
+            train_maps={m: cut(f) for m, f in self.train_maps.items()},
+            target_map=cut(self.target_map),
+            target_map_transformed=cut(self.target_map_transformed),
+        )

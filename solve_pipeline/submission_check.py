@@ -1,0 +1,174 @@
+"""Submission validation: trusted code, run by the orchestrator before a submission is final.
+
+Everything is read as text, because what matters is what Kaggle's scorer will read: ids are
+compared as stripped strings, numbers must parse, booleans must look like booleans.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+MISSING_TEXT = {"", "nan", "none", "null", "<na>"}
+BOOL_TEXT = {"true", "false"}
+SHOW = 3
+
+
+def _read_text_csv(path: Path) -> pd.DataFrame:
+    """Every cell as a string; nothing silently turned into NaN."""
+    return pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+
+
+def _examples(values: Sequence[object]) -> str:
+    shown = ", ".join(repr(v) for v in list(values)[:SHOW])
+    return shown + (", ..." if len(values) > SHOW else "")
+
+
+def _is_missing(column: pd.Series) -> pd.Series:
+    return column.str.strip().str.lower().isin(MISSING_TEXT)
+
+
+def _numeric(column: pd.Series) -> pd.Series:
+    return pd.to_numeric(column.str.strip(), errors="coerce")
+
+
+def _looks_numeric(column: pd.Series) -> bool:
+    present = column[~_is_missing(column)]
+    return len(present) > 0 and bool(_numeric(present).notna().all())
+
+
+def _looks_bool(column: pd.Series) -> bool:
+    present = column[~_is_missing(column)]
+    return len(present) > 0 and bool(present.str.strip().str.lower().isin(BOOL_TEXT).all())
+
+
+def _column_problems(submission: pd.DataFrame, expected: Sequence[str]) -> list[str]:
+    actual = list(submission.columns)
+    expected = list(expected)
+    if actual == expected:
+        return []
+    problems = []
+    missing = [c for c in expected if c not in actual]
+    extra = [c for c in actual if c not in expected]
+    if missing:
+        problems.append(f"missing {len(missing)} column(s): {_examples(missing)}")
+    if extra:
+        problems.append(f"{len(extra)} unexpected column(s): {_examples(extra)}")
+    if not missing and not extra:
+        problems.append(f"columns are in the wrong order: expected {expected}, got {actual}")
+    return problems
+
+
+def _id_problems(ids: pd.Series, expected: Sequence[str]) -> list[str]:
+    actual = [str(v).strip() for v in ids]
+    expected = [str(v).strip() for v in expected]
+    if actual == expected:
+        return []
+    problems = []
+    duplicated = pd.Series(actual)[pd.Series(actual).duplicated()].unique().tolist()
+    if duplicated:
+        problems.append(f"{len(duplicated)} duplicated id(s): {_examples(duplicated)}")
+    actual_set, expected_set = set(actual), set(expected)
+    absent = [i for i in expected if i not in actual_set]
+    unexpected = [i for i in actual if i not in expected_set]
+    if absent:
+        problems.append(f"{len(absent)} expected id(s) missing: {_examples(absent)}")
+    if unexpected:
+        problems.append(f"{len(unexpected)} unexpected id(s): {_examples(unexpected)}")
+    if not absent and not unexpected and not duplicated:
+        moved = [f"row {r}: expected {e}, got {a}"
+                 for r, (e, a) in enumerate(zip(expected, actual)) if e != a]
+        shown = _examples(moved)
+        problems.append(f"ids are in a different order: {len(moved)} position(s) differ ({shown})")
+    return problems
+
+
+def _is_probability_layout(sample: pd.DataFrame) -> bool:
+    """Several non-id columns, all numeric within [0, 1]: one probability per class."""
+    value_columns = list(sample.columns[1:])
+    if len(value_columns) < 2 or sample.empty:
+        return False
+    for column in value_columns:
+        if not _looks_numeric(sample[column]):
+            return False
+        numbers = _numeric(sample[column])
+        if numbers.min() < 0 or numbers.max() > 1:
+            return False
+    return True
+
+
+def _value_problems(submission: pd.DataFrame, sample: pd.DataFrame | None) -> list[str]:
+    problems = []
+    for column in submission.columns:
+        values = submission[column]
+        missing = _is_missing(values)
+        if missing.any():
+            rows = np.flatnonzero(missing.to_numpy()).tolist()
+            problems.append(f"column {column!r}: {len(rows)} missing value(s) (rows {_examples(rows)})")
+        if sample is None or column not in sample.columns or column == sample.columns[0]:
+            continue
+        present = values[~missing]
+        if _looks_bool(sample[column]):
+            bad = present[~present.str.strip().str.lower().isin(BOOL_TEXT)]
+            if len(bad):
+                problems.append(f"column {column!r}: {len(bad)} value(s) are not True/False like the "
+                                f"sample ({_examples(bad.tolist())})")
+        elif _looks_numeric(sample[column]):
+            bad = present[_numeric(present).isna()]
+            if len(bad):
+                problems.append(f"column {column!r}: {len(bad)} non-numeric value(s) where the sample "
+                                f"is numeric ({_examples(bad.tolist())})")
+    if sample is not None and _is_probability_layout(sample):
+        for column in [c for c in sample.columns[1:] if c in submission.columns]:
+            numbers = _numeric(submission[column])
+            outside = numbers[(numbers < 0) | (numbers > 1)]
+            if len(outside):
+                problems.append(f"column {column!r}: {len(outside)} probability value(s) outside [0, 1] "
+                                f"({_examples(outside.tolist())})")
+    return problems
+
+
+def validate_submission(
+    submission_path: Path,
+    *,
+    sample_path: Path | None,
+    expected_ids: Sequence[str] | None = None,
+    expected_columns: Sequence[str] | None = None,
+) -> list[str]:
+    """Problems with a submission file; an empty list means it is valid.
+
+    With a sample submission, its columns, ids (first column, in order) and value types are the
+    reference. Without one, `expected_columns` and `expected_ids` are, when given.
+    """
+    try:
+        submission = _read_text_csv(Path(submission_path))
+    except FileNotFoundError:
+        return [f"submission file not found: {submission_path}"]
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError) as error:
+        return [f"submission file is unreadable: {type(error).__name__}: {error}"]
+    if submission.columns.empty:
+        return ["submission file is empty"]
+    if submission.empty:
+        return ["submission file has a header but no rows"]
+
+    sample = None
+    if sample_path is not None:
+        try:
+            sample = _read_text_csv(Path(sample_path))
+        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError) as error:
+            return [f"sample submission is unreadable: {type(error).__name__}: {error}"]
+        expected_columns = list(sample.columns)
+        expected_ids = sample.iloc[:, 0].tolist() if len(sample.columns) else []
+
+    problems: list[str] = []
+    if expected_columns is not None:
+        problems += _column_problems(submission, expected_columns)
+    if expected_ids is not None:
+        if len(submission) != len(expected_ids):
+            problems.append(f"{len(submission)} row(s), expected {len(expected_ids)}")
+        problems += _id_problems(submission.iloc[:, 0], expected_ids)
+    problems += _value_problems(submission, sample)
+    return problems

@@ -1,0 +1,66 @@
+"""Small file helpers shared by the checks: reading maps, finding tables, images and the sample."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp"}
+TABLE_EXTENSIONS = {".csv", ".tsv", ".parquet", ".json", ".jsonl", ".xlsx", ".txt"}
+
+
+class MapError(Exception):
+    """A map file is missing or unreadable; the message is one line."""
+
+
+def read_map(path: Path) -> pd.DataFrame:
+    """Maps are read the same way everywhere: ids as strings, everything else as pandas infers."""
+    if not path.exists():
+        raise MapError(f"{path.name} was not written")
+    try:
+        return pd.read_csv(path, dtype={"id": str})
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        raise MapError(f"{path.name} cannot be read as CSV: {str(exc).splitlines()[0]}") from exc
+
+
+def data_files(raw: Path) -> list[Path]:
+    return sorted(p for p in raw.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(raw).parts))
+
+
+def has_images(raw: Path) -> bool:
+    return any(p.suffix.lower() in IMAGE_EXTENSIONS for p in data_files(raw))
+
+
+def has_tables(raw: Path) -> bool:
+    return any(p.suffix.lower() in TABLE_EXTENSIONS and p.name != "description.md" for p in data_files(raw / "data"))
+
+
+def csv_headers(raw: Path) -> dict[Path, list[str]]:
+    headers: dict[Path, list[str]] = {}
+    for path in data_files(raw / "data"):
+        if path.suffix.lower() == ".csv":
+            try:
+                headers[path] = list(pd.read_csv(path, nrows=0).columns)
+            except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
+                continue
+    return headers
+
+
+def find_sample_submission(raw: Path, plan: dict) -> Path | None:
+    """The sample named by the plan, else the one CSV whose name says it is a sample submission."""
+    named = plan.get("sample_submission")
+    if isinstance(named, str) and named:
+        path = (raw / named) if not Path(named).is_absolute() else Path(named)
+        if path.is_file():
+            return path
+    candidates = [p for p in data_files(raw / "data") if p.suffix.lower() == ".csv" and ("sample" in p.name.lower() or "submission" in p.name.lower())]
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def test_ids(setup: Path) -> list[str] | None:
+    for code in ("tab", "txt", "img"):
+        path = setup / f"test_{code}_input_map.csv"
+        if path.exists():
+            return read_map(path)["id"].astype(str).tolist()
+    return None

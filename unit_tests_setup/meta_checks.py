@@ -1,0 +1,96 @@
+"""Checks over several stages at once (Agent K's meta-unit tests).
+
+`check_maps` checks that the maps fit together and that a DataLoader yields a batch;
+`check_light_solve` runs the solver on a subsample and validates the submission it writes.
+Both run solver code in the sandbox: the setup's generated modules are never imported here.
+"""
+
+from __future__ import annotations
+
+import json
+
+from agentk.sandbox import Limits, run_python
+from unit_tests_setup.context import CheckContext
+from unit_tests_setup.files import MapError, find_sample_submission, read_map
+from unit_tests_setup.submission_rules import validate_against_setup
+
+import pandas as pd
+
+
+def check_maps(ctx: CheckContext) -> list[str]:
+    setup = ctx.setup
+    try:
+        target_ids = set(read_map(setup / "train_tab_target_map.csv")["id"])
+        train_maps = {p.name: read_map(p) for p in sorted(setup.glob("train_*_input_map.csv"))}
+        test_maps = {p.name: read_map(p) for p in sorted(setup.glob("test_*_input_map.csv"))}
+    except MapError as exc:
+        return [str(exc)]
+    problems: list[str] = []
+    if not train_maps or not test_maps:
+        return ["there must be at least one train and one test input map"]
+    for name, frame in train_maps.items():
+        ids = set(frame["id"])
+        if ids != target_ids:
+            problems.append(f"{name} and train_tab_target_map.csv disagree on ids: {_id_diff(target_ids, ids)}")
+    reference_name, reference = next(iter(test_maps.items()))
+    reference_ids = set(reference["id"])
+    for name, frame in test_maps.items():
+        if set(frame["id"]) != reference_ids:
+            problems.append(f"{name} and {reference_name} disagree on ids: {_id_diff(reference_ids, set(frame['id']))}")
+    overlap = target_ids & reference_ids
+    if len(overlap) == len(reference_ids):
+        problems.append("every test id is also a train id: the test map looks like it was built from the train file")
+    sample = find_sample_submission(ctx.workspace.raw, ctx.plan())
+    if sample is not None:
+        sample_ids = set(pd.read_csv(sample, dtype=str, keep_default_na=False).iloc[:, 0].str.strip())
+        missing = reference_ids - sample_ids
+        if missing:
+            problems.append(f"{len(missing)} test ids are missing from the sample submission {sample.name} (e.g. {sorted(missing)[0]!r})")
+        absent = sample_ids - reference_ids
+        if absent:
+            problems.append(f"{len(absent)} ids of the sample submission {sample.name} are not in the test maps (e.g. {sorted(absent)[0]!r})")
+    if problems:
+        return problems
+    return _probe_batch(ctx)
+
+
+def _id_diff(expected: set[str], found: set[str]) -> str:
+    missing, extra = sorted(expected - found), sorted(found - expected)
+    return f"{len(missing)} missing (e.g. {missing[:2]}), {len(extra)} extra (e.g. {extra[:2]})"
+
+
+def _probe_batch(ctx: CheckContext) -> list[str]:
+    result = run_python(
+        ["-m", "unit_tests_setup.probe_batch", str(ctx.workspace.root)],
+        cwd=ctx.workspace.solve,
+        limits=Limits(timeout_s=ctx.probe_timeout_s),
+        log_prefix=ctx.workspace.logs / "meta_maps_probe",
+    )
+    if not result.ok:
+        return [f"a DataLoader over the maps failed: {result.error_summary(max_lines=12)}"]
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        return ["the batch probe printed no batch"]
+    batch = json.loads(lines[-1])
+    if batch.get("rows", 0) < 1:
+        return ["the DataLoader yielded an empty batch"]
+    return []
+
+
+def check_light_solve(ctx: CheckContext) -> list[str]:
+    out = ctx.setup / "meta_submission.csv"
+    out.unlink(missing_ok=True)
+    result = run_python(
+        ["-m", "solve_pipeline.baseline", str(ctx.workspace.root), "--light", "--out", str(out)],
+        cwd=ctx.workspace.solve,
+        limits=Limits(timeout_s=ctx.light_solve_timeout_s),
+        on_stdout_line=ctx.on_solver_line,
+        log_prefix=ctx.workspace.logs / "meta_light_solve",
+    )
+    if not result.ok:
+        return [f"the light solve failed: {result.error_summary(max_lines=15)}"]
+    if not out.exists():
+        return ["the light solve wrote no submission"]
+    return [f"light-solve submission: {p}" for p in validate_against_setup(ctx.workspace, out, ctx.plan())]
+
+

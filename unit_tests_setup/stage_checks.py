@@ -1,0 +1,272 @@
+"""Task-agnostic checks of each setup stage's output. Each returns a list of problems (empty = pass).
+
+They read only what the stage wrote (and raw/ for plausibility), so any policy can be judged by them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from unit_tests_setup.context import CheckContext
+from unit_tests_setup.files import IMAGE_EXTENSIONS, MapError, csv_headers, has_images, has_tables, read_map
+from unit_tests_setup.submission_rules import validate_against_setup
+
+ALLOWED_MODALITIES = {"tabular", "text", "image"}
+TASKS = {"binary", "multiclass", "regression"}
+
+
+def check_summary(ctx: CheckContext) -> list[str]:
+    path = ctx.setup / "task_summary.md"
+    if not path.exists():
+        return ["task_summary.md was not written"]
+    text = path.read_text(encoding="utf-8").strip()
+    if len(text) < 40:
+        return [f"task_summary.md is too short to be a summary ({len(text)} characters)"]
+    if len(text) > 12000:
+        return [f"task_summary.md is not a summary ({len(text)} characters; keep it under 12000)"]
+    return []
+
+
+def _load_json(ctx: CheckContext, name: str) -> tuple[object, list[str]]:
+    path = ctx.setup / name
+    if not path.exists():
+        return None, [f"{name} was not written"]
+    try:
+        return json.loads(path.read_text(encoding="utf-8")), []
+    except ValueError as exc:
+        return None, [f"{name} is not valid JSON: {exc}"]
+
+
+def check_modalities(ctx: CheckContext) -> list[str]:
+    data, problems = _load_json(ctx, "modalities.json")
+    if problems:
+        return problems
+    if not isinstance(data, dict):
+        return ["modalities.json must be an object"]
+    inputs = data.get("input_modalities")
+    if not isinstance(inputs, list) or not inputs:
+        return ["input_modalities must be a non-empty list"]
+    unknown = [m for m in inputs if m not in ALLOWED_MODALITIES]
+    if unknown:
+        return [f"unknown input modalities {unknown}; allowed: {sorted(ALLOWED_MODALITIES)}"]
+    if len(set(inputs)) != len(inputs):
+        problems.append("input_modalities has duplicates")
+    if data.get("target_modality") != "tabular":
+        problems.append("target_modality must be 'tabular' (the only target modality supported)")
+    raw = ctx.workspace.raw
+    if "image" in inputs and not has_images(raw):
+        problems.append("'image' is listed but raw/ holds no image files")
+    if ({"tabular", "text"} & set(inputs)) and not has_tables(raw):
+        problems.append("'tabular'/'text' is listed but raw/data holds no table files")
+    return problems
+
+
+def check_plan(ctx: CheckContext) -> list[str]:
+    data, problems = _load_json(ctx, "plan.json")
+    if problems:
+        return problems
+    if not isinstance(data, dict):
+        return ["plan.json must be an object"]
+    steps = data.get("steps")
+    if not isinstance(steps, list) or not steps or not all(isinstance(s, str) and s.strip() for s in steps):
+        problems.append("steps must be a non-empty list of strings")
+    for key in ("id_column", "metric", "task_type"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            problems.append(f"{key} must be a non-empty string")
+    targets = data.get("target_columns")
+    if not isinstance(targets, list) or not targets or not all(isinstance(t, str) and t for t in targets):
+        problems.append("target_columns must be a non-empty list of strings")
+    if data.get("task_type") not in TASKS:
+        problems.append(f"task_type must be one of {sorted(TASKS)}")
+    if problems:
+        return problems
+    # Plausibility: the named columns exist in the data files (or, for ids only in image file
+    # names, at least in the description's text).
+    known = {column for header in csv_headers(ctx.workspace.raw).values() for column in header}
+    description = (ctx.workspace.raw / "description.md").read_text(encoding="utf-8", errors="replace")
+    for column in [data["id_column"], *targets]:
+        if column not in known and column not in description:
+            problems.append(f"column {column!r} appears in no data file header nor in the description")
+    return problems
+
+
+def input_map_check(split: str, code: str) -> Callable[[CheckContext], list[str]]:
+    name = f"{split}_{code}_input_map.csv"
+
+    def check(ctx: CheckContext) -> list[str]:
+        try:
+            frame = read_map(ctx.setup / name)
+        except MapError as exc:
+            return [str(exc)]
+        problems = _common_map_problems(frame, name)
+        if problems:
+            return problems
+        features = frame.columns[1:]
+        if code == "txt" and not any(_is_text(frame[c]) for c in features):
+            problems.append(f"{name} has no column of text")
+        if code == "img":
+            problems.extend(_image_path_problems(frame, ctx.setup, name))
+        if split == "test":
+            train_path = ctx.setup / f"train_{code}_input_map.csv"
+            if train_path.exists():
+                train_columns = list(read_map(train_path).columns)
+                if list(frame.columns) != train_columns:
+                    problems.append(f"{name} columns differ from the train map's: {_diff(train_columns, list(frame.columns))}")
+        return problems
+
+    check.__name__ = f"check_{split}_{code}_input_map"
+    return check
+
+
+def _common_map_problems(frame: pd.DataFrame, name: str) -> list[str]:
+    problems = []
+    if frame.columns.size == 0 or frame.columns[0] != "id":
+        problems.append(f"{name}: the first column must be named 'id' (found {list(frame.columns[:3])})")
+    if frame.columns.duplicated().any() or any(str(c).split(".")[-1].isdigit() and str(c).rsplit(".", 1)[0] in frame.columns for c in frame.columns):
+        problems.append(f"{name} has duplicated column names")
+    if len(frame) == 0:
+        problems.append(f"{name} has no rows")
+    if frame.shape[1] < 2:
+        problems.append(f"{name} has no column besides id")
+    if problems:
+        return problems
+    ids = frame["id"]
+    if ids.isna().any():
+        problems.append(f"{name}: {int(ids.isna().sum())} ids are missing")
+    if ids.duplicated().any():
+        problems.append(f"{name}: {int(ids.duplicated().sum())} ids are duplicated (e.g. {ids[ids.duplicated()].iloc[0]!r})")
+    return problems
+
+
+def _is_text(series: pd.Series) -> bool:
+    return not pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+
+
+def _image_path_problems(frame: pd.DataFrame, setup: Path, name: str) -> list[str]:
+    for column in frame.columns[1:]:
+        values = frame[column].dropna().astype(str)
+        if values.empty or not values.str.lower().str.endswith(tuple(IMAGE_EXTENSIONS)).all():
+            continue
+        missing = [v for v in values if not _resolve(setup, v).is_file()]
+        if missing:
+            return [f"{name}: {len(missing)} image paths in {column!r} do not exist (e.g. {missing[0]!r})"]
+        return []
+    return [f"{name} has no column of paths to image files ({sorted(IMAGE_EXTENSIONS)})"]
+
+
+def _resolve(setup: Path, value: str) -> Path:
+    path = Path(value)
+    return path if path.is_absolute() else setup / path
+
+
+def _diff(expected: list[str], found: list[str]) -> str:
+    missing = [c for c in expected if c not in found][:5]
+    extra = [c for c in found if c not in expected][:5]
+    return f"missing {missing}, extra {extra}" if missing or extra else "same columns in another order"
+
+
+def check_target_map(ctx: CheckContext) -> list[str]:
+    name = "train_tab_target_map.csv"
+    try:
+        frame = read_map(ctx.setup / name)
+    except MapError as exc:
+        return [str(exc)]
+    problems = _common_map_problems(frame, name)
+    if problems:
+        return problems
+    for column in frame.columns[1:]:
+        missing = int(frame[column].isna().sum())
+        if missing:
+            problems.append(f"{name}: target {column!r} has {missing} missing values (drop those rows from every train map)")
+    if len(frame) < 2:
+        problems.append(f"{name} needs at least two rows")
+    return problems
+
+
+def check_target_transform(ctx: CheckContext) -> list[str]:
+    try:
+        raw = read_map(ctx.setup / "train_tab_target_map.csv")
+        model = read_map(ctx.setup / "train_tab_target_map_transformed.csv")
+        roundtrip = read_map(ctx.setup / "train_tab_target_map_roundtrip.csv")
+    except MapError as exc:
+        return [str(exc)]
+    info, problems = _load_json(ctx, "target_info.json")
+    if problems:
+        return problems
+    targets = info.get("targets") if isinstance(info, dict) else None
+    if not isinstance(targets, list) or not targets:
+        return ["target_info.json must hold a non-empty 'targets' list"]
+    if list(model.columns) != list(raw.columns) or not model["id"].equals(raw["id"]):
+        return ["the transformed map must keep the target map's columns, ids and row order"]
+    described = [t.get("column") for t in targets if isinstance(t, dict)]
+    if described != list(raw.columns[1:]):
+        problems.append(f"target_info describes {described} but the target map has {list(raw.columns[1:])}")
+        return problems
+    for target in targets:
+        column, task, classes = target["column"], target.get("task"), target.get("classes")
+        values = model[column]
+        if task not in TASKS:
+            problems.append(f"{column}: task must be one of {sorted(TASKS)}")
+            continue
+        if not pd.api.types.is_numeric_dtype(values) or not np.isfinite(values.to_numpy(dtype=float)).all():
+            problems.append(f"{column}: transformed values must be finite numbers")
+            continue
+        if task != "regression":
+            if not isinstance(classes, list) or len(classes) < 2:
+                problems.append(f"{column}: a {task} target needs a 'classes' list of at least two labels")
+                continue
+            if task == "binary" and len(classes) != 2:
+                problems.append(f"{column}: binary target with {len(classes)} classes")
+            as_int = values.to_numpy(dtype=float)
+            if not (np.equal(np.mod(as_int, 1), 0).all() and as_int.min() >= 0 and as_int.max() < len(classes)):
+                problems.append(f"{column}: transformed classes must be integers in 0..{len(classes) - 1}")
+            if not _same_labels(raw[column], roundtrip[column]):
+                problems.append(f"{column}: inverse(forward(y)) does not give back the original labels")
+        elif not _same_values(raw[column], roundtrip[column]):
+            problems.append(f"{column}: inverse(forward(y)) does not give back the original values")
+    return problems
+
+
+def _same_labels(a: pd.Series, b: pd.Series) -> bool:
+    from agentk.metrics import normalise_labels
+
+    return len(a) == len(b) and bool((normalise_labels(a.to_numpy()) == normalise_labels(b.to_numpy())).all())
+
+
+def _same_values(a: pd.Series, b: pd.Series) -> bool:
+    try:
+        return len(a) == len(b) and bool(np.allclose(a.to_numpy(dtype=float), b.to_numpy(dtype=float), rtol=1e-6, atol=1e-9))
+    except (TypeError, ValueError):
+        return False
+
+
+def check_submission_format(ctx: CheckContext) -> list[str]:
+    path = ctx.setup / "submission_format_check.csv"
+    if not path.exists():
+        return ["submission_format_check.csv was not written"]
+    return validate_against_setup(ctx.workspace, path, ctx.plan())
+
+
+def check_metric(ctx: CheckContext) -> list[str]:
+    data, problems = _load_json(ctx, "metric_check.json")
+    if problems:
+        return problems
+    perfect, shuffled, higher = data.get("perfect"), data.get("shuffled"), data.get("higher_is_better")
+    if not isinstance(higher, bool):
+        return ["HIGHER_IS_BETTER must be a bool"]
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in (perfect, shuffled)):
+        return [f"the metric must return finite numbers (perfect={perfect}, shuffled={shuffled})"]
+    truth = read_map(ctx.setup / "train_tab_target_map.csv")
+    if truth.iloc[:, 1:].nunique().max() <= 1:
+        return []  # a constant target cannot tell a good prediction from a bad one
+    better = perfect > shuffled if higher else perfect < shuffled
+    if not better:
+        way = "higher" if higher else "lower"
+        return [f"the metric does not prefer correct predictions: perfect={perfect:.6g}, shuffled={shuffled:.6g} with {way} is better"]
+    return []

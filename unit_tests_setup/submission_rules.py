@@ -1,0 +1,27 @@
+"""What a valid submission is for this workspace: the sample submission's shape when there is one,
+else the plan's columns over the test map's ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentk.workspace import Workspace
+from unit_tests_setup.files import MapError, find_sample_submission, test_ids
+
+
+def validate_against_setup(workspace: Workspace, submission: Path, plan: dict) -> list[str]:
+    from solve_pipeline.submission_check import validate_submission
+
+    sample = find_sample_submission(workspace.raw, plan)
+    if sample is not None:
+        return validate_submission(submission, sample_path=sample)
+    columns = plan.get("submission_columns")
+    if not isinstance(columns, list) or not columns or "..." in columns:
+        return ["there is no sample submission and plan.json names no complete submission_columns"]
+    try:
+        ids = test_ids(workspace.setup)
+    except MapError as exc:
+        return [str(exc)]
+    if ids is None:
+        return ["there is no sample submission and no test input map to take the ids from"]
+    return validate_submission(submission, sample_path=None, expected_ids=ids, expected_columns=columns)
