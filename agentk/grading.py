@@ -105,12 +105,10 @@ def _aligned(submission: pd.DataFrame, answer_keys: np.ndarray, id_column: str) 
     if sub[id_column].isna().any():
         raise _Invalid(f"{int(sub[id_column].isna().sum())} rows have no {id_column!r}")
     keys = normalise_ids(sub[id_column])
-    seen, dupes = set(), set()
-    for k in keys:
-        (dupes if k in seen else seen).add(k)
+    dupes = set(keys[pd.Series(keys).duplicated().to_numpy()])
     if dupes:
         raise _Invalid(f"{len(dupes)} duplicated id(s), e.g. {_examples(dupes)}")
-    expected = set(answer_keys)
+    seen, expected = set(keys), set(answer_keys)
     if seen != expected:
         missing, extra = expected - seen, seen - expected
         parts = [f"{len(missing)} missing (e.g. {_examples(missing)})"] if missing else []

@@ -105,8 +105,9 @@ def _solver_printer(events: EventLog):
             event = json.loads(line)
         except ValueError:
             return
-        events.emit("solver", **event)
-        if event.get("event") == "model" and event.get("score") is not None:
+        kind = event.pop("event", None)
+        events.emit("solver", kind=kind, **event)
+        if kind == "model" and event.get("score") is not None:
             events.say(f"    model {event.get('model', '?'):<12} CV {event['score']:.5f}")
 
     return on_line

@@ -18,13 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
-import pandas as pd
+# Must precede the first OpenMP load (numpy/sklearn/lightgbm): on a busy 2-core machine
+# spin-waiting threads made LightGBM with num_threads=2 measured 7-50x slower than passive waits.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from solve_pipeline.baseline_models import Candidate, ModelOptions, default_candidates
-from solve_pipeline.dataset import FeatureSet, build_features
-from solve_pipeline.setup_modules import SetupArtifacts, TargetSpec
-from solve_pipeline.submission_check import validate_submission
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from solve_pipeline.baseline_models import Candidate, ModelOptions, default_candidates  # noqa: E402
+from solve_pipeline.dataset import FeatureSet, build_features  # noqa: E402
+from solve_pipeline.setup_modules import SetupArtifacts, TargetSpec  # noqa: E402
+from solve_pipeline.submission_check import validate_submission  # noqa: E402
 
 LIGHT_MAX_ROWS = 600
 # Probabilities are floored so a class a fold never saw cannot make log loss infinite.
@@ -47,7 +51,7 @@ class Predictions:
 
     model: str
     oof: np.ndarray
-    test: np.ndarray
+    test: np.ndarray | None
 
 
 @dataclass
@@ -147,7 +151,8 @@ def run_candidate(candidate: Candidate, features: FeatureSet, y: dict[str, np.nd
         emit("skip", model=candidate.name, reason="no usable features")
         return None
     X, X_test = matrices
-    model_options = ModelOptions(seed=options.seed, light=options.light)
+    deadline = None if options.time_budget is None else state.started + options.time_budget
+    model_options = ModelOptions(seed=options.seed, light=options.light, deadline=deadline)
     results: dict[str, Predictions] = {}
     for spec in artifacts.targets:
         target = y[spec.column]
@@ -232,10 +237,45 @@ def _targets(artifacts: SetupArtifacts, ids: list[str]) -> dict[str, np.ndarray]
     return y
 
 
+def _priors(artifacts: SetupArtifacts, y: dict[str, np.ndarray]) -> dict[str, Predictions]:
+    """Class frequencies / means, standing in for targets no candidate has predicted yet."""
+    priors = {}
+    for spec in artifacts.targets:
+        target = y[spec.column]
+        if spec.is_classification:
+            counts = np.bincount(target, minlength=spec.n_classes) / len(target)
+            oof = np.tile(_normalise(counts[None, :]), (len(target), 1))
+        else:
+            oof = np.full(len(target), target.mean())
+        priors[spec.column] = Predictions("prior", oof, None)
+    return priors
+
+
+def _adopt(results: dict[str, Predictions], own_score: float, state: SolveState,
+           artifacts: SetupArtifacts, features: FeatureSet) -> bool:
+    """Take a candidate's targets into the best set where they improve the whole frame's score."""
+    if not state.best:
+        state.best, state.best_score = dict(results), own_score
+        return True
+    improved = False
+    # One target at a time with the others held at their best (one target: plain comparison).
+    for spec in artifacts.targets:
+        trial = {**state.best, spec.column: results[spec.column]}
+        frame = prediction_frame(features.train_ids, artifacts.targets,
+                                 {t: p.oof for t, p in trial.items()}, artifacts)
+        score = metric_score(artifacts, frame)
+        if is_better(score, state.best_score, artifacts.higher_is_better):
+            state.best, state.best_score, improved = trial, score, True
+    return improved
+
+
 def solve(options: SolveOptions) -> dict:
     state = SolveState(started=time.monotonic())
+    setup_dir = options.workspace / "setup"
+    if setup_dir.is_dir():
+        os.chdir(setup_dir)  # generated code's contract, imports included: it runs with cwd = setup/
     artifacts = SetupArtifacts.load(options.workspace)
-    os.chdir(artifacts.setup_dir)  # generated code's contract: it runs with cwd = setup/
+    artifacts.require_solvable()
     out = options.out or artifacts.workspace / "submissions" / "submission.csv"
     ids = artifacts.train_ids
     n_total = len(ids)
@@ -255,14 +295,7 @@ def solve(options: SolveOptions) -> dict:
          text_features=0 if features.text_train is None else features.text_train.shape[1],
          image_features=0 if features.image_train is None else features.image_train.shape[1])
 
-    priors = {}
-    for spec in artifacts.targets:
-        if spec.is_classification:
-            counts = np.bincount(y[spec.column], minlength=spec.n_classes) / len(ids)
-            priors[spec.column] = Predictions("prior", np.tile(_normalise(counts[None, :]), (len(ids), 1)), None)
-        else:
-            priors[spec.column] = Predictions("prior", np.full(len(ids), y[spec.column].mean()), None)
-
+    priors = _priors(artifacts, y)
     higher = artifacts.higher_is_better
     for candidate in default_candidates():
         started = time.monotonic()
@@ -279,19 +312,7 @@ def solve(options: SolveOptions) -> dict:
         emit("model", model=candidate.name, score=state.cv[candidate.name],
              seconds=round(time.monotonic() - started, 2))
         _save_predictions(artifacts, features, results, candidate.name)
-        improved = False
-        if not state.best:
-            state.best, state.best_score, improved = dict(results), state.cv[candidate.name], True
-        else:
-            # Per target, keep the candidate if the whole frame scores better with it swapped in
-            # (with one target this is simply comparing CV scores).
-            for spec in artifacts.targets:
-                trial = {**state.best, spec.column: results[spec.column]}
-                frame = prediction_frame(features.train_ids, artifacts.targets,
-                                         {t: p.oof for t, p in trial.items()}, artifacts)
-                score = metric_score(artifacts, frame)
-                if is_better(score, state.best_score, higher):
-                    state.best, state.best_score, improved = trial, score, True
+        improved = _adopt(results, state.cv[candidate.name], state, artifacts, features)
         if improved:
             write_submission(artifacts, features, state, out)
 
@@ -341,9 +362,14 @@ def parse_args(argv: Sequence[str] | None = None) -> SolveOptions:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from threadpoolctl import threadpool_limits
+
     options = parse_args(argv)
     try:
-        solve(options)
+        # Multi-threaded BLAS/OpenMP inside sklearn spin-waits badly on a busy 2-core machine
+        # (lbfgs measured 50x slower); LightGBM still applies its own num_threads per call.
+        with threadpool_limits(limits=1):
+            solve(options)
     except Exception as error:
         emit("error", message=f"{type(error).__name__}: {error}")
         print(f"solve failed: {type(error).__name__}: {error}", file=sys.stderr)

@@ -38,6 +38,7 @@ class ModelOptions:
     early_stopping_rounds: int = 100
     learning_rate: float = 0.05
     threads: int = 2
+    deadline: float | None = None  # time.monotonic() value after which boosting stops early
 
 
 class _ClassifierBase:
@@ -170,6 +171,8 @@ class LightGBMModel(_ClassifierBase):
             # Kaggle trade for not wasting rows on an inner split.
             valid_sets = [lgb.Dataset(X_val, label=y_val, reference=train)]
             callbacks = [lgb.early_stopping(self.options.early_stopping_rounds, verbose=False)]
+        if self.options.deadline is not None:
+            callbacks.append(_stop_at(self.options.deadline))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.booster_ = lgb.train(self._params(X.shape[0]), train, num_boost_round=rounds,
@@ -190,6 +193,20 @@ class LightGBMModel(_ClassifierBase):
 
     def _values(self, X: Matrix) -> np.ndarray:
         return self._raw(X)
+
+
+def _stop_at(deadline: float) -> Callable:
+    """LightGBM callback: keep the trees built so far once the time budget is spent."""
+    import time
+
+    import lightgbm as lgb
+
+    def callback(env: object) -> None:
+        if time.monotonic() > deadline:
+            raise lgb.callback.EarlyStopException(env.iteration, env.evaluation_result_list)
+
+    callback.order = 40  # after early stopping's own bookkeeping
+    return callback
 
 
 # ---- feature matrices: unsupervised transforms fitted on train+test rows, never on targets ----

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -63,17 +63,6 @@ class FeatureSet:
     def n_test(self) -> int:
         return len(self.test_ids)
 
-    def take_train(self, rows: np.ndarray) -> "FeatureSet":
-        """A copy whose train side is `rows` of this one (test side unchanged)."""
-        rows = np.asarray(rows)
-        return replace(
-            self,
-            train_ids=[self.train_ids[i] for i in rows],
-            tab_train=self.tab_train[rows],
-            text_train=None if self.text_train is None else self.text_train[rows],
-            image_train=None if self.image_train is None else self.image_train[rows],
-        )
-
 
 def _aligned(frame: pd.DataFrame, ids: Sequence[str]) -> pd.DataFrame:
     """Rows of a map in `ids` order; ids absent from the map become all-missing rows."""
@@ -120,7 +109,7 @@ def _date_parts(name: str, stamps: pd.Series) -> dict[str, pd.Series]:
         f"{name}__year": stamps.dt.year,
         f"{name}__month": stamps.dt.month,
         f"{name}__day": stamps.dt.day,
-        f"{name}__dayofweek": stamps.dt.dayofweek,
+        f"{name}__dayofweek": stamps.dt.day_of_week,
         f"{name}__hour": stamps.dt.hour,
         # Elapsed days keep the trend that year/month alone chop into steps.
         f"{name}__days": (stamps - stamps.min()).dt.total_seconds() / 86400.0,

@@ -10,10 +10,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Sequence
 
 import pandas as pd
 
@@ -91,21 +90,31 @@ def parse_target_info(info: dict) -> list[TargetSpec]:
     return specs
 
 
+MODULE_FILES = {
+    "transform": "code_transform_tab_target_train.py",
+    "submission": "code_submission_format.py",
+    "metric": "code_metric.py",
+}
+
+
 @dataclass
 class SetupArtifacts:
-    """Everything the solver consumes from `setup/`, with modules already imported."""
+    """Everything the solver consumes from `setup/`.
+
+    Setup stages run in order and the maps meta check loads artifacts before the submission
+    and metric stages exist, so target files are optional and the generated modules are imported
+    on first use (a missing one raises FileNotFoundError then, naming the file).
+    """
 
     workspace: Path
     setup_dir: Path
     train_maps: dict[str, pd.DataFrame]
     test_maps: dict[str, pd.DataFrame]
-    target_map: pd.DataFrame
-    target_map_transformed: pd.DataFrame
+    target_map: pd.DataFrame | None
+    target_map_transformed: pd.DataFrame | None
     targets: list[TargetSpec]
-    transform: ModuleType
-    submission: ModuleType
-    metric: ModuleType
-    extras: dict = field(default_factory=dict)
+    target_info: dict
+    _modules: dict[str, ModuleType] = field(default_factory=dict, repr=False)
 
     @classmethod
     def load(cls, workspace: Path) -> "SetupArtifacts":
@@ -123,7 +132,8 @@ class SetupArtifacts:
                 test_maps[modality] = read_map(test_path)
         if not test_maps:
             raise FileNotFoundError("setup/ holds no train/test input map pair")
-        info = json.loads((setup / "target_info.json").read_text())
+        info_path = setup / "target_info.json"
+        info = json.loads(info_path.read_text()) if info_path.is_file() else {}
         # Generated code may import its siblings or read files relative to setup/.
         if str(setup) not in sys.path:
             sys.path.insert(0, str(setup))
@@ -132,14 +142,40 @@ class SetupArtifacts:
             setup_dir=setup,
             train_maps=train_maps,
             test_maps=test_maps,
-            target_map=read_map(setup / "train_tab_target_map.csv"),
-            target_map_transformed=read_map(setup / "train_tab_target_map_transformed.csv"),
-            targets=parse_target_info(info),
-            transform=load_setup_module(setup / "code_transform_tab_target_train.py", "agentk_setup_transform"),
-            submission=load_setup_module(setup / "code_submission_format.py", "agentk_setup_submission"),
-            metric=load_setup_module(setup / "code_metric.py", "agentk_setup_metric"),
-            extras={"target_info": info},
+            target_map=_read_optional(setup / "train_tab_target_map.csv"),
+            target_map_transformed=_read_optional(setup / "train_tab_target_map_transformed.csv"),
+            targets=parse_target_info(info) if info else [],
+            target_info=info,
         )
+
+    def _module(self, key: str) -> ModuleType:
+        if key not in self._modules:
+            self._modules[key] = load_setup_module(self.setup_dir / MODULE_FILES[key], f"agentk_setup_{key}")
+        return self._modules[key]
+
+    @property
+    def transform(self) -> ModuleType:
+        """code_transform_tab_target_train.py: forward, inverse, target_info."""
+        return self._module("transform")
+
+    @property
+    def submission(self) -> ModuleType:
+        """code_submission_format.py: format_submission."""
+        return self._module("submission")
+
+    @property
+    def metric(self) -> ModuleType:
+        """code_metric.py: score, HIGHER_IS_BETTER."""
+        return self._module("metric")
+
+    def require_solvable(self) -> None:
+        """Fail early, with the missing piece named, before any model is trained."""
+        if not self.targets:
+            raise FileNotFoundError("setup/target_info.json is missing or lists no targets")
+        if self.target_map is None or self.target_map_transformed is None:
+            raise FileNotFoundError("setup/ lacks the train target map or its transformed version")
+        for key in MODULE_FILES:
+            self._module(key)
 
     @property
     def higher_is_better(self) -> bool:
@@ -153,23 +189,19 @@ class SetupArtifacts:
 
     @property
     def train_ids(self) -> list[str]:
-        """Train ids that have every target (rows without a target cannot be fitted or scored)."""
+        """Train ids that have every target (rows without a target cannot be fitted or scored).
+
+        Before the target stages have run, the first train map's ids stand in.
+        """
+        if not self.targets or self.target_map is None or self.target_map_transformed is None:
+            first = next(iter(self.train_maps.values()))
+            return list(dict.fromkeys(first["id"].tolist()))
         transformed = self.target_map_transformed.drop_duplicates("id").set_index("id")
         columns = [t.column for t in self.targets]
         usable = set(transformed.index[transformed[columns].notna().all(axis=1)])
         ordered = dict.fromkeys(self.target_map["id"].tolist())
         return [i for i in ordered if i in usable]
 
-    def restrict_train(self, ids: Sequence[str]) -> "SetupArtifacts":
-        """A copy whose train side holds only `ids` (light mode subsampling, tests)."""
-        keep = set(ids)
 
-        def cut(frame: pd.DataFrame) -> pd.DataFrame:
-            return frame[frame["id"].isin(keep)].reset_index(drop=True)
-
-        return replace(
-            self,
-            train_maps={m: cut(f) for m, f in self.train_maps.items()},
-            target_map=cut(self.target_map),
-            target_map_transformed=cut(self.target_map_transformed),
-        )
+def _read_optional(path: Path) -> pd.DataFrame | None:
+    return read_map(path) if path.is_file() else None

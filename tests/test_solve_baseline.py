@@ -359,6 +359,22 @@ def test_rare_classes_and_single_class_folds() -> None:
     assert math.isclose(float(proba.sum(axis=1).mean()), 1.0)
 
 
+def test_maps_only_workspace_loads(titanic: Path, tmp_path: Path) -> None:
+    """The maps meta check probes a DataLoader before the target/format/metric stages exist."""
+    setup = tmp_path / "early" / "setup"
+    setup.mkdir(parents=True)
+    for name in ("train_tab_input_map.csv", "test_tab_input_map.csv"):
+        (setup / name).write_bytes((titanic / "setup" / name).read_bytes())
+    artifacts = SetupArtifacts.load(tmp_path / "early")
+    features = build_features(artifacts)
+    assert features.n_train == 713 and features.n_test == 178
+    assert next(iterate_batches(features, 16))["tab"].shape[0] == 16
+    with pytest.raises(FileNotFoundError, match="target_info"):
+        artifacts.require_solvable()
+    with pytest.raises(FileNotFoundError, match="code_metric.py"):
+        artifacts.metric
+
+
 def test_load_setup_module(tmp_path: Path) -> None:
     path = tmp_path / "code_metric.py"
     path.write_text(textwrap.dedent("""
