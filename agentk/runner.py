@@ -80,14 +80,8 @@ def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
 
 def _solve(workspace: Workspace, config: RunConfig, events: EventLog) -> None:
     events.say(f"  solve: baseline models, {config.folds}-fold CV, budget {config.time_budget_s:.0f} s")
-    result = run_python(
-        ["-m", "solve_pipeline.baseline", str(workspace.root), "--folds", str(config.folds), "--seed", str(config.seed), "--time-budget", str(config.time_budget_s)],
-        cwd=workspace.solve,
-        # The solver stops itself at its budget; the sandbox timeout is only a backstop.
-        limits=Limits(timeout_s=config.time_budget_s * 1.5 + 120),
-        on_stdout_line=_solver_printer(events),
-        log_prefix=workspace.logs / "solve",
-    )
+    with events.status("solving …") as status:
+        result = _run_solver(workspace, config, events, status)
     if not result.ok:
         raise SolveFailed(f"the solver failed: {result.error_summary(max_lines=1)}")
     plan = _read_json(workspace.setup / "plan.json")
@@ -97,7 +91,20 @@ def _solve(workspace: Workspace, config: RunConfig, events: EventLog) -> None:
     events.say(f"  submission: [green]valid[/] → {workspace.submission_path}")
 
 
-def _solver_printer(events: EventLog):
+def _run_solver(workspace: Workspace, config: RunConfig, events: EventLog, status: Any):
+    return run_python(
+        ["-m", "solve_pipeline.baseline", str(workspace.root), "--folds", str(config.folds), "--seed", str(config.seed), "--time-budget", str(config.time_budget_s)],
+        cwd=workspace.solve,
+        # The solver stops itself at its budget; the sandbox timeout is only a backstop.
+        limits=Limits(timeout_s=config.time_budget_s * 1.5 + 120),
+        on_stdout_line=_solver_printer(events, status),
+        log_prefix=workspace.logs / "solve",
+    )
+
+
+def _solver_printer(events: EventLog, status: Any = None):
+    """Turns the solver's JSON lines into events, a line per model and a live fold status."""
+
     def on_line(line: str) -> None:
         if not line.startswith("{"):
             return
@@ -107,6 +114,8 @@ def _solver_printer(events: EventLog):
             return
         kind = event.pop("event", None)
         events.emit("solver", kind=kind, **event)
+        if kind == "fold" and status is not None:
+            status.update(f"solving: {event.get('model')} fold {event.get('fold', 0) + 1} (elapsed {event.get('elapsed_s', 0):.0f} s)")
         if kind == "model" and event.get("score") is not None:
             events.say(f"    model {event.get('model', '?'):<12} CV {event['score']:.5f}")
 

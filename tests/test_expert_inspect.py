@@ -101,7 +101,8 @@ def test_feature_columns_are_in_train_and_test(cid: str, views: dict, facts: dic
     test = pd.read_csv(raw / got.test_file, nrows=5)
     features = got.tabular_columns + got.text_columns
     assert set(features) <= set(train.columns) & set(test.columns)
-    assert got.id_column not in features
+    # The id is a feature only when it holds timestamps (bike sharing's hourly datetime).
+    assert got.id_column not in features or any("timestamps" in note for note in got.notes)
     assert not {t.column for t in got.targets} & set(features)
     assert set(features) | set(got.dropped_columns) | {got.train_id_column, got.test_id_column} \
         | {t.column for t in got.targets} >= set(train.columns) | set(test.columns)
@@ -156,6 +157,12 @@ def test_bike_drops_train_only_columns(facts: dict) -> None:
     assert set(got.dropped_columns) == {"casual", "registered"}
     assert all("not in test" in why for why in got.dropped_columns.values())
     assert got.targets[0].task == "regression" and got.targets[0].classes is None
+    assert got.tabular_columns[0] == "datetime"  # the timestamp id feeds the hour of day
+
+
+def test_numeric_ids_are_not_features(facts: dict) -> None:
+    for cid in ("titanic", "house-prices-advanced-regression-techniques", "playground-series-s3e5"):
+        assert facts[cid].id_column not in facts[cid].tabular_columns
 
 
 def test_ordinal_with_kappa_is_multiclass(facts: dict) -> None:

@@ -474,9 +474,21 @@ class _Inspection:
         for c in (c for c in test_cols if c not in train_cols and c not in skip):
             self.dropped[c] = "in test but not in train: nothing to learn it from"
         tabular, text = [], []
+        if train_id and train_id == test_id and train_id in test_cols and self._is_timestamp(self.train_df[train_id]):
+            # A timestamp id (hourly rentals, daily sales) carries the seasonality a model needs.
+            tabular.append(train_id)
+            self.notes.append(f"the id column {train_id!r} holds timestamps: also used as a feature")
         for c in (c for c in train_cols if c in test_cols and c not in skip):
             (text if self._is_text(self.train_df[c]) else tabular).append(c)
         return tabular, text
+
+    @staticmethod
+    def _is_timestamp(series: pd.Series) -> bool:
+        values = _present(series).head(500)
+        if values.empty or _numbers(values) is not None:
+            return False
+        parsed = pd.to_datetime(values, errors="coerce", format="mixed")
+        return bool(parsed.notna().mean() >= 0.95)
 
     @staticmethod
     def _is_text(series: pd.Series) -> bool:
