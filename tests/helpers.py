@@ -19,6 +19,7 @@ def make_mlebench_layout(local_competition_dir: Path, out_dir: Path) -> Path:
     public, private = prepared / "public", prepared / "private"
     if prepared.exists():
         shutil.rmtree(prepared)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
         raw = Path(tmp) / "raw"
         comp.prepare(raw)
