@@ -113,7 +113,8 @@ def bench(
         return run_bench(expand_sources(sources or []), RunConfig(workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, quiet=True))
 
     rows = _guard(body)
-    console.print(render_table(rows))
+    # Piped output has no terminal width; keep the table's columns unwrapped for logs and notes.
+    (console if console.is_terminal else Console(highlight=False, width=160)).print(render_table(rows))
     if output is not None:
         output.write_text(json.dumps(rows, indent=2, default=str), encoding="utf-8")
     if not all(r["valid_submission"] for r in rows):

@@ -57,6 +57,7 @@ class SetupMDP:
             on_solver_line=on_solver_line,
         )
         self._meta_error: str | None = None
+        self._last_output = ""  # tail of the last attempt's sandbox output, for the attempt log
 
     # ---- the loop -------------------------------------------------------------------------
 
@@ -95,6 +96,7 @@ class SetupMDP:
             started = time.monotonic()
             action = self.policy.act(spec, ctx)
             if isinstance(action, Decline):
+                self._last_output = ""
                 record.last_error = f"{self.policy.name} policy declined: {action.reason}"
                 self._log_attempt(spec, record.attempts, None, [record.last_error], time.monotonic() - started, declined=True)
                 save(state)
@@ -112,6 +114,7 @@ class SetupMDP:
     def _execute(self, spec: StageSpec, action: Fill) -> list[str]:
         """Materialise the policy's action, run it when it is code, then apply the stage check."""
         target = self.ws.setup / spec.output
+        self._last_output = ""
         if spec.kind != "code":
             atomic_write_text(target, action.content.strip() + "\n")
             return spec.check(self.check_ctx)
@@ -125,6 +128,7 @@ class SetupMDP:
             limits=Limits(timeout_s=self.budget.stage_timeout_s),
             log_prefix=self.ws.logs / f"stage_{spec.name}",
         )
+        self._last_output = (result.stdout + result.stderr)[-2000:]
         if not result.ok:
             return [f"{target.name} failed: {result.error_summary()}"]
         return spec.check(self.check_ctx)
@@ -178,6 +182,7 @@ class SetupMDP:
             "plan": action.plan if action is not None else "",
             "content": content,
             "content_sha1": hashlib.sha1(content.encode()).hexdigest(),
+            "output": self._last_output,
             "elapsed_s": round(elapsed, 3),
         }
         self._append(record)

@@ -82,6 +82,7 @@ def test_failed_unit_test_repeats_the_stage_with_the_error(tmp_path: Path) -> No
     records = [r for r in _attempts(workspace) if r["stage"] == "train_target_map"]
     assert [r["passed"] for r in records] == [False, True]
     assert "duplicated" in records[0]["problems"][0]
+    assert "wrote train_tab_target_map.csv" in records[1]["output"]  # the sandbox output is kept
     assert policy.seen_errors[1] is not None and "duplicated" in policy.seen_errors[1]
 
 
