@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from agentk.config import RunConfig
-from agentk.errors import AgentKError, SetupFailed, SolveFailed
+from agentk.errors import AgentKError, SolveFailed
 from agentk.events import EventLog
 from agentk.grading import GradeReport, grade_file
 from agentk.sandbox import Limits, run_python
 from agentk.sources import load_competition
 from agentk.sources.base import Competition
-from agentk.workspace import RunState, Workspace, atomic_write_json
+from agentk.workspace import RunState, Workspace, atomic_write_json, read_json_object
 from setup_pipeline.expert.expert_policy import ExpertPolicy
 from setup_pipeline.mdp import SetupBudget, SetupMDP
 from unit_tests_setup.submission_rules import validate_against_setup
@@ -84,7 +84,7 @@ def _solve(workspace: Workspace, config: RunConfig, events: EventLog) -> None:
         result = _run_solver(workspace, config, events, status)
     if not result.ok:
         raise SolveFailed(f"the solver failed: {result.error_summary(max_lines=1)}")
-    plan = _read_json(workspace.setup / "plan.json")
+    plan = read_json_object(workspace.setup / "plan.json")
     problems = validate_against_setup(workspace, workspace.submission_path, plan)
     if problems:
         raise SolveFailed(f"the submission is not valid: {problems[0]}")
@@ -123,8 +123,8 @@ def _solver_printer(events: EventLog, status: Any = None):
 
 
 def _result(competition: Competition, workspace: Workspace, state: RunState) -> dict[str, Any]:
-    plan = _read_json(workspace.setup / "plan.json")
-    solve = _read_json(workspace.solve / "solve_result.json") if state.phase == "done" else {}
+    plan = read_json_object(workspace.setup / "plan.json")
+    solve = read_json_object(workspace.solve / "solve_result.json") if state.phase == "done" else {}
     valid = state.phase == "done" and workspace.submission_path.exists()
     report: GradeReport | None = None
     if valid and competition.has_answers:
@@ -147,13 +147,3 @@ def _result(competition: Competition, workspace: Workspace, state: RunState) -> 
         "phase": state.phase,
         "error": state.error,
     }
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}

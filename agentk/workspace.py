@@ -27,6 +27,17 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON object from a file the agent wrote; {} when it is missing or not an object."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def atomic_write_json(path: Path, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, default=str) + "\n")
 

@@ -24,7 +24,6 @@ COMPETITIONS = sorted(p.name for p in SHARED.iterdir() if (p / "competition.toml
 # These two ship no sample submission: the format is only in the description.
 ONLY_TRAIN_TEST = {"spooky-author-identification", "leaf-classification"}
 
-pytestmark = pytest.mark.skipif(not SHARED.is_dir(), reason="shared competitions not available")
 
 
 def _agent_view(source: Path, raw: Path, only: set[str] | None = None) -> Path:

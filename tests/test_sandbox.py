@@ -163,8 +163,6 @@ def test_memory_limit_fails_the_child_not_the_parent(tmp_path: Path) -> None:
 
 
 def test_default_memory_limit_allows_the_numeric_stack(tmp_path: Path) -> None:
-    pytest.importorskip("lightgbm")
-    pytest.importorskip("torch")
     script = write_script(tmp_path, """
         import numpy as np, lightgbm, torch
         x = np.random.rand(500, 5)

@@ -28,7 +28,6 @@ COMPETITIONS = Path("/work/shared/competitions")
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 
-pytestmark = pytest.mark.skipif(not COMPETITIONS.is_dir(), reason="shared competition data missing")
 
 CLASSIFICATION_TRANSFORM = '''
 import pandas as pd

@@ -20,8 +20,7 @@ from agentk.sources.common import build_atomically, find_sample_csv
 
 SHARED = Path("/work/shared")
 COMPETITIONS = SHARED / "competitions"
-SHARED_IDS = sorted(p.name for p in COMPETITIONS.iterdir() if p.is_dir()) if COMPETITIONS.is_dir() else []
-needs_shared = pytest.mark.skipif(not SHARED_IDS, reason="shared competitions not available")
+SHARED_IDS = sorted(p.name for p in COMPETITIONS.iterdir() if p.is_dir())
 
 
 def read_exact(path: Path) -> pd.DataFrame:
@@ -47,7 +46,6 @@ def prepared_shared(tmp_path_factory: pytest.TempPathFactory) -> dict:
 # ---------------------------------------------------------------- the 8 shared competitions
 
 
-@needs_shared
 @pytest.mark.parametrize("comp_id", SHARED_IDS)
 def test_split_competition_prepares_the_agents_view(comp_id: str, prepared_shared: dict) -> None:
     comp, raw = prepared_shared[comp_id]
@@ -105,7 +103,6 @@ def test_split_competition_prepares_the_agents_view(comp_id: str, prepared_share
     assert b"\r\n" not in (raw / "data" / "train.csv").read_bytes()
 
 
-@needs_shared
 def test_spreadsheet_booleans_and_empty_cells_survive(prepared_shared: dict) -> None:
     _, raw = prepared_shared["spaceship-titanic"]
     train = read_exact(raw / "data" / "train.csv")
@@ -118,14 +115,12 @@ def test_spreadsheet_booleans_and_empty_cells_survive(prepared_shared: dict) -> 
     assert set(comp.answers()["Survived"]) == {"0", "1"}
 
 
-@needs_shared
 def test_other_data_files_are_copied_unchanged(prepared_shared: dict) -> None:
     _, raw = prepared_shared["house-prices-advanced-regression-techniques"]
     source = COMPETITIONS / "house-prices-advanced-regression-techniques" / "data" / "data_description.txt"
     assert (raw / "data" / "data_description.txt").read_bytes() == source.read_bytes()
 
 
-@needs_shared
 def test_test_file_keeps_only_the_original_test_columns(prepared_shared: dict) -> None:
     # bike-sharing: train has casual/registered besides the target, test has neither.
     _, raw = prepared_shared["bike-sharing-demand"]
@@ -139,8 +134,6 @@ def test_test_file_keeps_only_the_original_test_columns(prepared_shared: dict) -
 
 @pytest.fixture()
 def titanic_copy(tmp_path: Path) -> Path:
-    if "titanic" not in SHARED_IDS:
-        pytest.skip("shared competitions not available")
     folder = tmp_path / "titanic"
     shutil.copytree(COMPETITIONS / "titanic", folder, copy_function=shutil.copyfile)
     for path in [folder, *folder.rglob("*")]:
@@ -191,8 +184,6 @@ def test_a_failed_build_leaves_the_previous_folder(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def digits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tool = SHARED / "tools" / "make_digits_competition.py"
-    if not tool.is_file():
-        pytest.skip("digits generator not available")
     base = tmp_path_factory.mktemp("digits")
     folders = {}
     for layout in ("folders", "csv"):
@@ -223,7 +214,6 @@ def test_image_competition_copies_images_and_reads_answers(layout: str, digits: 
 # ---------------------------------------------------------------- MLE-bench prepared layout
 
 
-@needs_shared
 def test_mlebench_titanic_derives_target_columns(tmp_path: Path) -> None:
     prepared = make_mlebench_layout(COMPETITIONS / "titanic", tmp_path)
     assert prepared == tmp_path / "titanic" / "prepared"
@@ -243,7 +233,6 @@ def test_mlebench_titanic_derives_target_columns(tmp_path: Path) -> None:
     assert comp.answers()["PassengerId"].tolist() == test["PassengerId"].tolist()
 
 
-@needs_shared
 def test_mlebench_spooky_without_sample_derives_label_column(tmp_path: Path) -> None:
     prepared = make_mlebench_layout(COMPETITIONS / "spooky-author-identification", tmp_path)
     assert find_sample_csv(prepared / "public") is None
@@ -255,7 +244,6 @@ def test_mlebench_spooky_without_sample_derives_label_column(tmp_path: Path) -> 
     assert set(comp.answers()["author"]) == {"EAP", "HPL", "MWS"}
 
 
-@needs_shared
 def test_mlebench_uses_a_competition_toml_beside_prepared(tmp_path: Path) -> None:
     prepared = make_mlebench_layout(COMPETITIONS / "titanic", tmp_path)
     (prepared.parent / "competition.toml").write_text(
@@ -266,7 +254,6 @@ def test_mlebench_uses_a_competition_toml_beside_prepared(tmp_path: Path) -> Non
     assert comp.grading.metric == "f1" and comp.title == "T"
 
 
-@needs_shared
 def test_mlebench_without_a_detectable_metric_keeps_answers(tmp_path: Path) -> None:
     prepared = make_mlebench_layout(COMPETITIONS / "titanic", tmp_path)
     (prepared / "public" / "description.md").write_text("# Some task\n\nPredict things.\n")
@@ -360,7 +347,6 @@ def test_split_with_too_few_rows_fails_at_prepare(tmp_path: Path) -> None:
     assert not (tmp_path / "raw").exists()
 
 
-@needs_shared
 def test_mlebench_sample_with_one_column_per_class_gives_label_column(tmp_path: Path) -> None:
     prepared = make_mlebench_layout(COMPETITIONS / "leaf-classification", tmp_path)
     species = sorted(set(read_exact(prepared / "public" / "train.csv")["species"]))

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from agentk.workspace import Workspace
+from agentk.workspace import Workspace, read_json_object
 
 
 @dataclass
@@ -16,21 +15,10 @@ class CheckContext:
     light_solve_timeout_s: float = 300.0
     probe_timeout_s: float = 120.0
     on_solver_line: Callable[[str], None] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def setup(self) -> Path:
         return self.workspace.setup
 
-    def read_json(self, name: str) -> Any:
-        return json.loads((self.setup / name).read_text(encoding="utf-8"))
-
     def plan(self) -> dict[str, Any]:
-        path = self.setup / "plan.json"
-        if not path.exists():
-            return {}
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError:
-            return {}
-        return data if isinstance(data, dict) else {}
+        return read_json_object(self.setup / "plan.json")
