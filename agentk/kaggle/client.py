@@ -1,0 +1,234 @@
+"""`KaggleClient`: the competition calls agentk needs, through the official `kaggle` package.
+
+Every call goes through `call_kaggle` (bounded retries, one-line errors) and returns our own records.
+"""
+
+from __future__ import annotations
+
+import io
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pandas as pd
+
+from agentk.kaggle import records
+from agentk.kaggle.credentials import KaggleCredentials, find_credentials
+from agentk.kaggle.errors import DailyLimitReached, KaggleError, SubmissionFailed
+from agentk.kaggle.extract import DEFAULT_MAX_BYTES, extract_zip
+from agentk.kaggle.official import build_api
+from agentk.kaggle.records import (
+    CompetitionInfo,
+    DataFile,
+    SubmissionLimits,
+    SubmissionRecord,
+)
+from agentk.kaggle.retry import RetryPolicy, call_kaggle
+
+T = TypeVar("T")
+_MAX_PAGES = 100  # listing pages; a competition with more than 20,000 files is not one we can solve
+_LIMIT_WORDS = ("limit", "allowance", "maximum number")
+
+
+class KaggleClient:
+    def __init__(
+        self,
+        credentials: KaggleCredentials | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        # Resolve credentials up front: a missing key is the first thing the user should hear about.
+        self.credentials = credentials or find_credentials()
+        self.retry = retry or RetryPolicy()
+        self._sleep = sleep
+        self._api: Any = None
+
+    @property
+    def api(self) -> Any:
+        if self._api is None:
+            self._api = build_api(self.credentials)
+        return self._api
+
+    def _call(self, what: str, slug: str, fn: Callable[[], T]) -> T:
+        return call_kaggle(what, fn, slug, self.credentials.source, self.retry, self._sleep)
+
+    def _service(self, method: str, request: Any) -> Any:
+        """A CompetitionApiService call the official API object has no method for."""
+        with self.api.build_kaggle_client() as kaggle:
+            return getattr(kaggle.competitions.competition_api_client, method)(request)
+
+    # ------------------------------------------------------------ metadata
+
+    def competition(self, slug: str) -> CompetitionInfo:
+        from kagglesdk.competitions.types.competition_api_service import (
+            ApiGetCompetitionRequest,
+        )
+
+        request = ApiGetCompetitionRequest()
+        request.competition_name = slug
+        found = self._call(f"reading competition {slug}", slug, lambda: self._service("get_competition", request))
+        return records.competition_info(slug, found)
+
+    def pages(self, slug: str) -> dict[str, str]:
+        """Page name → content (overview, evaluation, data description ...), as Kaggle stores it."""
+        pages = self._call(f"reading pages of {slug}", slug, lambda: self.api.competition_list_pages(slug))
+        return {page.name: page.content or "" for page in pages or []}
+
+    def list_files(self, slug: str) -> list[DataFile]:
+        files: list[DataFile] = []
+        token: str | None = None
+        for _ in range(_MAX_PAGES):
+            page = self._call(
+                f"listing files of {slug}", slug,
+                lambda token=token: self.api.competition_list_files(slug, page_token=token, page_size=200),
+            )
+            files += [DataFile(f.name, int(f.total_bytes or 0)) for f in page.files or []]
+            token = page.next_page_token
+            if not token:
+                break
+        return files
+
+    def limits(self, slug: str) -> SubmissionLimits:
+        got = self._call(f"reading submission limits of {slug}", slug,
+                         lambda: self.api.competition_get_submission_limits(slug))
+        return SubmissionLimits(
+            int(got.num_today or 0), int(got.num_total or 0), int(got.num_allowed_now or 0), bool(got.limited_by_total)
+        )
+
+    # ------------------------------------------------------------ data
+
+    def download(
+        self, slug: str, dest: Path, cache_dir: Path | None = None, force: bool = False,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> list[Path]:
+        """All data files of `slug` in `dest`, sizes checked against Kaggle's listing.
+
+        Skips the download when every listed file is already there at its listed size. The archive
+        is kept in `cache_dir` (default: a hidden sibling of `dest`) so an interrupted download
+        resumes from where it stopped instead of starting over.
+        """
+        dest = Path(dest)
+        listed = self.list_files(slug)
+        if not force and listed and not _missing_or_wrong_size(dest, listed):
+            return [dest / f.name for f in listed]
+        cache = Path(cache_dir) if cache_dir else dest.parent / f".{dest.name}-download"
+        cache.mkdir(parents=True, exist_ok=True)
+        self._call(f"downloading {slug}", slug,
+                   lambda: self.api.competition_download_files(slug, path=str(cache), force=force, quiet=True))
+        archive = _downloaded_file(cache, slug)
+        if zipfile.is_zipfile(archive):
+            written = extract_zip(archive, dest, max_bytes)
+        else:  # a competition with a single unzipped file
+            dest.mkdir(parents=True, exist_ok=True)
+            written = [Path(archive.replace(dest / archive.name))]
+        wrong = _missing_or_wrong_size(dest, listed)
+        if wrong:
+            archive.unlink(missing_ok=True)  # so the next attempt downloads afresh
+            raise KaggleError(f"download of {slug} is incomplete: {', '.join(wrong[:3])}; run again to retry")
+        return sorted(written)
+
+    # ------------------------------------------------------------ submissions
+
+    def submit(self, slug: str, file: Path, message: str) -> SubmissionRecord:
+        """Upload `file` as a submission; the record is pending until `poll` sees it scored."""
+        file = Path(file)
+        if not file.is_file():
+            raise SubmissionFailed(f"submission file {file} does not exist")
+        started = datetime.now(UTC).replace(tzinfo=None)
+        attempts = 0
+
+        def once() -> Any:
+            nonlocal attempts
+            attempts += 1
+            # A retry after a server error must not send the file twice: look for the first try.
+            if attempts > 1:
+                sent = self._find_sent(slug, file.name, message, started)
+                if sent is not None:
+                    return sent
+            return self.api.competition_submit(str(file), message, slug, quiet=True)
+
+        try:
+            result = self._call(f"submitting to {slug}", slug, once)
+        except KaggleError as exc:
+            if any(word in str(exc).lower() for word in _LIMIT_WORDS):
+                raise DailyLimitReached(f"no submissions left today for {slug}: {exc}") from None
+            raise
+        if isinstance(result, SubmissionRecord):
+            return result
+        if result.message == self.api.COMPETITION_SUBMIT_UPLOAD_FAILED_MESSAGE or not result.ref:
+            raise SubmissionFailed(f"Kaggle did not accept the upload of {file.name} to {slug}: {result.message}")
+        return SubmissionRecord(int(result.ref), file.name, message, "pending", None, None, started)
+
+    def submissions(self, slug: str) -> list[SubmissionRecord]:
+        """This team's submissions, newest first (the first page Kaggle returns, up to 100)."""
+        found = self._call(f"listing submissions to {slug}", slug,
+                           lambda: self.api.competition_submissions(slug, page_size=100))
+        return [records.submission_record(s) for s in found or [] if s is not None]
+
+    def poll(self, slug: str, ref: int, timeout_s: float = 600.0, interval_s: float = 10.0) -> SubmissionRecord:
+        """The submission once scored (status complete); SubmissionFailed if Kaggle could not score it.
+
+        Returns the still-pending record when `timeout_s` runs out, so callers can poll again later.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            mine = next((s for s in self.submissions(slug) if s.ref == ref), None)
+            if mine is None:
+                raise SubmissionFailed(f"submission {ref} is not among the submissions to {slug}")
+            if mine.status == "error":
+                raise SubmissionFailed(f"Kaggle could not score submission {ref} to {slug}: {mine.error or 'no detail'}")
+            if mine.done or time.monotonic() + interval_s > deadline:
+                return mine
+            self._sleep(interval_s)
+
+    def _find_sent(self, slug: str, file_name: str, message: str, since: datetime) -> SubmissionRecord | None:
+        for sub in self.api.competition_submissions(slug, page_size=20) or []:
+            record = records.submission_record(sub)
+            if record.file_name == file_name and record.message == message and (record.date or since) >= since:
+                return record
+        return None
+
+    # ------------------------------------------------------------ leaderboard
+
+    def leaderboard(self, slug: str, keep_dir: Path | None = None) -> pd.DataFrame:
+        """The public leaderboard, one row per team (Kaggle's CSV columns, including "Score")."""
+        with tempfile.TemporaryDirectory(prefix="agentk-lb-") as tmp:
+            folder = Path(keep_dir) if keep_dir else Path(tmp)
+            folder.mkdir(parents=True, exist_ok=True)
+            self._call(f"downloading the leaderboard of {slug}", slug,
+                       lambda: self.api.competition_leaderboard_download(slug, str(folder), quiet=True))
+            return _read_leaderboard(folder / f"{slug}.zip")
+
+
+def _missing_or_wrong_size(dest: Path, listed: list[DataFile]) -> list[str]:
+    wrong = []
+    for f in listed:
+        path = dest / f.name
+        if not path.is_file():
+            wrong.append(f"{f.name} missing")
+        elif f.size and path.stat().st_size != f.size:
+            wrong.append(f"{f.name} has {path.stat().st_size} bytes, expected {f.size}")
+    return wrong
+
+
+def _downloaded_file(cache: Path, slug: str) -> Path:
+    candidates = [p for p in cache.glob(f"{slug}.*") if not p.name.endswith(".kaggle-partial")]
+    if not candidates:
+        raise KaggleError(f"the download of {slug} produced no file in {cache}")
+    return max(candidates, key=lambda p: p.stat().st_mtime)
+
+
+def _read_leaderboard(archive: Path) -> pd.DataFrame:
+    data = archive.read_bytes()
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        return pd.read_csv(io.BytesIO(data))
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        names = [n for n in zf.namelist() if n.lower().endswith(".csv")]
+        if not names:
+            raise KaggleError(f"the leaderboard archive {archive} holds no CSV")
+        with zf.open(names[0]) as f:
+            return pd.read_csv(f)

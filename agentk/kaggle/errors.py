@@ -1,0 +1,59 @@
+"""Kaggle errors: each one reaches the user as a single actionable line (see agentk/errors.py)."""
+
+from __future__ import annotations
+
+from agentk.errors import AgentKError
+
+
+class KaggleError(AgentKError):
+    """Anything Kaggle refused or could not do, said in one line."""
+
+
+class KaggleCredentialsError(KaggleError):
+    """Credentials are missing, incomplete, or rejected by Kaggle (HTTP 401)."""
+
+
+class RulesNotAccepted(KaggleError):
+    """HTTP 403: the account has not accepted this competition's rules (or may not enter it)."""
+
+    def __init__(self, slug: str) -> None:
+        self.slug = slug
+        self.rules_url = rules_url(slug)
+        super().__init__(
+            f"Kaggle refused access to {slug!r} (HTTP 403): accept the competition rules at {self.rules_url}"
+        )
+
+
+class CompetitionNotFound(KaggleError):
+    """HTTP 404 for the competition itself."""
+
+    def __init__(self, slug: str) -> None:
+        self.slug = slug
+        super().__init__(
+            f"Kaggle competition {slug!r} not found (HTTP 404): check the slug in "
+            f"https://www.kaggle.com/competitions/{slug}"
+        )
+
+
+class KaggleUnavailable(KaggleError):
+    """Rate limiting (429) or server errors (5xx) persisted through every retry."""
+
+
+class DailyLimitReached(KaggleError):
+    """No submissions left today."""
+
+
+class DuplicateSubmission(KaggleError):
+    """The same file was already sent to this competition (pass force to send it again)."""
+
+
+class SubmissionFailed(KaggleError):
+    """Kaggle did not accept, or could not score, a submission."""
+
+
+class UnsafeArchive(KaggleError):
+    """A downloaded archive would write outside its folder, holds links, or is too large."""
+
+
+def rules_url(slug: str) -> str:
+    return f"https://www.kaggle.com/competitions/{slug}/rules"

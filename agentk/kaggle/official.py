@@ -1,0 +1,95 @@
+"""Import the official `kaggle` package quietly and build an API object from our credentials.
+
+`import kaggle` authenticates at import time: with no credentials it prints a long help text to
+stdout and exits (swallowed); with an access token it calls Kaggle over the network. We import it
+once with HOME pointed at an empty folder (no token or OAuth file found, so no network and no
+surprise) and stdout captured, then give each API object the credentials we resolved ourselves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+
+from agentk.kaggle.credentials import KaggleCredentials, config_dir, redact
+
+log = logging.getLogger(__name__)
+_import_lock = threading.Lock()
+_module: ModuleType | None = None
+
+
+def official_module() -> ModuleType:
+    """The `kaggle.api.kaggle_api_extended` module, imported without output or network calls."""
+    global _module
+    with _import_lock:
+        if _module is not None:
+            return _module
+        with tempfile.TemporaryDirectory(prefix="agentk-kaggle-home-") as empty_home:
+            # Keep the real config dir: the package fixes it in a class attribute at import.
+            overrides = {"HOME": empty_home, "KAGGLE_CONFIG_DIR": str(config_dir())}
+            hidden = ("KAGGLE_API_TOKEN", "KAGGLE_USERNAME", "KAGGLE_KEY")
+            with _environ(overrides, hidden), quiet_stdout("import kaggle"):
+                # Not `import kaggle.api.kaggle_api_extended as ...`: the package rebinds `kaggle.api`
+                # to a KaggleApi instance, which breaks attribute-style submodule access.
+                extended = importlib.import_module("kaggle.api.kaggle_api_extended")
+        _module = extended
+        return extended
+
+
+def build_api(credentials: KaggleCredentials) -> Any:
+    """A fresh `KaggleApi` that authenticates with `credentials` (no token introspection call)."""
+    extended = official_module()
+    api = extended.KaggleApi()
+    # The class decides local-vs-prod from the environment at import time; decide it now instead,
+    # so KAGGLE_API_ENVIRONMENT set after the first import still counts.
+    api.args = ["--local"] if os.environ.get("KAGGLE_API_ENVIRONMENT") == "LOCALHOST" else []
+    values: dict[str, str] = {}
+    if credentials.kind == "token" and credentials.token:
+        values[api.CONFIG_NAME_TOKEN] = credentials.token
+        values[api.CONFIG_NAME_AUTH_METHOD] = str(extended.AuthMethod.ACCESS_TOKEN)
+    else:
+        values[api.CONFIG_NAME_USER] = credentials.username or ""
+        values[api.CONFIG_NAME_KEY] = credentials.key or ""
+        values[api.CONFIG_NAME_AUTH_METHOD] = str(extended.AuthMethod.LEGACY_API_KEY)
+    if credentials.username:
+        values[api.CONFIG_NAME_USER] = credentials.username
+    api.config_values = values
+    api._authenticated = True
+    return api
+
+
+@contextlib.contextmanager
+def quiet_stdout(what: str) -> Iterator[None]:
+    """Capture what the package prints (help, warnings, upload errors) and log it, redacted."""
+    buffer = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buffer):
+            yield
+    finally:
+        text = buffer.getvalue().strip()
+        if text:
+            log.debug("%s printed: %s", what, redact(text))
+
+
+@contextlib.contextmanager
+def _environ(overrides: dict[str, str], hidden: tuple[str, ...]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in (*overrides, *hidden)}
+    os.environ.update(overrides)
+    for name in hidden:
+        os.environ.pop(name, None)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
