@@ -45,18 +45,21 @@ def _guard(action):
 
 @app.command()
 def run(
-    source: str = typer.Argument(..., help="A competition folder (local layout or MLE-bench prepared layout)."),
+    source: str = typer.Argument(..., help="A competition folder (local or MLE-bench prepared layout), a Kaggle URL or a slug."),
     workspace_root: Path = WorkspaceRoot,
     time_budget: float = typer.Option(600.0, "--time-budget", help="Solver time budget in seconds."),
     folds: int = typer.Option(5, "--folds", help="Cross-validation folds."),
     seed: int = typer.Option(0, "--seed"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the final line (for campaigns)."),
     as_json: bool = typer.Option(False, "--json", help="Print result.json to stdout."),
+    submit: bool = typer.Option(False, "--submit", help="Kaggle only: submit the validated submission and report its rank."),
+    force_submit: bool = typer.Option(False, "--force-submit", help="Send the file even if this exact file was sent before."),
+    submit_poll: float = typer.Option(10.0, "--submit-poll", help="Seconds between polls for the Kaggle score."),
 ) -> None:
     """Set up and solve one competition, write a validated submission, grade it when answers exist."""
     from agentk.runner import run_competition
 
-    config = RunConfig(workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, seed=seed, quiet=quiet)
+    config = RunConfig(workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, seed=seed, quiet=quiet, submit=submit, force_submit=force_submit, submit_poll_s=submit_poll)
     outcome = _guard(lambda: run_competition(source, config))
     if as_json:
         console.print_json(json.dumps(outcome.result))
@@ -96,6 +99,72 @@ def grade(
             console.print(f"rank {lb.rank}/{lb.n_teams}, beats {lb.percentile:.1%} of teams, medal: {lb.medal or 'none'}")
     if not report.valid:
         raise typer.Exit(1)
+
+
+@app.command()
+def submit(
+    competition: str = typer.Argument(..., help="The Kaggle competition (URL or slug)."),
+    file: Optional[Path] = typer.Argument(None, help="The CSV to send (default: the run's validated submission)."),
+    message: Optional[str] = typer.Option(None, "--message", "-m", help="Submission message (default: model and validation score)."),
+    workspace_root: Path = WorkspaceRoot,
+    force: bool = typer.Option(False, "--force", help="Send the file even if this exact file was sent before."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Submit a locally validated file to Kaggle, wait for its score and place it on the leaderboard."""
+    from agentk.kaggle.publish import submit_run
+    from agentk.kaggle.reference import parse_competition_reference
+    from agentk.workspace import Workspace
+
+    def body():
+        slug = parse_competition_reference(competition)
+        if slug is None:
+            raise AgentKError(f"not a Kaggle competition: {competition}")
+        return submit_run(Workspace(Path(workspace_root).resolve() / slug), slug, file=file, message=message, force=force)
+
+    report = _guard(body)
+    if as_json:
+        console.print_json(json.dumps(report))
+        return
+    console.print(f"submission {report['ref']}: {report['status']}, public score {_fmt(report['public_score'])}, private score {_fmt(report['private_score'])}")
+    if report["leaderboard"]:
+        lb = report["leaderboard"]
+        console.print(f"rank {lb['rank']}/{lb['n_teams']}, beats {lb['percentile']:.1%} of teams, medal: {lb['medal'] or 'none'}")
+
+
+@app.command()
+def leaderboard(
+    competition: str = typer.Argument(..., help="The Kaggle competition (URL or slug)."),
+    score: Optional[float] = typer.Option(None, "--score", help="Place this score (default: our best public score)."),
+    lower_is_better: bool = typer.Option(False, "--lower-is-better", help="The metric decreases as it improves."),
+    workspace_root: Path = WorkspaceRoot,
+) -> None:
+    """Download the public leaderboard and place a score on it (rank, percentile, medal)."""
+    from agentk.grading import leaderboard_position
+    from agentk.kaggle.client import KaggleClient
+    from agentk.kaggle.publish import ledger_for
+    from agentk.kaggle.reference import parse_competition_reference
+    from agentk.workspace import Workspace, read_json_object
+
+    def body():
+        slug = parse_competition_reference(competition)
+        if slug is None:
+            raise AgentKError(f"not a Kaggle competition: {competition}")
+        workspace = Workspace(Path(workspace_root).resolve() / slug)
+        keep = workspace.submissions if workspace.root.exists() else None
+        board = KaggleClient().leaderboard(slug, keep_dir=keep)
+        higher = read_json_object(workspace.result_path).get("higher_is_better", True)
+        if lower_is_better:
+            higher = False
+        ours = score
+        if ours is None and workspace.root.exists():
+            scored = [e.record.public_score for e in ledger_for(workspace).entries() if e.record.public_score is not None]
+            ours = (max(scored) if higher else min(scored)) if scored else None
+        return board, ours, (leaderboard_position(ours, board, higher) if ours is not None else None)
+
+    board, ours, position = _guard(body)
+    console.print(f"{len(board)} teams on the public leaderboard")
+    if position is not None:
+        console.print(f"score {_fmt(ours)}: rank {position.rank}/{position.n_teams}, beats {position.percentile:.1%} of teams, medal: {position.medal or 'none'}")
 
 
 @app.command()

@@ -19,3 +19,7 @@ class RunConfig(BaseModel):
     meta_rounds: int = Field(2, ge=0)
     stage_timeout_s: float = Field(300.0, gt=0)
     light_solve_timeout_s: float = Field(600.0, gt=0)
+    submit: bool = False  # Kaggle sources only: send the validated submission and report its rank
+    force_submit: bool = False
+    submit_timeout_s: float = Field(600.0, gt=0)
+    submit_poll_s: float = Field(10.0, gt=0)

@@ -33,6 +33,13 @@ class RunOutcome:
 
 def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
     """Run one competition; raises AgentKError (after writing result.json) when it cannot finish."""
+    from agentk.kaggle.publish import fetch_source, kaggle_slug
+
+    slug = kaggle_slug(str(source))
+    if config.submit and slug is None:
+        raise AgentKError("--submit needs a Kaggle competition (a URL or slug), not a local folder")
+    if slug is not None:
+        source = fetch_source(slug, Path(config.workspace_root).resolve() / "_kaggle")
     competition = load_competition(source)
     workspace = Workspace(Path(config.workspace_root).resolve() / competition.id)
     workspace.create()
@@ -45,6 +52,8 @@ def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
 
     def save(current: RunState) -> None:
         workspace.save_state(current)
+
+    kaggle_report: dict[str, Any] | None = None
 
     try:
         competition.prepare(workspace.raw)
@@ -66,6 +75,9 @@ def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
             state.phase = "done"
             save(state)
         state.error = None
+        if config.submit and slug is not None:
+            atomic_write_json(workspace.result_path, _result(competition, workspace, state))
+            kaggle_report = _submit(workspace, slug, config, events)
     except AgentKError as exc:
         state.error = str(exc)
         raise
@@ -73,6 +85,8 @@ def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
         state.elapsed_s += time.monotonic() - started
         save(state)
         result = _result(competition, workspace, state)
+        if kaggle_report is not None:
+            result["kaggle"] = kaggle_report
         atomic_write_json(workspace.result_path, result)
         events.emit("run_end", **{k: v for k, v in result.items() if k != "setup"})
     return RunOutcome(workspace, result)
@@ -100,6 +114,18 @@ def _run_solver(workspace: Workspace, config: RunConfig, events: EventLog, statu
         on_stdout_line=_solver_printer(events, status),
         log_prefix=workspace.logs / "solve",
     )
+
+
+def _submit(workspace: Workspace, slug: str, config: RunConfig, events: EventLog) -> dict[str, Any]:
+    from agentk.kaggle.publish import submit_run
+
+    with events.status(f"submitting to Kaggle ({slug}) and waiting for the score …"):
+        report = submit_run(workspace, slug, force=config.force_submit, timeout_s=config.submit_timeout_s, interval_s=config.submit_poll_s)
+    events.emit("kaggle_submission", **report)
+    board = report.get("leaderboard") or {}
+    place = f", rank {board['rank']}/{board['n_teams']} ({board.get('medal') or 'no medal'})" if board else ""
+    events.say(f"  kaggle: submission {report['ref']} {report['status']}, public score {report['public_score']}{place}")
+    return report
 
 
 def _solver_printer(events: EventLog, status: Any = None):

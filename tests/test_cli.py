@@ -15,7 +15,7 @@ from agentk.sources import load_competition
 AGENTK = [sys.executable, "-m", "agentk.cli"]
 
 
-@pytest.mark.parametrize("command", [[], ["run"], ["grade"], ["bench"], ["demo"]])
+@pytest.mark.parametrize("command", [[], ["run"], ["grade"], ["bench"], ["demo"], ["submit"], ["leaderboard"]])
 def test_every_command_has_help(command: list[str]) -> None:
     proc = subprocess.run([*AGENTK, *command, "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

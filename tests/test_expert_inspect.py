@@ -18,8 +18,8 @@ import pytest
 from setup_pipeline.expert.description import sections, submission_header, summarise
 from setup_pipeline.expert.inspect import DataFacts, ExpertDeclined, inspect_competition
 
-SHARED = Path("/work/shared/competitions")
-DIGITS_TOOL = Path("/work/shared/tools/make_digits_competition.py")
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "competitions"
+DIGITS_TOOL = Path(__file__).resolve().parents[2] / "shared" / "tools" / "make_digits_competition.py"
 COMPETITIONS = sorted(p.name for p in SHARED.iterdir() if (p / "competition.toml").is_file())
 # These two ship no sample submission: the format is only in the description.
 ONLY_TRAIN_TEST = {"spooky-author-identification", "leaf-classification"}

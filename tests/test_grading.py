@@ -16,7 +16,7 @@ from agentk.errors import GradingError, InvalidSubmissionError
 from agentk.grading import GradeReport, grade_file, grade_submission, leaderboard_position, medal_ranks
 from agentk.sources.base import Competition, GradingFacts
 
-COMPETITIONS = Path("/work/shared/competitions")
+COMPETITIONS = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 TITANIC = GradingFacts(metric="accuracy", higher_is_better=True, id_column="PassengerId", target_columns=("Survived",))
 SPOOKY = GradingFacts(metric="multiclass_logloss", higher_is_better=False, id_column="id", label_column="author")
 

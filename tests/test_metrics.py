@@ -24,7 +24,7 @@ from agentk.metrics import (
     score_prediction_frame,
 )
 
-COMPETITIONS = Path("/work/shared/competitions")
+COMPETITIONS = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 REQUIRED = [
     "accuracy", "f1", "auc", "logloss", "multiclass_logloss", "rmse", "rmse_log", "rmsle",
     "mae", "mse", "r2", "quadratic_weighted_kappa", "mape", "macro_f1", "balanced_accuracy", "mcc", "medae",

@@ -24,7 +24,7 @@ from solve_pipeline.dataset import CATEGORY, DATE_PART, build_features, iterate_
 from solve_pipeline.setup_modules import SetupArtifacts, TargetSpec, load_setup_module
 from solve_pipeline.submission_check import validate_submission
 
-COMPETITIONS = Path("/work/shared/competitions")
+COMPETITIONS = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 

@@ -18,7 +18,7 @@ from agentk.errors import GradingError, SourceError
 from agentk.sources import load_competition
 from agentk.sources.common import build_atomically, find_sample_csv
 
-SHARED = Path("/work/shared")
+SHARED = Path(__file__).resolve().parents[2] / "shared"
 COMPETITIONS = SHARED / "competitions"
 SHARED_IDS = sorted(p.name for p in COMPETITIONS.iterdir() if p.is_dir())
 

@@ -10,7 +10,7 @@ import pytest
 
 from solve_pipeline.submission_check import validate_submission
 
-DATA = Path("/work/shared/competitions")
+DATA = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 TITANIC_SAMPLE = DATA / "titanic/data/gender_submission.csv"  # CRLF line ends, as Kaggle ships it
 SPACESHIP_SAMPLE = DATA / "spaceship-titanic/data/sample_submission.csv"
 
