@@ -55,11 +55,22 @@ def run(
     submit: bool = typer.Option(False, "--submit", help="Kaggle only: submit the validated submission and report its rank."),
     force_submit: bool = typer.Option(False, "--force-submit", help="Send the file even if this exact file was sent before."),
     submit_poll: float = typer.Option(10.0, "--submit-poll", help="Seconds between polls for the Kaggle score."),
+    policy: Optional[str] = typer.Option(None, "--policy", help="expert | llm | hybrid (default: hybrid when an LLM is configured, else expert)."),
+    llm: Optional[str] = typer.Option(None, "--llm", help="OpenAI-compatible base URL, e.g. http://localhost:8000/v1 (vllm serve)."),
+    model: Optional[str] = typer.Option(None, "--model", "--llm-model", help="The served model name."),
+    token_budget: Optional[int] = typer.Option(None, "--token-budget", help="Most LLM tokens a run may spend."),
+    no_credit_assignment: bool = typer.Option(False, "--no-credit-assignment", help="After a failed meta check, rewrite every covered stage."),
 ) -> None:
     """Set up and solve one competition, write a validated submission, grade it when answers exist."""
     from agentk.runner import run_competition
 
-    config = RunConfig(workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, seed=seed, quiet=quiet, submit=submit, force_submit=force_submit, submit_poll_s=submit_poll)
+    if policy is not None and policy not in ("expert", "llm", "hybrid"):
+        _fail(f"--policy must be expert, llm or hybrid, not {policy!r}")
+    config = RunConfig(
+        workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, seed=seed, quiet=quiet,
+        submit=submit, force_submit=force_submit, submit_poll_s=submit_poll,
+        policy=policy, llm_base_url=llm, llm_model=model, llm_token_budget=token_budget, credit_assignment=not no_credit_assignment,
+    )
     outcome = _guard(lambda: run_competition(source, config))
     if as_json:
         console.print_json(json.dumps(outcome.result))

@@ -10,7 +10,12 @@ from pydantic import BaseModel, Field
 
 class RunConfig(BaseModel):
     workspace_root: Path = Path("workspaces")
-    policy: Literal["expert"] = "expert"
+    # None: hybrid when an LLM is configured (flag or AGENTK_LLM_* environment), else expert.
+    policy: Literal["expert", "llm", "hybrid"] | None = None
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_token_budget: int | None = Field(None, gt=0)
+    credit_assignment: bool = True
     time_budget_s: float = Field(600.0, gt=0, description="solver budget per competition")
     folds: int = Field(5, ge=2, le=20)
     seed: int = 0

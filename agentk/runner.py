@@ -7,7 +7,9 @@ kill resumes where the run stopped.
 from __future__ import annotations
 
 import json
+import os
 import time
+from functools import partial
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,8 @@ from agentk.sources import load_competition
 from agentk.sources.base import Competition
 from agentk.workspace import RunState, Workspace, atomic_write_json, read_json_object
 from setup_pipeline.expert.expert_policy import ExpertPolicy
-from setup_pipeline.mdp import SetupBudget, SetupMDP
+from setup_pipeline.mdp import Blame, SetupBudget, SetupMDP
+from setup_pipeline.policy import Policy
 from unit_tests_setup.submission_rules import validate_against_setup
 
 
@@ -67,7 +70,10 @@ def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
                 stage_timeout_s=config.stage_timeout_s,
                 light_solve_timeout_s=config.light_solve_timeout_s,
             )
-            SetupMDP(workspace, ExpertPolicy(), events, budget, on_solver_line=_solver_printer(events)).run(state, save)
+            policy, blame = _policy(config, workspace)
+            state.policy = policy.name
+            events.emit("policy", name=policy.name, credit_assignment=blame is not None)
+            SetupMDP(workspace, policy, events, budget, on_solver_line=_solver_printer(events), blame=blame).run(state, save)
             state.phase = "solve"
             save(state)
         if state.phase == "solve":
@@ -90,6 +96,26 @@ def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
         atomic_write_json(workspace.result_path, result)
         events.emit("run_end", **{k: v for k, v in result.items() if k != "setup"})
     return RunOutcome(workspace, result)
+
+
+def _policy(config: RunConfig, workspace: Workspace) -> tuple[Policy, Blame | None]:
+    """The expert alone, or with an LLM served by vLLM or any OpenAI-compatible server."""
+    from agentk.llm.config import ENV_BASE_URL, ENV_MODEL
+
+    configured = any([config.llm_base_url, config.llm_model, os.environ.get(ENV_BASE_URL), os.environ.get(ENV_MODEL)])
+    choice = config.policy or ("hybrid" if configured else "expert")
+    if choice == "expert":
+        return ExpertPolicy(), None
+    from agentk.llm import LLMConfig, make_client
+    from setup_pipeline.llm_policy import HybridPolicy, LLMPolicy, assign_blame
+
+    overrides = {"base_url": config.llm_base_url, "model": config.llm_model, "token_budget": config.llm_token_budget}
+    llm_config = LLMConfig.from_env(**{k: v for k, v in overrides.items() if v is not None})
+    llm_config.require_model()
+    client = make_client(llm_config, workspace.root)
+    llm = LLMPolicy(client)
+    policy: Policy = llm if choice == "llm" else HybridPolicy(ExpertPolicy(), llm)
+    return policy, (partial(assign_blame, client) if config.credit_assignment else None)
 
 
 def _solve(workspace: Workspace, config: RunConfig, events: EventLog) -> None:
@@ -169,6 +195,8 @@ def _result(competition: Competition, workspace: Workspace, state: RunState) -> 
         "setup": {name: {"attempts": s.attempts, "passed": s.passed} for name, s in state.stages.items()},
         "meta": {name: {"rounds": m.rounds, "passed": m.passed} for name, m in state.meta.items()},
         "time_to_first_submission_s": solve.get("time_to_first_submission_s"),
+        "policy": state.policy,
+        "llm_usage": read_json_object(workspace.logs / "llm_usage.json") or None,
         "elapsed_s": round(state.elapsed_s, 2),
         "phase": state.phase,
         "error": state.error,

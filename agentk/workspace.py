@@ -107,7 +107,8 @@ class MetaState(BaseModel):
 class RunState(BaseModel):
     """Everything needed to resume: which phase, and which setup stages already passed."""
 
-    phase: str = "new"  # new → prepared → setup → solve → done | failed
+    phase: str = "new"  # new → setup → solve → done
+    policy: str | None = None
     stages: dict[str, StageState] = Field(default_factory=dict)
     meta: dict[str, MetaState] = Field(default_factory=dict)
     elapsed_s: float = 0.0

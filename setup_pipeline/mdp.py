@@ -20,6 +20,9 @@ from setup_pipeline.policy import Decline, Fill, Policy, StageContext
 from setup_pipeline.stages import MetaCheckSpec, StageSpec, build_sequence
 from unit_tests_setup.context import CheckContext
 
+# (meta error, [(stage, its code)]) -> the stages judged at fault
+Blame = Callable[[str, list[tuple[str, str]]], list[str]]
+
 
 @dataclass(frozen=True)
 class SetupBudget:
@@ -46,8 +49,12 @@ class SetupMDP:
         events: EventLog,
         budget: SetupBudget = SetupBudget(),
         on_solver_line: Callable[[str], None] | None = None,
+        blame: Blame | None = None,
     ) -> None:
         self.ws = workspace
+        # Credit assignment (Agent K 3.1.3): which covered stages caused a meta failure. Without
+        # it, every covered stage is rewritten.
+        self.blame = blame
         self.policy = policy
         self.events = events
         self.budget = budget
@@ -100,6 +107,8 @@ class SetupMDP:
                 record.last_error = f"{self.policy.name} policy declined: {action.reason}"
                 self._log_attempt(spec, record.attempts, None, [record.last_error], time.monotonic() - started, declined=True)
                 save(state)
+                if action.retryable:
+                    continue
                 raise SetupFailed(f"setup stage '{spec.name}': {record.last_error}")
             problems = self._execute(spec, action)
             passed = not problems
@@ -155,17 +164,30 @@ class SetupMDP:
             save(state)
             raise SetupFailed(f"meta check '{spec.name}' failed after {record.rounds} rounds: {'; '.join(problems)}")
         self._meta_error = f"{spec.name}: {'; '.join(problems)}"
-        earliest = next((name for name in spec.covers if name in state.stages), spec.covers[0])
-        for name in spec.covers:
-            if name in state.stages:
-                state.stages[name].passed = False
-                state.stages[name].last_error = self._meta_error
+        covered = [name for name in spec.covers if name in state.stages]
+        blamed = self._blamed(covered, state) or covered
+        earliest = blamed[0] if blamed else spec.covers[0]
+        for name in blamed:
+            state.stages[name].passed = False
+            state.stages[name].last_error = self._meta_error
         # Stages re-run, so every later meta check must pass again too.
         for other in state.meta.values():
             other.passed = False
         save(state)
         self.events.emit("meta_backtrack", check=spec.name, to=earliest)
         return earliest
+
+    def _blamed(self, covered: list[str], state: RunState) -> list[str]:
+        """The covered stages judged at fault, in sequence order ([] means: all of them)."""
+        if self.blame is None or len(covered) < 2:
+            return []
+        specs = [s for s in build_sequence(self._modalities(state)) if isinstance(s, StageSpec) and s.name in covered]
+        codes = [(s.name, s.last_content(self.ws.setup) or "") for s in specs]
+        judged = set(self.blame(self._meta_error or "", codes))
+        blamed = [name for name in covered if name in judged]
+        self.events.emit("meta_blame", blamed=blamed, covered=covered)
+        self.events.say(f"  credit assignment: rewriting {', '.join(blamed) or 'every covered stage'}")
+        return blamed
 
     # ---- records --------------------------------------------------------------------------
 

@@ -24,9 +24,13 @@ class Fill:
 
 @dataclass(frozen=True)
 class Decline:
-    """The policy cannot fill this stage; the reason is logged and shown to the user."""
+    """The policy cannot fill this stage; the reason is logged and shown to the user.
+
+    A retryable decline (a model reply with no code, say) counts as a failed attempt; any other
+    ends the setup, since asking the same policy again would give the same answer."""
 
     reason: str
+    retryable: bool = False
 
 
 Action = Union[Fill, Decline]

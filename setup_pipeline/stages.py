@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Callable, Literal
 
 from unit_tests_setup import meta_checks, stage_checks
@@ -18,6 +19,8 @@ Check = Callable[[CheckContext], list[str]]
 
 MODALITY_CODES = {"tabular": "tab", "text": "txt", "image": "img"}
 HOLE = "# <<POLICY CODE>>"
+HOLE_START = "# ---- policy code"  # the template lines around the hole
+HOLE_END = "# ---- end of policy code"
 
 
 @dataclass(frozen=True)
@@ -31,12 +34,31 @@ class StageSpec:
     required_names: tuple[str, ...] = ()  # what the hole must define
     substitutions: tuple[tuple[str, str], ...] = ()  # template markers
 
+    def last_content(self, setup_dir: Path) -> str | None:
+        """What the stage last produced: its hole for code stages, its file otherwise."""
+        path = setup_dir / self.output
+        if self.kind == "code":
+            return read_hole(path)
+        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+
     def render(self, hole: str) -> str:
         assert self.template is not None
         text = resources.files("setup_pipeline.templates").joinpath(self.template).read_text(encoding="utf-8")
         for marker, value in self.substitutions:
             text = text.replace(marker, value)
         return text.replace(HOLE, hole.strip("\n"))
+
+
+def read_hole(module: Path) -> str | None:
+    """The policy's code inside a generated module (between the template's markers), or None."""
+    if not module.is_file():
+        return None
+    lines = module.read_text(encoding="utf-8", errors="replace").splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(HOLE_START)), None)
+    end = next((i for i, line in enumerate(lines) if line.startswith(HOLE_END)), None)
+    if start is None or end is None or end <= start:
+        return None
+    return "\n".join(lines[start + 1 : end]).strip("\n")
 
 
 @dataclass(frozen=True)

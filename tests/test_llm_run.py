@@ -1,0 +1,55 @@
+"""`agentk run SRC --llm URL --model NAME` through the real CLI: the hybrid policy (the default when
+an LLM is configured) sets up a competition the expert declines, the run solves and grades it, token
+use lands in result.json, and a re-run replays from the response cache with zero calls."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from llm_server import ScriptedLLMServer
+from test_llm_policy import MODEL, _without_evaluation, script
+
+AGENTK = [sys.executable, "-m", "agentk.cli"]
+REPLIES = ("modalities", "plan_repaired", "train_input_map_tab", "train_target_map_fixed",
+           "target_transform", "test_input_map_tab", "submission_format", "metric")
+
+
+def run(source: Path, ws: Path, base_url: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*AGENTK, "run", str(source), "-w", str(ws), "--llm", base_url, "--model", MODEL, "--time-budget", "15", "--folds", "3", "--json"],
+                          capture_output=True, text=True, timeout=600, cwd=ws.parent)
+
+
+def test_hybrid_run_through_the_cli_and_cache_replay(tmp_path: Path) -> None:
+    source = _without_evaluation(tmp_path)
+    ws = tmp_path / "ws"
+    with ScriptedLLMServer(script(*REPLIES)) as server:
+        first = run(source, ws, server.base_url)
+        assert first.returncode == 0, first.stderr[-2000:]
+        assert len(server.chat_requests) == len(REPLIES)
+    result = json.loads(first.stdout)
+    assert result["policy"] == "hybrid" and result["valid_submission"] and result["metric"] == "accuracy"
+    assert result["test_score"] > 0.7
+    assert result["llm_usage"] and json.dumps(result["llm_usage"]).count("tokens") > 0
+
+    # A fresh workspace with the same cache replays every answer: the server gets no call.
+    (tmp_path / "ws2").mkdir()
+    cached = ws / result["competition_id"] / "llm_cache"
+    assert cached.is_dir()
+    shutil.copytree(cached, tmp_path / "ws2" / result["competition_id"] / "llm_cache")
+    with ScriptedLLMServer([]) as server:
+        second = run(source, tmp_path / "ws2", server.base_url)
+        assert second.returncode == 0, second.stderr[-2000:]
+        assert server.chat_requests == []
+    assert json.loads(second.stdout)["valid_submission"]
+
+
+def test_unreachable_llm_server_is_one_clear_line(tmp_path: Path) -> None:
+    source = _without_evaluation(tmp_path)
+    proc = run(source, tmp_path / "ws", "http://127.0.0.1:9/v1")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "LLM" in errors[0], proc.stderr
