@@ -185,19 +185,27 @@ def bench(
     time_budget: float = typer.Option(300.0, "--time-budget"),
     folds: int = typer.Option(5, "--folds"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the rows as JSON here."),
+    seeds: int = typer.Option(1, "--seeds", min=1, help="Runs per competition; reports per-stage success rates and Pass@1/3/10."),
+    policy: Optional[str] = typer.Option(None, "--policy", help="expert | llm | hybrid."),
+    llm: Optional[str] = typer.Option(None, "--llm", help="OpenAI-compatible base URL."),
+    model: Optional[str] = typer.Option(None, "--model", "--llm-model", help="The served model name."),
 ) -> None:
     """Run competitions and print setup attempts per stage, time to a valid submission and scores."""
-    from agentk.bench import expand_sources, render_table, run_bench
+    from agentk.bench import expand_sources, render_seed_table, render_table, run_bench, summarise_seeds
 
-    def body():
-        return run_bench(expand_sources(sources or []), RunConfig(workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, quiet=True))
-
-    rows = _guard(body)
+    if policy is not None and policy not in ("expert", "llm", "hybrid"):
+        _fail(f"--policy must be expert, llm or hybrid, not {policy!r}")
+    config = RunConfig(workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, quiet=True, policy=policy, llm_base_url=llm, llm_model=model)
+    rows = _guard(lambda: run_bench(expand_sources(sources or []), config, seeds=seeds))
     # Piped output has no terminal width; keep the table's columns unwrapped for logs and notes.
-    (console if console.is_terminal else Console(highlight=False, width=160)).print(render_table(rows))
+    out = console if console.is_terminal else Console(highlight=False, width=160)
+    out.print(render_table(rows))
+    summaries = summarise_seeds(rows) if seeds > 1 else []
+    if summaries:
+        out.print(render_seed_table(summaries))
     if output is not None:
-        output.write_text(json.dumps(rows, indent=2, default=str), encoding="utf-8")
-    if not all(r["valid_submission"] for r in rows):
+        output.write_text(json.dumps({"runs": rows, "summaries": summaries} if summaries else rows, indent=2, default=str), encoding="utf-8")
+    if seeds == 1 and not all(r["valid_submission"] for r in rows):
         raise typer.Exit(1)
 
 

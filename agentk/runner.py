@@ -109,7 +109,7 @@ def _policy(config: RunConfig, workspace: Workspace) -> tuple[Policy, Blame | No
     from agentk.llm import LLMConfig, make_client
     from setup_pipeline.llm_policy import HybridPolicy, LLMPolicy, assign_blame
 
-    overrides = {"base_url": config.llm_base_url, "model": config.llm_model, "token_budget": config.llm_token_budget}
+    overrides = {"base_url": config.llm_base_url, "model": config.llm_model, "token_budget": config.llm_token_budget, "seed": config.seed}
     llm_config = LLMConfig.from_env(**{k: v for k, v in overrides.items() if v is not None})
     llm_config.require_model()
     client = make_client(llm_config, workspace.root)

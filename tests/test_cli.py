@@ -44,3 +44,28 @@ def test_bench_prints_a_table_and_writes_rows(tmp_path: Path) -> None:
     [row] = json.loads(rows_path.read_text())
     assert row["valid_submission"] and row["test_score"] > row["constant_score"]
     assert row["setup_attempts"]["plan"] == 1 and row["time_to_valid_submission_s"] > 0
+
+
+def test_pass_at_k_is_the_unbiased_estimator() -> None:
+    from agentk.bench import pass_at_k
+
+    assert pass_at_k(10, 0, 1) == 0.0 and pass_at_k(10, 10, 3) == 1.0
+    assert pass_at_k(10, 3, 1) == pytest.approx(0.3)
+    assert pass_at_k(10, 3, 3) == pytest.approx(1 - (7 * 6 * 5) / (10 * 9 * 8))
+    assert pass_at_k(3, 1, 10) is None  # more draws than samples: undefined
+
+
+def test_bench_over_seeds_reports_stage_success_and_pass_at_k(tmp_path: Path) -> None:
+    from agentk.demo import make_demo_competition
+
+    source = make_demo_competition(tmp_path / "demo")
+    rows_path = tmp_path / "rows.json"
+    proc = subprocess.run([*AGENTK, "bench", str(source), "-w", str(tmp_path / "ws"), "--seeds", "2", "--time-budget", "10", "--folds", "2", "-o", str(rows_path)], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Pass@1" in proc.stdout
+    data = json.loads(rows_path.read_text())
+    assert [r["seed"] for r in data["runs"]] == [0, 1]
+    [summary] = data["summaries"]
+    assert summary["runs"] == 2 and summary["setups_passed"] == 2
+    assert summary["pass_at"]["1"] == 1.0 and summary["pass_at"]["10"] is None
+    assert set(summary["stage_success"]) >= {"plan", "metric"} and all(v == 1.0 for v in summary["stage_success"].values())
