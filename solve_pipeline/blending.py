@@ -1,0 +1,236 @@
+"""The blending tool: combine solutions' out-of-fold predictions once enough solutions exist.
+
+Two blenders are tried: a non-negative weighted average (weights on the simplex, fitted by a
+smooth surrogate loss: log loss for classification, squared error for regression) and a small
+MLP stacked on the OOF predictions. Each blender is itself scored out of fold with CV over the
+OOF rows (fitted on some rows, scored on others), and a blend is kept only when that nested
+score beats the best single solution; otherwise the best single solution is returned as is.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import minimize
+
+Task = Literal["binary", "multiclass", "regression"]
+Method = Literal["best_single", "weighted", "mlp"]
+_EPS = 1e-7
+
+
+@dataclass
+class Solution:
+    name: str
+    oof: np.ndarray   # (n,) regression value or P(class 1), or (n, K) class probabilities
+    test: np.ndarray  # same layout over the test rows
+
+
+@dataclass
+class BlendResult:
+    method: Method
+    score: float
+    single_scores: dict[str, float]
+    weights: dict[str, float] | None  # the weighted-average blender's weights, when fitted
+    oof: np.ndarray
+    test: np.ndarray
+    blend_scores: dict[str, float] = field(default_factory=dict)  # nested-CV score per blender
+
+
+def _layout(pred: np.ndarray, task: Task) -> np.ndarray:
+    """Binary as (n,) P(class 1) even when given as two columns; multiclass as (n, K)."""
+    pred = np.asarray(pred, dtype=np.float64)
+    if task == "binary" and pred.ndim == 2:
+        pred = pred[:, -1]
+    if task == "regression" and pred.ndim == 2 and pred.shape[1] == 1:
+        pred = pred[:, 0]
+    if task == "multiclass" and pred.ndim != 2:
+        raise ValueError("multiclass predictions must be (n, K) probabilities")
+    return pred
+
+
+def _surrogate_loss(pred: np.ndarray, y: np.ndarray, task: Task) -> float:
+    if task == "regression":
+        return float(np.mean((pred - y) ** 2))
+    if task == "binary":
+        p = np.clip(pred, _EPS, 1 - _EPS)
+        return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+    p = np.clip(pred[np.arange(len(y)), y.astype(int)], _EPS, 1.0)
+    return float(-np.mean(np.log(p)))
+
+
+def _combine(preds: list[np.ndarray], weights: np.ndarray) -> np.ndarray:
+    return sum(w * p for w, p in zip(weights, preds, strict=True))
+
+
+def fit_weights(preds: list[np.ndarray], y: np.ndarray, task: Task) -> np.ndarray:
+    """Non-negative weights summing to 1 that minimise the surrogate loss of the average.
+
+    A smooth surrogate rather than the competition metric, because metrics such as accuracy
+    or AUC are piecewise constant in the weights and give the optimiser nothing to follow.
+    """
+    m = len(preds)
+    start = np.full(m, 1.0 / m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = minimize(lambda w: _surrogate_loss(_combine(preds, w), y, task), start,
+                         method="SLSQP", bounds=[(0.0, 1.0)] * m,
+                         constraints=[{"type": "eq", "fun": lambda w: np.sum(w) - 1.0}],
+                         options={"maxiter": 200, "ftol": 1e-10})
+    weights = np.clip(found.x if np.all(np.isfinite(found.x)) else start, 0.0, None)
+    weights[weights < 1e-6] = 0.0
+    return weights / weights.sum() if weights.sum() > 0 else start
+
+
+def _stack_features(preds: list[np.ndarray], task: Task) -> np.ndarray:
+    columns = [p[:, 1:] if task == "multiclass" else p[:, None] for p in preds]
+    features = np.hstack(columns)
+    if task != "regression":
+        # Log-odds spread out probabilities near 0 and 1, where ranking models differ most.
+        clipped = np.clip(features, _EPS, 1 - _EPS)
+        features = np.log(clipped / (1 - clipped))
+    return features
+
+
+class _MLPBlender:
+    """A small MLP over the solutions' predictions (scikit-learn fit/predict discipline)."""
+
+    def __init__(self, task: Task, n_classes: int, seed: int) -> None:
+        self.task, self.n_classes, self.seed = task, n_classes, seed
+
+    def fit(self, features: np.ndarray, y: np.ndarray) -> _MLPBlender:
+        from sklearn.compose import TransformedTargetRegressor
+        from sklearn.neural_network import MLPClassifier, MLPRegressor
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        net_args = {"hidden_layer_sizes": (16,), "alpha": 1e-2, "max_iter": 400,
+                    "random_state": self.seed}
+        if self.task == "regression":
+            net = TransformedTargetRegressor(MLPRegressor(**net_args),
+                                             transformer=StandardScaler())
+        else:
+            net = MLPClassifier(**net_args)
+        self.model_ = make_pipeline(StandardScaler(), net)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # convergence warnings on tiny folds
+            self.model_.fit(features, y)
+        return self
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        if self.task == "regression":
+            return np.asarray(self.model_.predict(features), dtype=np.float64)
+        proba = self.model_.predict_proba(features)
+        full = np.zeros((features.shape[0], self.n_classes))
+        full[:, self.model_.classes_.astype(int)] = proba  # a fold may lack a class
+        return full[:, 1] if self.task == "binary" else full
+
+
+def _splits(y: np.ndarray, task: Task, folds: int, seed: int) -> list:
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    if task != "regression" and np.bincount(y.astype(int)).min() >= folds:
+        splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    else:
+        splitter = KFold(n_splits=folds, shuffle=True, random_state=seed)
+    return list(splitter.split(np.zeros(len(y)), y))
+
+
+def blend(solutions: list[Solution], y: np.ndarray, task: Task,
+          score_fn: Callable[[np.ndarray, np.ndarray], float], higher_is_better: bool,
+          blend_after: int = 3, folds: int = 5, seed: int = 0) -> BlendResult:
+    """Blend when at least `blend_after` solutions exist and a blend beats the best single one.
+
+    `score_fn(y, pred)` scores predictions in the solutions' layout (higher or lower better as
+    `higher_is_better` says). `y` holds class indices 0..K-1 for classification.
+    """
+    if not solutions:
+        raise ValueError("no solutions to blend")
+    y = np.asarray(y)
+    oofs = [_layout(s.oof, task) for s in solutions]
+    tests = [_layout(s.test, task) for s in solutions]
+    for s, oof, test in zip(solutions, oofs, tests, strict=True):
+        if len(oof) != len(y) or oof.shape[1:] != oofs[0].shape[1:] or \
+                test.shape[1:] != oofs[0].shape[1:] or len(test) != len(tests[0]):
+            raise ValueError(f"solution {s.name!r} has predictions of mismatched shape")
+
+    single = {s.name: float(score_fn(y, oof)) for s, oof in zip(solutions, oofs, strict=True)}
+    sign = 1.0 if higher_is_better else -1.0
+    best = max(range(len(solutions)), key=lambda i: sign * single[solutions[i].name])
+    result = BlendResult("best_single", single[solutions[best].name], single, None,
+                         oofs[best], tests[best])
+    if len(solutions) < blend_after:
+        return result
+
+    n_classes = oofs[0].shape[1] if task == "multiclass" else (2 if task == "binary" else 0)
+    splits = _splits(y, task, folds, seed)
+    nested = {"weighted": np.zeros_like(oofs[0]), "mlp": np.zeros_like(oofs[0])}
+    features = _stack_features(oofs, task)
+    for train_idx, valid_idx in splits:
+        weights = fit_weights([p[train_idx] for p in oofs], y[train_idx], task)
+        nested["weighted"][valid_idx] = _combine([p[valid_idx] for p in oofs], weights)
+        mlp = _MLPBlender(task, n_classes, seed).fit(features[train_idx], y[train_idx])
+        nested["mlp"][valid_idx] = mlp.predict(features[valid_idx])
+    result.blend_scores = {name: float(score_fn(y, pred)) for name, pred in nested.items()}
+
+    full_weights = fit_weights(oofs, y, task)
+    result.weights = {s.name: float(w) for s, w in zip(solutions, full_weights, strict=True)}
+    winner = max(result.blend_scores, key=lambda name: sign * result.blend_scores[name])
+    if sign * result.blend_scores[winner] <= sign * result.score:
+        return result
+
+    if winner == "weighted":
+        test = _combine(tests, full_weights)
+    else:
+        mlp = _MLPBlender(task, n_classes, seed).fit(features, y)
+        test = mlp.predict(_stack_features(tests, task))
+    result.method, result.score = winner, result.blend_scores[winner]
+    result.oof, result.test = nested[winner], test
+    return result
+
+
+# ---- the solve/predictions/<model>_{oof,test}.csv frames (docs/architecture.md) ----
+
+
+def solutions_from_frames(folder: Path, column: str, task: Task,
+                          classes: list | None = None) -> list[Solution]:
+    """One target's solutions from prediction frames, rows aligned on the first frame's ids.
+
+    Classification reads the `<column>__proba__<label>` columns in `classes` order; regression
+    reads `<column>` itself, which is on the original scale (compare with original targets).
+    """
+    solutions: list[Solution] = []
+    order: dict[str, pd.Index] = {}
+    for oof_path in sorted(Path(folder).glob("*_oof.csv")):
+        name = oof_path.name[: -len("_oof.csv")]
+        test_path = oof_path.with_name(f"{name}_test.csv")
+        if not test_path.exists():
+            continue
+        frames = {"oof": pd.read_csv(oof_path, dtype={"id": str}),
+                  "test": pd.read_csv(test_path, dtype={"id": str})}
+        arrays = {}
+        for part, frame in frames.items():
+            frame = frame.set_index("id")
+            order.setdefault(part, frame.index)
+            if set(frame.index) != set(order[part]):
+                raise ValueError(f"{name}_{part}.csv has different ids from the other solutions")
+            frame = frame.loc[order[part]]
+            if task == "regression":
+                arrays[part] = frame[column].to_numpy(dtype=np.float64)
+            else:
+                cols = [f"{column}__proba__{label}" for label in classes or []]
+                arrays[part] = _layout(frame[cols].to_numpy(dtype=np.float64), task)
+        solutions.append(Solution(name, arrays["oof"], arrays["test"]))
+    return solutions
+
+
+def as_class_matrix(pred: np.ndarray, task: Task) -> np.ndarray:
+    """Back to the solver's layout: (n, K) probabilities for classification, (n,) otherwise."""
+    if task == "binary" and pred.ndim == 1:
+        return np.column_stack([1.0 - pred, pred])
+    return pred

@@ -1,0 +1,294 @@
+"""The HEBO tool (Agent K, Table 5): Bayesian hyperparameter tuning of a training function.
+
+`tune` drives HEBO's suggest/observe loop over a search space. The objective is any callable
+`params -> score`; a failing trial (exception or non-finite score) is recorded and fed back to
+HEBO as a bad value so tuning carries on. `lightgbm_cv_objective` builds a ready-made objective
+(K-fold CV of LightGBM with early stopping).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, Field, model_validator
+
+ParamKind = Literal["num", "pow", "int", "cat", "bool"]
+
+
+class SearchParam(BaseModel):
+    """One dimension of the search space, in HEBO's vocabulary (`pow` = log-uniform)."""
+
+    name: str
+    kind: ParamKind
+    lb: float | None = None
+    ub: float | None = None
+    categories: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _check_bounds(self) -> SearchParam:
+        if self.kind in ("num", "pow", "int"):
+            if self.lb is None or self.ub is None or not self.lb < self.ub:
+                raise ValueError(f"{self.name}: {self.kind} needs lb < ub")
+            if self.kind == "pow" and self.lb <= 0:
+                raise ValueError(f"{self.name}: pow needs lb > 0")
+        if self.kind == "cat" and not self.categories:
+            raise ValueError(f"{self.name}: cat needs categories")
+        return self
+
+    def to_hebo(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {"name": self.name, "type": self.kind}
+        if self.kind in ("num", "pow"):
+            spec.update(lb=float(self.lb), ub=float(self.ub))
+        elif self.kind == "int":
+            spec.update(lb=int(self.lb), ub=int(self.ub))
+        elif self.kind == "cat":
+            spec["categories"] = list(self.categories)
+        return spec
+
+    def to_python(self, value: Any) -> Any:
+        """HEBO hands back numpy scalars; objectives (and JSON logs) want plain Python values."""
+        if self.kind == "int":
+            return round(float(value))
+        if self.kind == "bool":
+            return bool(value)
+        if self.kind == "cat":
+            return str(value)
+        return float(value)
+
+
+class HeboConfig(BaseModel):
+    n_trials: int = Field(20, ge=1)
+    max_time_s: float | None = None  # whole-tuning budget; checked before each new trial
+    seed: int = 0
+    # HEBO's GP often fails to fit (NaN Cholesky) on fewer than ~5 points, so warm up randomly.
+    n_initial: int = Field(5, ge=2)
+    higher_is_better: bool
+
+
+@dataclass
+class Trial:
+    params: dict[str, Any]
+    score: float | None
+    seconds: float
+    error: str | None = None
+
+
+@dataclass
+class TuningResult:
+    best_params: dict[str, Any] | None
+    best_score: float | None
+    trials: list[Trial] = field(default_factory=list)
+
+
+def _design_space(space: list[SearchParam]) -> Any:
+    from hebo.design_space.design_space import DesignSpace
+
+    names = [p.name for p in space]
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate parameter names: {names}")
+    return DesignSpace().parse([p.to_hebo() for p in space])
+
+
+def _quiet() -> contextlib.ExitStack:
+    """HEBO prints 'jitter = ...' on every failed GP step and pymoo warns about compilation."""
+    stack = contextlib.ExitStack()
+    stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+    stack.enter_context(warnings.catch_warnings())
+    warnings.simplefilter("ignore")
+    return stack
+
+
+def tune(objective: Callable[[dict[str, Any]], float], space: list[SearchParam],
+         config: HeboConfig, on_trial: Callable[[Trial], None] | None = None) -> TuningResult:
+    """Run up to `config.n_trials` trials of `objective`, stopping early when the time is spent.
+
+    At least one trial always runs, so a result exists whenever the objective can succeed.
+    """
+    import torch
+
+    # HEBO's GP fitting and acquisition optimiser draw from the global numpy/torch RNGs: seed
+    # them for reproducibility, and give the caller's RNG state back afterwards.
+    np_state, torch_state = np.random.get_state(), torch.get_rng_state()
+    np.random.seed(config.seed)
+    torch.manual_seed(config.seed)
+    try:
+        return _tune(objective, space, config, on_trial)
+    finally:
+        np.random.set_state(np_state)
+        torch.set_rng_state(torch_state)
+
+
+def _tune(objective: Callable[[dict[str, Any]], float], space: list[SearchParam],
+          config: HeboConfig, on_trial: Callable[[Trial], None] | None) -> TuningResult:
+    by_name = {p.name: p for p in space}
+    with _quiet():  # pymoo prints a "not compiled" notice on import
+        from hebo.optimizers.hebo import HEBO
+
+        optimizer = HEBO(_design_space(space), rand_sample=config.n_initial,
+                         scramble_seed=config.seed)
+    sign = -1.0 if config.higher_is_better else 1.0  # HEBO minimises
+    trials: list[Trial] = []
+    finite_losses: list[float] = []
+    pending_failures: list[pd.DataFrame] = []
+    start = time.monotonic()
+
+    for _ in range(config.n_trials):
+        if trials and config.max_time_s is not None and \
+                time.monotonic() - start >= config.max_time_s:
+            break
+        suggestion = _suggest(optimizer)
+        row = suggestion.iloc[0].to_dict()
+        params = {name: by_name[name].to_python(value) for name, value in row.items()}
+        trial = _run_trial(objective, params)
+        trials.append(trial)
+
+        if trial.error is None:
+            loss = sign * float(trial.score)
+            finite_losses.append(loss)
+            with _quiet():
+                optimizer.observe(suggestion, np.array([[loss]]))
+            # Failures seen before any success get their penalty now that a scale exists.
+            for failed in pending_failures:
+                _observe_failure(optimizer, failed, finite_losses)
+            pending_failures.clear()
+        elif finite_losses:
+            _observe_failure(optimizer, suggestion, finite_losses)
+        else:
+            pending_failures.append(suggestion)
+        if on_trial is not None:
+            on_trial(trial)
+
+    return _result(trials, config.higher_is_better)
+
+
+def _suggest(optimizer: Any) -> pd.DataFrame:
+    with _quiet():
+        try:
+            return optimizer.suggest(n_suggestions=1)
+        except Exception:  # noqa: BLE001 -- a surrogate failure costs one guided step, not the run
+            return optimizer.space.sample(1)
+
+
+def _run_trial(objective: Callable[[dict[str, Any]], float], params: dict[str, Any]) -> Trial:
+    began = time.monotonic()
+    try:
+        score = float(objective(dict(params)))
+    except Exception as exc:  # noqa: BLE001 -- a bad configuration must not end the tuning
+        return Trial(params, None, time.monotonic() - began, f"{type(exc).__name__}: {exc}")
+    seconds = time.monotonic() - began
+    if not math.isfinite(score):
+        return Trial(params, None, seconds, f"non-finite score {score}")
+    return Trial(params, score, seconds, None)
+
+
+def _observe_failure(optimizer: Any, suggestion: pd.DataFrame, losses: list[float]) -> None:
+    # HEBO drops non-finite y, so a failure is the worst loss plus a spread: clearly bad but
+    # not so extreme that the output warping squashes every real observation together.
+    spread = max(max(losses) - min(losses), abs(max(losses)) * 0.1, 1e-3)
+    with _quiet():
+        optimizer.observe(suggestion, np.array([[max(losses) + spread]]))
+
+
+def _result(trials: list[Trial], higher_is_better: bool) -> TuningResult:
+    scored = [t for t in trials if t.error is None]
+    if not scored:
+        return TuningResult(None, None, trials)
+    pick = max if higher_is_better else min
+    best = pick(scored, key=lambda t: t.score)
+    return TuningResult(dict(best.params), best.score, trials)
+
+
+# ---- ready-made search spaces (paper defaults: 20 trials, 30 epochs, a time cap per trial) ----
+
+NN_SPACE: list[SearchParam] = [
+    SearchParam(name="learning_rate", kind="pow", lb=1e-6, ub=1e-2),
+    SearchParam(name="optimizer", kind="cat", categories=["Adam", "SGD", "AdamW"]),
+    SearchParam(name="weight_decay", kind="pow", lb=1e-6, ub=1e-2),
+    SearchParam(name="dropout", kind="num", lb=0.0, ub=0.5),
+    SearchParam(name="batch_size", kind="cat", categories=["32", "64", "128", "256"]),
+]
+NN_DEFAULTS: dict[str, Any] = {"max_epochs": 30, "n_trials": 20}
+
+LIGHTGBM_SPACE: list[SearchParam] = [
+    SearchParam(name="learning_rate", kind="pow", lb=0.01, ub=0.3),
+    SearchParam(name="num_leaves", kind="int", lb=8, ub=256),
+    SearchParam(name="min_child_samples", kind="int", lb=5, ub=100),
+    SearchParam(name="feature_fraction", kind="num", lb=0.4, ub=1.0),
+    SearchParam(name="bagging_fraction", kind="num", lb=0.4, ub=1.0),
+    SearchParam(name="lambda_l2", kind="pow", lb=1e-3, ub=10.0),
+]
+
+
+def lightgbm_cv_objective(X: np.ndarray, y: np.ndarray,
+                          task: Literal["binary", "multiclass", "regression"], folds: int,
+                          metric_fn: Callable[[np.ndarray, np.ndarray], float],
+                          higher_is_better: bool, seed: int = 0,
+                          max_seconds_per_trial: float | None = None,
+                          num_boost_round: int = 1000) -> Callable[[dict[str, Any]], float]:
+    """K-fold CV of LightGBM under given params; returns the mean fold score of `metric_fn`.
+
+    `metric_fn(y_true, pred)` gets probabilities for classification (binary: P(class 1), shape
+    (n,); multiclass: (n, K)) and values for regression. Early stopping watches LightGBM's own
+    loss on the held-out fold. `higher_is_better` is kept on the callable for `HeboConfig`.
+    """
+    import lightgbm as lgb
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y)
+    splitter = (StratifiedKFold if task != "regression" else KFold)(
+        n_splits=folds, shuffle=True, random_state=seed)
+    splits = list(splitter.split(X, y))
+    base: dict[str, Any] = {"verbose": -1, "num_threads": 2, "seed": seed,
+                            "deterministic": True, "force_col_wise": True}
+    if task == "binary":
+        base["objective"] = "binary"
+    elif task == "multiclass":
+        base.update(objective="multiclass", num_class=int(y.max()) + 1)
+    else:
+        base["objective"] = "regression"
+
+    def objective(params: dict[str, Any]) -> float:
+        full = {**base, **params}
+        if full.get("bagging_fraction", 1.0) < 1.0:
+            full.setdefault("bagging_freq", 1)  # bagging_fraction is ignored without it
+        scores = []
+        for train_idx, valid_idx in splits:
+            # The trial's time is shared equally by folds so a slow first fold cannot leave
+            # the later ones with a single tree.
+            deadline = None if max_seconds_per_trial is None else \
+                time.monotonic() + max_seconds_per_trial / len(splits)
+            train = lgb.Dataset(X[train_idx], label=y[train_idx])
+            valid = lgb.Dataset(X[valid_idx], label=y[valid_idx], reference=train)
+            callbacks = [lgb.early_stopping(50, verbose=False)]
+            if deadline is not None:
+                callbacks.append(_stop_at(deadline))
+            booster = lgb.train(full, train, num_boost_round=num_boost_round,
+                                valid_sets=[valid], callbacks=callbacks)
+            pred = booster.predict(X[valid_idx], num_iteration=booster.best_iteration or None)
+            scores.append(float(metric_fn(y[valid_idx], np.asarray(pred))))
+        return float(np.mean(scores))
+
+    objective.higher_is_better = higher_is_better  # type: ignore[attr-defined]
+    return objective
+
+
+def _stop_at(deadline: float) -> Callable:
+    """LightGBM callback: keep the trees built so far once the trial's time is spent."""
+    import lightgbm as lgb
+
+    def callback(env: Any) -> None:
+        if time.monotonic() > deadline:
+            raise lgb.callback.EarlyStopException(env.iteration, env.evaluation_result_list)
+
+    callback.order = 40
+    return callback

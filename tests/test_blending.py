@@ -1,0 +1,212 @@
+"""Blending tool on real data: OOF predictions of diverse models from cross_val_predict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import load_breast_cancer, load_diabetes
+from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.metrics import log_loss, roc_auc_score
+from sklearn.model_selection import (
+    KFold,
+    StratifiedKFold,
+    cross_val_predict,
+    train_test_split,
+)
+from sklearn.naive_bayes import GaussianNB
+from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from solve_pipeline.blending import Solution, blend, fit_weights
+
+S3E5 = Path("/work/shared/competitions/playground-series-s3e5/data/train.csv")
+
+
+def _solutions(models: dict, X: np.ndarray, y: np.ndarray, X_test: np.ndarray,
+               task: str) -> list[Solution]:
+    cv = KFold(5, shuffle=True, random_state=0) if task == "regression" else \
+        StratifiedKFold(5, shuffle=True, random_state=0)
+    out = []
+    for name, model in models.items():
+        if task == "regression":
+            oof = cross_val_predict(model, X, y, cv=cv)
+            test = model.fit(X, y).predict(X_test)
+        else:
+            oof = cross_val_predict(model, X, y, cv=cv, method="predict_proba")
+            test = model.fit(X, y).predict_proba(X_test)
+            if task == "binary":
+                oof, test = oof[:, 1], test[:, 1]
+        out.append(Solution(name, oof, test))
+    return out
+
+
+@pytest.fixture(scope="module")
+def cancer() -> tuple[list[Solution], np.ndarray, int]:
+    X, y = load_breast_cancer(return_X_y=True)
+    X, X_test, y, _ = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
+    models = {
+        "logreg": make_pipeline(StandardScaler(), LogisticRegression(C=0.05, max_iter=500)),
+        "nb": GaussianNB(),
+        "forest": RandomForestClassifier(n_estimators=60, max_depth=4, random_state=0),
+        "knn": make_pipeline(StandardScaler(), KNeighborsClassifier(15)),
+    }
+    return _solutions(models, X, y, X_test, "binary"), y, len(X_test)
+
+
+def test_binary_blend_not_worse_than_best_single(cancer) -> None:
+    solutions, y, n_test = cancer
+    result = blend(solutions, y, "binary", roc_auc_score, higher_is_better=True, seed=0)
+    best_single = max(result.single_scores.values())
+    print(f"breast cancer AUC: singles {result.single_scores}, blenders {result.blend_scores}, "
+          f"chosen {result.method} {result.score:.4f}")
+    assert set(result.single_scores) == {s.name for s in solutions}
+    assert set(result.blend_scores) == {"weighted", "mlp"}
+    assert result.method == "best_single" or result.score > best_single
+    assert result.score >= best_single
+    assert result.test.shape == (n_test,) and result.oof.shape == y.shape
+    assert np.all((result.test >= 0) & (result.test <= 1))
+    weights = np.array(list(result.weights.values()))
+    assert np.all(weights >= 0) and weights.sum() == pytest.approx(1.0)
+
+
+def test_fewer_than_blend_after_is_best_single(cancer) -> None:
+    solutions, y, _ = cancer
+    result = blend(solutions[:2], y, "binary", roc_auc_score, higher_is_better=True,
+                   blend_after=3)
+    assert result.method == "best_single" and result.weights is None
+    best = max(solutions[:2], key=lambda s: roc_auc_score(y, s.oof))
+    assert result.score == pytest.approx(roc_auc_score(y, best.oof))
+    np.testing.assert_array_equal(result.test, best.test)
+
+
+def test_bad_solution_gets_no_weight(cancer) -> None:
+    solutions, y, n_test = cancer
+    rng = np.random.default_rng(0)
+    noise = Solution("noise", rng.uniform(size=len(y)), rng.uniform(size=n_test))
+    result = blend(solutions[:3] + [noise], y, "binary", roc_auc_score,
+                   higher_is_better=True)
+    assert result.weights["noise"] < 0.02
+    assert result.method != "best_single" or result.score >= max(result.single_scores.values())
+    direct = fit_weights([s.oof for s in solutions[:3]] + [noise.oof], y, "binary")
+    assert direct[-1] < 0.02 and direct.sum() == pytest.approx(1.0)
+
+
+def test_regression_blend_lower_is_better() -> None:
+    X, y = load_diabetes(return_X_y=True)
+    X, X_test, y, _ = train_test_split(X, y, test_size=0.2, random_state=0)
+    models = {
+        "ridge": Ridge(alpha=1.0),
+        "forest": RandomForestRegressor(n_estimators=60, max_depth=5, random_state=0),
+        "knn": make_pipeline(StandardScaler(), KNeighborsRegressor(20)),
+    }
+    solutions = _solutions(models, X, y, X_test, "regression")
+
+    def rmse(y_true: np.ndarray, pred: np.ndarray) -> float:
+        return float(np.sqrt(np.mean((y_true - pred) ** 2)))
+
+    result = blend(solutions, y, "regression", rmse, higher_is_better=False, seed=0)
+    print(f"diabetes RMSE: singles {result.single_scores}, blenders {result.blend_scores}, "
+          f"chosen {result.method}")
+    assert result.score <= min(result.single_scores.values())
+    assert result.test.shape == (len(X_test),)
+    assert rmse(y, result.oof) == pytest.approx(result.score)
+
+
+@pytest.mark.skipif(not S3E5.exists(), reason="s3e5 data not available")
+def test_multiclass_blend_on_s3e5() -> None:
+    frame = pd.read_csv(S3E5)
+    classes = np.sort(frame["quality"].unique())
+    y_all = np.searchsorted(classes, frame["quality"].to_numpy())
+    X_all = frame.drop(columns=["Id", "quality"], errors="ignore").to_numpy(float)
+    X, X_test, y, _ = train_test_split(X_all, y_all, test_size=0.2, random_state=0)
+    models = {
+        "logreg": make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)),
+        "forest": RandomForestClassifier(n_estimators=60, max_depth=6, random_state=0),
+        "knn": make_pipeline(StandardScaler(), KNeighborsClassifier(25)),
+    }
+    solutions = _solutions(models, X, y, X_test, "multiclass")
+    k = len(classes)
+
+    def mlogloss(y_true: np.ndarray, proba: np.ndarray) -> float:
+        proba = np.clip(proba, 1e-7, 1)
+        return float(log_loss(y_true, proba / proba.sum(axis=1, keepdims=True),
+                              labels=np.arange(k)))
+
+    result = blend(solutions, y, "multiclass", mlogloss, higher_is_better=False, seed=0)
+    print(f"s3e5 log loss: singles {result.single_scores}, blenders {result.blend_scores}, "
+          f"chosen {result.method}")
+    assert result.score <= min(result.single_scores.values())
+    assert result.test.shape == (len(X_test), k) and result.oof.shape == (len(y), k)
+    np.testing.assert_allclose(result.test.sum(axis=1), 1.0, atol=1e-6)
+
+
+def test_mismatched_shapes_rejected(cancer) -> None:
+    solutions, y, _ = cancer
+    broken = Solution("short", solutions[0].oof[:-1], solutions[0].test)
+    with pytest.raises(ValueError):
+        blend(solutions + [broken], y, "binary", roc_auc_score, higher_is_better=True)
+
+
+def test_blender_is_scored_out_of_fold() -> None:
+    """On pure noise an in-sample MLP looks good; the nested score must stay near chance."""
+    from solve_pipeline.blending import _MLPBlender, _stack_features
+
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, size=150)
+    noise = [Solution(f"noise{i}", rng.uniform(size=150), rng.uniform(size=30))
+             for i in range(10)]
+    features = _stack_features([s.oof for s in noise], "binary")
+    in_sample = roc_auc_score(y, _MLPBlender("binary", 2, 0).fit(features, y).predict(features))
+    result = blend(noise, y, "binary", roc_auc_score, higher_is_better=True, seed=0)
+    assert in_sample > 0.75
+    assert max(result.blend_scores.values()) < 0.62
+    assert result.test.shape == (30,)
+
+
+TITANIC = Path("/work/shared/competitions/titanic/data/train.csv")
+
+
+@pytest.mark.skipif(not TITANIC.exists(), reason="titanic data not available")
+def test_blend_from_prediction_frames(tmp_path: Path) -> None:
+    """solve/predictions/<model>_{oof,test}.csv frames, shuffled rows, read back and blended."""
+    from solve_pipeline.blending import as_class_matrix, solutions_from_frames
+
+    frame = pd.read_csv(TITANIC)
+    frame["SexCode"] = (frame["Sex"] == "male").astype(float)
+    X_all = frame[["Pclass", "SexCode", "Age", "SibSp", "Parch", "Fare"]].fillna(-1).to_numpy()
+    ids_all = frame["PassengerId"].astype(str).to_numpy()
+    y_all = frame["Survived"].to_numpy()
+    X, X_test, y, _, ids, test_ids = train_test_split(X_all, y_all, ids_all, test_size=0.2,
+                                                      random_state=0, stratify=y_all)
+    models = {
+        "logreg": make_pipeline(StandardScaler(), LogisticRegression(max_iter=500)),
+        "forest": RandomForestClassifier(n_estimators=60, max_depth=5, random_state=0),
+        "knn": make_pipeline(StandardScaler(), KNeighborsClassifier(15)),
+    }
+    solutions = _solutions(models, X, y, X_test, "binary")
+    rng = np.random.default_rng(0)
+    for s in solutions:
+        for part, pred, row_ids in (("oof", s.oof, ids), ("test", s.test, test_ids)):
+            out = pd.DataFrame({"id": row_ids, "Survived": (pred > 0.5).astype(int),
+                                "Survived__proba__0": 1 - pred, "Survived__proba__1": pred})
+            out.iloc[rng.permutation(len(out))].to_csv(tmp_path / f"{s.name}_{part}.csv",
+                                                       index=False)
+
+    loaded = solutions_from_frames(tmp_path, "Survived", "binary", classes=[0, 1])
+    assert sorted(s.name for s in loaded) == sorted(models)
+    by_name = {s.name: s for s in solutions}
+    # Rows come back in one shared order; scores are order-free, so compare them.
+    order = pd.read_csv(tmp_path / f"{loaded[0].name}_oof.csv", dtype={"id": str})["id"]
+    y_aligned = pd.Series(y, index=ids).loc[order].to_numpy()
+    for s in loaded:
+        assert roc_auc_score(y_aligned, s.oof) == pytest.approx(roc_auc_score(y, by_name[s.name].oof))
+    result = blend(loaded, y_aligned, "binary", roc_auc_score, higher_is_better=True)
+    assert result.score >= max(result.single_scores.values())
+    matrix = as_class_matrix(result.test, "binary")
+    assert matrix.shape == (len(test_ids), 2)
+    np.testing.assert_allclose(matrix.sum(axis=1), 1.0)
