@@ -3,6 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+export LANCEDB_LOG := error
 
 .PHONY: demo test install clean
 

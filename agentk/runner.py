@@ -70,10 +70,14 @@ def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
                 stage_timeout_s=config.stage_timeout_s,
                 light_solve_timeout_s=config.light_solve_timeout_s,
             )
-            policy, blame = _policy(config, workspace)
+            memory = _experience_store(config, events)
+            policy, blame = _policy(config, workspace, memory, competition.id)
             state.policy = policy.name
             events.emit("policy", name=policy.name, credit_assignment=blame is not None)
-            SetupMDP(workspace, policy, events, budget, on_solver_line=_solver_printer(events), blame=blame).run(state, save)
+            try:
+                SetupMDP(workspace, policy, events, budget, on_solver_line=_solver_printer(events), blame=blame).run(state, save)
+            finally:
+                _remember(memory, competition.id, workspace, events)
             state.phase = "solve"
             save(state)
         if state.phase == "solve":
@@ -98,7 +102,33 @@ def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
     return RunOutcome(workspace, result)
 
 
-def _policy(config: RunConfig, workspace: Workspace) -> tuple[Policy, Blame | None]:
+def _experience_store(config: RunConfig, events: EventLog) -> Any:
+    """The experience memory shared by every run under this workspace root (None if unavailable)."""
+    try:
+        from curriculum.embedding import EmbeddingUnavailable
+        from curriculum.experience import ExperienceStore
+
+        return ExperienceStore(Path(config.workspace_root).resolve() / "_memory" / "experience.lance")
+    except (ImportError, EmbeddingUnavailable, OSError) as exc:
+        events.emit("memory_unavailable", reason=f"{type(exc).__name__}: {exc}")
+        return None
+
+
+def _remember(memory: Any, competition_id: str, workspace: Workspace, events: EventLog) -> None:
+    """Store this run's setup attempts (fixes and failures) for later runs' prompts."""
+    if memory is None:
+        return
+    from curriculum.experience import ingest_attempts
+
+    try:
+        added = ingest_attempts(memory, competition_id, workspace.logs / "attempts.jsonl")
+    except Exception as exc:  # noqa: BLE001 - memory is a help, never a reason to fail a run
+        events.emit("memory_unavailable", reason=f"{type(exc).__name__}: {exc}")
+        return
+    events.emit("memory_ingested", experiences=added)
+
+
+def _policy(config: RunConfig, workspace: Workspace, memory: Any = None, competition_id: str = "") -> tuple[Policy, Blame | None]:
     """The expert alone, or with an LLM served by vLLM or any OpenAI-compatible server."""
     from agentk.llm.config import ENV_BASE_URL, ENV_MODEL
 
@@ -113,7 +143,7 @@ def _policy(config: RunConfig, workspace: Workspace) -> tuple[Policy, Blame | No
     llm_config = LLMConfig.from_env(**{k: v for k, v in overrides.items() if v is not None})
     llm_config.require_model()
     client = make_client(llm_config, workspace.root)
-    llm = LLMPolicy(client)
+    llm = LLMPolicy(client, experience=memory, competition_id=competition_id)
     policy: Policy = llm if choice == "llm" else HybridPolicy(ExpertPolicy(), llm)
     return policy, (partial(assign_blame, client) if config.credit_assignment else None)
 

@@ -17,6 +17,7 @@ import io
 import json
 import re
 import threading
+import time
 import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -116,6 +117,9 @@ class FakeKaggle:
     forbidden: set[str] = field(default_factory=set)  # slugs whose rules the user has not accepted
     fail: dict[str, list[int]] = field(default_factory=dict)  # method -> statuses to answer first
     truncate_downloads: int = 0  # archive GETs to cut short (after half the bytes)
+    delay: dict[str, float] = field(default_factory=dict)  # method or web path -> seconds before answering
+    web_pages: dict[str, str] = field(default_factory=dict)  # web path -> HTML (the kaggle.com pages)
+    user_agents: list[str] = field(default_factory=list)  # of the web page GETs
     daily_limit: int = 5
     polls_until_scored: int = 1
     calls: list[str] = field(default_factory=list)
@@ -261,6 +265,8 @@ class _Handler(BaseHTTPRequestHandler):
         method = match.group(1)
         with fake.lock:
             fake.calls.append(method)
+        time.sleep(fake.delay.get(method, 0.0))  # outside the lock: a slow answer must not block others
+        with fake.lock:
             if not self._authorised():
                 return self._json(401, {"code": 401, "message": "Unauthenticated"})
             queued = fake.fail.get(method)
@@ -276,6 +282,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         fake = self.server.fake
+        if self.path.startswith("/competitions/"):
+            return self._web_page()
         if self.path != f"/files/{fake.competition.slug}.zip":
             return self._json(404, {"code": 404, "message": "not found"})
         data = fake.competition.archive
@@ -304,6 +312,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         if truncate:
             self.close_connection = True
+
+    def _web_page(self) -> None:
+        """kaggle.com's HTML pages: no auth, as a browser sees them; unknown paths get Kaggle's 404 page."""
+        fake = self.server.fake
+        path = self.path.split("?", 1)[0]
+        with fake.lock:
+            fake.calls.append(f"GET {path}")
+            fake.user_agents.append(self.headers.get("User-Agent", ""))
+        time.sleep(fake.delay.get(path, 0.0))
+        html = fake.web_pages.get(path)
+        if html is None:
+            return self._send(404, b"<html><body><h1>404</h1></body></html>", "text/html; charset=utf-8")
+        self._send(200, html.encode(), "text/html; charset=utf-8")
 
     def do_PUT(self) -> None:
         fake = self.server.fake

@@ -6,6 +6,7 @@ Every call goes through `call_kaggle` (bounded retries, one-line errors) and ret
 from __future__ import annotations
 
 import io
+import math
 import tempfile
 import time
 import zipfile
@@ -20,7 +21,7 @@ from agentk.kaggle import records
 from agentk.kaggle.credentials import KaggleCredentials, find_credentials
 from agentk.kaggle.errors import DailyLimitReached, KaggleError, SubmissionFailed
 from agentk.kaggle.extract import DEFAULT_MAX_BYTES, extract_zip
-from agentk.kaggle.official import build_api
+from agentk.kaggle.official import build_api, call_with_deadline
 from agentk.kaggle.records import (
     CompetitionInfo,
     DataFile,
@@ -40,10 +41,15 @@ class KaggleClient:
         credentials: KaggleCredentials | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        timeout_s: float = 120.0,
+        upload_timeout_s: float = 1800.0,
     ) -> None:
         # Resolve credentials up front: a missing key is the first thing the user should hear about.
         self.credentials = credentials or find_credentials()
         self.retry = retry or RetryPolicy()
+        # Each API call is bounded so a hung connection cannot stall a whole run; an upload gets longer.
+        self.timeout_s = timeout_s
+        self.upload_timeout_s = upload_timeout_s
         self._sleep = sleep
         self._api: Any = None
 
@@ -53,8 +59,13 @@ class KaggleClient:
             self._api = build_api(self.credentials)
         return self._api
 
-    def _call(self, what: str, slug: str, fn: Callable[[], T]) -> T:
-        return call_kaggle(what, fn, slug, self.credentials.source, self.retry, self._sleep)
+    def _call(self, what: str, slug: str, fn: Callable[[], T], timeout_s: float | None = None) -> T:
+        """`fn` with retries; each attempt bounded by `timeout_s` (None: the client's; math.inf: unbounded)."""
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        # A timeout is not retried: a server that hung once is likely to hang again, and the retries
+        # would multiply the stall the timeout exists to bound.
+        return call_kaggle(what, lambda: call_with_deadline(what, fn, limit), slug, self.credentials.source,
+                           self.retry, self._sleep)
 
     def _service(self, method: str, request: Any) -> Any:
         """A CompetitionApiService call the official API object has no method for."""
@@ -117,8 +128,11 @@ class KaggleClient:
             return [dest / f.name for f in listed]
         cache = Path(cache_dir) if cache_dir else dest.parent / f".{dest.name}-download"
         cache.mkdir(parents=True, exist_ok=True)
+        # No wall-clock bound: a big archive legitimately takes long; the official client reads it
+        # with its own per-read timeout, so a stalled stream still fails.
         self._call(f"downloading {slug}", slug,
-                   lambda: self.api.competition_download_files(slug, path=str(cache), force=force, quiet=True))
+                   lambda: self.api.competition_download_files(slug, path=str(cache), force=force, quiet=True),
+                   timeout_s=math.inf)
         archive = _downloaded_file(cache, slug)
         if zipfile.is_zipfile(archive):
             written = extract_zip(archive, dest, max_bytes)
@@ -152,7 +166,7 @@ class KaggleClient:
             return self.api.competition_submit(str(file), message, slug, quiet=True)
 
         try:
-            result = self._call(f"submitting to {slug}", slug, once)
+            result = self._call(f"submitting to {slug}", slug, once, timeout_s=self.upload_timeout_s)
         except KaggleError as exc:
             if any(word in str(exc).lower() for word in _LIMIT_WORDS):
                 raise DailyLimitReached(f"no submissions left today for {slug}: {exc}") from None

@@ -34,7 +34,7 @@ def description_markdown(title: str, pages: dict[str, str]) -> str:
         heading = SECTIONS.get(name.lower(), name.replace("-", " ").title())
         if heading in used:
             continue
-        text = clean_page(pages[name])
+        text = _drop_repeated_heading(clean_page(pages[name]), heading)
         if text:
             used.add(heading)
             parts.append(f"## {heading}\n{text}")
@@ -43,12 +43,16 @@ def description_markdown(title: str, pages: dict[str, str]) -> str:
 
 def write_description(title: str, pages: dict[str, str], dest: Path, raw_dir: Path) -> Path:
     """Write description.md and keep each page's original content in raw_dir (re-cleaning needs no refetch)."""
+    save_raw_pages(pages, raw_dir)
+    dest.write_text(description_markdown(title, pages))
+    return dest
+
+
+def save_raw_pages(pages: dict[str, str], raw_dir: Path) -> None:
     raw_dir.mkdir(parents=True, exist_ok=True)
     for name, content in pages.items():
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "page"
         (raw_dir / f"{safe}.html").write_text(content)
-    dest.write_text(description_markdown(title, pages))
-    return dest
 
 
 def clean_page(content: str) -> str:
@@ -62,6 +66,14 @@ def clean_page(content: str) -> str:
         # Removed images and emoji leave double spaces; code keeps its own spacing.
         lines.append(line.rstrip() if in_code else re.sub(r"(?<=\S) {2,}", " ", line).rstrip())
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def _drop_repeated_heading(text: str, heading: str) -> str:
+    # Hosts often open a page with its own "## Overview"; under our "## Overview" it is just noise.
+    first, _, rest = text.partition("\n")
+    if re.fullmatch(rf"#+\s*{re.escape(heading)}\s*", first, flags=re.IGNORECASE):
+        return rest.strip()
+    return text
 
 
 def _ordered(pages: dict[str, str]) -> list[str]:

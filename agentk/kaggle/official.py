@@ -12,16 +12,19 @@ import contextlib
 import importlib
 import io
 import logging
+import math
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 from agentk.kaggle.credentials import KaggleCredentials, config_dir, redact
+from agentk.kaggle.errors import KaggleUnavailable
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 _import_lock = threading.Lock()
 _module: ModuleType | None = None
 
@@ -64,6 +67,36 @@ def build_api(credentials: KaggleCredentials) -> Any:
     api.config_values = values
     api._authenticated = True
     return api
+
+
+def call_with_deadline(what: str, fn: Callable[[], T], timeout_s: float | None) -> T:
+    """`fn()`, or KaggleUnavailable once `timeout_s` of wall-clock time has passed without an answer.
+
+    The official client sets no timeouts and builds a fresh requests.Session inside each call, so
+    there is no session of ours to give a default timeout; a worker thread bounds every call alike
+    (connect, slow headers, a body that never ends). A call that overruns is abandoned, not killed:
+    its daemon thread ends when the socket does, and its result is dropped.
+    """
+    if timeout_s is None or math.isinf(timeout_s):
+        return fn()
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, name=f"kaggle: {what}", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        raise KaggleUnavailable(
+            f"{what}: Kaggle did not answer within {timeout_s:g} s; check the connection or try again later"
+        )
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 @contextlib.contextmanager

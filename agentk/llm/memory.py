@@ -21,6 +21,7 @@ ENTRY_NAMES: tuple[str, ...] = (
     "CA-THOUGHT",
     "CODE",
     "CODE-OUTPUT",
+    "TIPS",  # fixes of similar past errors (experience memory), last: nearest the goal
 )
 _CODE_ENTRIES = {"PREVIOUS-CODE", "CODE"}
 _VERBATIM_ENTRIES = {"ERROR", "CODE-OUTPUT", "DATA-VIEW"}  # whitespace matters; fence them

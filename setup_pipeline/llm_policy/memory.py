@@ -46,9 +46,10 @@ def _plan_text(path: Path) -> str | None:
         return text
 
 
-def stage_memory(stage: StageSpec, ctx: StageContext, data_view: str) -> WorkingMemory:
+def stage_memory(stage: StageSpec, ctx: StageContext, data_view: str, tips: str | None = None) -> WorkingMemory:
     """The entries a prompt for `stage` is rendered from. The stage's own earlier output, its
-    sandbox output and the errors appear only when the stage is being retried."""
+    sandbox output, the errors and `tips` (past fixes of similar errors) appear only when the
+    stage is being retried."""
     setup = ctx.workspace.setup
     memory = WorkingMemory()
     entries = {
@@ -64,6 +65,7 @@ def stage_memory(stage: StageSpec, ctx: StageContext, data_view: str) -> Working
         if ctx.meta_error and ctx.meta_error != ctx.last_error:
             entries["META-ERROR-THOUGHT"] = ctx.meta_error
         entries["CODE-OUTPUT"] = sandbox_output(ctx.workspace, stage.name) if stage.kind == "code" else None
+        entries["TIPS"] = tips
     for name, text in entries.items():
         if text and text.strip():
             memory.set(name, text)

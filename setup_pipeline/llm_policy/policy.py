@@ -27,6 +27,7 @@ from agentk.llm import (
     ask_code,
     ask_json,
 )
+from curriculum.experience import ExperienceStore, render_tips, similar_fixes
 from setup_pipeline.llm_policy.data_view import build_data_view
 from setup_pipeline.llm_policy.memory import stage_memory
 from setup_pipeline.llm_policy.prompts import (
@@ -66,10 +67,28 @@ class _Session:
 class LLMPolicy:
     name = "llm"
 
-    def __init__(self, client: QueryClient, *, data_view_chars: int = 6000, entry_chars: int = 4000) -> None:
+    def __init__(
+        self,
+        client: QueryClient,
+        *,
+        data_view_chars: int = 6000,
+        entry_chars: int = 4000,
+        experience: ExperienceStore | None = None,
+        competition_id: str | None = None,
+        tips_k: int = 3,
+        tips_chars: int = 2500,
+        tips_max_distance: float | None = 0.5,
+    ) -> None:
         self.client = client
         self.data_view_chars = data_view_chars
         self.entry_chars = entry_chars
+        # Experience memory (Agent K D.2): on a retry, fixes of similar errors in other competitions.
+        self.experience = experience
+        self.competition_id = competition_id
+        self.tips_k = tips_k
+        self.tips_chars = tips_chars
+        # Cosine distance; beyond it a "similar" error is a different error and its fix misleads.
+        self.tips_max_distance = tips_max_distance
         self._views: dict[Path, str] = {}
 
     def act(self, stage: StageSpec, ctx: StageContext) -> Action:
@@ -95,7 +114,7 @@ class LLMPolicy:
 
     def messages(self, stage: StageSpec, ctx: StageContext) -> list[Message]:
         """The prompt for this stage and attempt (exposed for logging and tests)."""
-        memory = stage_memory(stage, ctx, self.data_view(ctx.workspace.raw))
+        memory = stage_memory(stage, ctx, self.data_view(ctx.workspace.raw), tips=self.tips(stage, ctx))
         if stage.kind == "text":
             description = (ctx.workspace.raw / "description.md").read_text(encoding="utf-8", errors="replace")
             return SummarisePrompt.build(memory, description)
@@ -103,6 +122,16 @@ class LLMPolicy:
             return self._json_prompt(stage).build(memory, stage.goal)
         template = stage.render(HOLE_MARK)
         return CodePrompt.build(memory, stage.goal, template, stage.required_names, contracts_for(stage.template))
+
+    def tips(self, stage: StageSpec, ctx: StageContext) -> str | None:
+        """The TIPS entry for a failed stage, or None without a store, an error or a close match."""
+        if self.experience is None or not ctx.last_error:
+            return None
+        fixes = similar_fixes(
+            self.experience, stage.name, ctx.last_error, k=self.tips_k,
+            exclude_competition=self.competition_id, max_distance=self.tips_max_distance,
+        )
+        return render_tips(fixes, max_chars=self.tips_chars) or None
 
     def _json_prompt(self, stage: StageSpec) -> JsonStagePrompt:
         if stage.name not in _JSON_PROMPTS:

@@ -140,7 +140,7 @@ class JsonStagePrompt:
         return self.model.model_validate(value)
 
 
-_MEMORY_FOR_JSON = ("TASK-SUMMARY", "DATA-VIEW", "MODALITIES", "PREVIOUS-CODE", "ERROR", "META-ERROR-THOUGHT")
+_MEMORY_FOR_JSON = ("TASK-SUMMARY", "DATA-VIEW", "MODALITIES", "PREVIOUS-CODE", "ERROR", "META-ERROR-THOUGHT", "TIPS")
 
 MODALITIES_PROMPT = JsonStagePrompt(
     ModalitiesModel,
@@ -169,7 +169,7 @@ PLAN_PROMPT = JsonStagePrompt(
 class CodePrompt:
     """A code stage: a short plan, then one ```python block that fills the template's hole."""
 
-    ENTRIES = ("TASK-SUMMARY", "DATA-VIEW", "MODALITIES", "PLAN", "PREVIOUS-CODE", "ERROR", "META-ERROR-THOUGHT", "CODE-OUTPUT")
+    ENTRIES = ("TASK-SUMMARY", "DATA-VIEW", "MODALITIES", "PLAN", "PREVIOUS-CODE", "ERROR", "META-ERROR-THOUGHT", "CODE-OUTPUT", "TIPS")
     FORMAT = (
         "Reply in this format:\n"
         "PLAN:\n1. ... (at most 3 steps; if an ERROR is shown, step 1 says in one sentence what caused it and how you fix it)\n\n"
