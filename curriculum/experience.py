@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,7 +63,9 @@ class ExperienceStore:
     the table)."""
 
     def __init__(self, path: Path | str, embedder: Embedder | None = None) -> None:
-        import lancedb  # optional dependency: only a run with experience memory needs it
+        # lancedb's Rust core logs warnings to stderr unless told otherwise.
+        os.environ.setdefault("LANCEDB_LOG", "error")
+        import lancedb
 
         path = Path(path)
         if path.suffix == ".lance":
