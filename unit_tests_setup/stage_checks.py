@@ -33,22 +33,24 @@ def check_summary(ctx: CheckContext) -> list[str]:
     return []
 
 
-def _load_json(ctx: CheckContext, name: str) -> tuple[object, list[str]]:
+def _load_json(ctx: CheckContext, name: str) -> tuple[dict, list[str]]:
+    """The stage's JSON object, or the one problem that stops the check."""
     path = ctx.setup / name
     if not path.exists():
-        return None, [f"{name} was not written"]
+        return {}, [f"{name} was not written"]
     try:
-        return json.loads(path.read_text(encoding="utf-8")), []
+        data = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
-        return None, [f"{name} is not valid JSON: {exc}"]
+        return {}, [f"{name} is not valid JSON: {exc}"]
+    if not isinstance(data, dict):
+        return {}, [f"{name} must be a JSON object"]
+    return data, []
 
 
 def check_modalities(ctx: CheckContext) -> list[str]:
     data, problems = _load_json(ctx, "modalities.json")
     if problems:
         return problems
-    if not isinstance(data, dict):
-        return ["modalities.json must be an object"]
     inputs = data.get("input_modalities")
     if not isinstance(inputs, list) or not inputs:
         return ["input_modalities must be a non-empty list"]
@@ -71,8 +73,6 @@ def check_plan(ctx: CheckContext) -> list[str]:
     data, problems = _load_json(ctx, "plan.json")
     if problems:
         return problems
-    if not isinstance(data, dict):
-        return ["plan.json must be an object"]
     steps = data.get("steps")
     if not isinstance(steps, list) or not steps or not all(isinstance(s, str) and s.strip() for s in steps):
         problems.append("steps must be a non-empty list of strings")
@@ -199,7 +199,7 @@ def check_target_transform(ctx: CheckContext) -> list[str]:
     info, problems = _load_json(ctx, "target_info.json")
     if problems:
         return problems
-    targets = info.get("targets") if isinstance(info, dict) else None
+    targets = info.get("targets")
     if not isinstance(targets, list) or not targets:
         return ["target_info.json must hold a non-empty 'targets' list"]
     if list(model.columns) != list(raw.columns) or not model["id"].equals(raw["id"]):
