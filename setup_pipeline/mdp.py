@@ -12,16 +12,16 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from agentk.errors import SetupFailed
 from agentk.events import EventLog
 from agentk.sandbox import Limits, run_python
 from agentk.workspace import RunState, Workspace, atomic_write_text
-from agentk.errors import SetupFailed
-from setup_pipeline.policy import Decline, Fill, Policy, StageContext
+from setup_pipeline.policy import Decline, Fill, Policy, StageContext, Verdict
 from setup_pipeline.stages import MetaCheckSpec, StageSpec, build_sequence
 from unit_tests_setup.context import CheckContext
 
-# (meta error, [(stage, its code)]) -> the stages judged at fault
-Blame = Callable[[str, list[tuple[str, str]]], list[str]]
+# (meta error, [(stage, its code)]) -> which stages caused it, and why
+Blame = Callable[[str, list[tuple[str, str]]], Verdict]
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,7 @@ class SetupMDP:
             on_solver_line=on_solver_line,
         )
         self._meta_error: str | None = None
+        self._meta_thought: str | None = None
         self._last_output = ""  # tail of the last attempt's sandbox output, for the attempt log
 
     # ---- the loop -------------------------------------------------------------------------
@@ -99,7 +100,7 @@ class SetupMDP:
         first = record.attempts
         while record.attempts - first < self.budget.attempts_per_stage:
             record.attempts += 1
-            ctx = StageContext(self.ws, attempt=record.attempts, last_error=record.last_error, meta_error=self._meta_error)
+            ctx = StageContext(self.ws, attempt=record.attempts, last_error=record.last_error, meta_error=self._meta_error, meta_thought=self._meta_thought)
             started = time.monotonic()
             action = self.policy.act(spec, ctx)
             if isinstance(action, Decline):
@@ -157,7 +158,7 @@ class SetupMDP:
         self._log_meta(spec, record.rounds, problems, time.monotonic() - started)
         if not problems:
             record.passed = True
-            self._meta_error = None
+            self._meta_error = self._meta_thought = None
             save(state)
             return None
         if record.rounds > self.budget.meta_rounds:
@@ -183,8 +184,9 @@ class SetupMDP:
             return []
         specs = [s for s in build_sequence(self._modalities(state)) if isinstance(s, StageSpec) and s.name in covered]
         codes = [(s.name, s.last_content(self.ws.setup) or "") for s in specs]
-        judged = set(self.blame(self._meta_error or "", codes))
-        blamed = [name for name in covered if name in judged]
+        verdict = self.blame(self._meta_error or "", codes)
+        self._meta_thought = verdict.thought or None
+        blamed = [name for name in covered if name in set(verdict.stages)]
         self.events.emit("meta_blame", blamed=blamed, covered=covered)
         self.events.say(f"  credit assignment: rewriting {', '.join(blamed) or 'every covered stage'}")
         return blamed

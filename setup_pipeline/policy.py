@@ -36,6 +36,15 @@ class Decline:
 Action = Union[Fill, Decline]
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """Credit assignment's answer after a failed meta check: the stages at fault (empty: all of
+    the covered ones) and the META-ERROR-THOUGHT that led there, for the rewrite prompts."""
+
+    stages: list[str]
+    thought: str = ""
+
+
 @dataclass
 class StageContext:
     """What a policy may see when it acts: the workspace (raw/ and setup/), never grading facts."""
@@ -44,6 +53,7 @@ class StageContext:
     attempt: int
     last_error: str | None = None
     meta_error: str | None = None
+    meta_thought: str | None = None
     notes: dict[str, str] = field(default_factory=dict)
 
 

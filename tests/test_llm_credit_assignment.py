@@ -109,6 +109,8 @@ def test_credit_assignment_rewrites_only_the_faulty_stage(tmp_path: Path) -> Non
     rewrite = prompt_of(requests[12])
     assert "## ERROR" in rewrite and f"meta_maps: {MISSING}" in rewrite
     assert "## PREVIOUS-CODE" in rewrite and "df.iloc[: len(df) // 2]" in rewrite
+    # ... and the model's own diagnosis, so the rewrite starts from it (Agent K 3.1.3).
+    assert "## META-ERROR-THOUGHT" in rewrite and "It should keep every row of test.csv" in rewrite
 
     (blamed,) = events_of(workspace, "meta_blame")
     assert blamed["blamed"] == ["test_input_map_tab"] and blamed["covered"] == COVERED

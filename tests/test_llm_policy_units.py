@@ -145,7 +145,7 @@ def test_assign_blame_returns_the_faulty_stage() -> None:
         Reply('{"at_fault": false, "reason": "the transform does not change ids"}'),
     ]
     with ScriptedLLMServer(replies) as server:
-        assert assign_blame(client_for(server), META_ERROR, stages) == ["train_target_map"]
+        assert assign_blame(client_for(server), META_ERROR, stages).stages == ["train_target_map"]
         requests = server.chat_requests
     first = requests[0].body["messages"][-1]["content"]
     assert META_ERROR in first and "## CODE-TRAIN-TARGET-MAP" in first and "head(798)" in first
@@ -158,9 +158,9 @@ def test_assign_blame_is_conservative() -> None:
     stages = [("train_target_map", TARGET_CODE), ("target_transform", TRANSFORM_CODE)]
     replies = [Reply(THOUGHT), Reply('{"at_fault": false, "reason": "fine"}'), Reply('{"at_fault": false, "reason": "fine"}')]
     with ScriptedLLMServer(replies) as server:
-        assert assign_blame(client_for(server), META_ERROR, stages) == ["train_target_map", "target_transform"]
+        assert assign_blame(client_for(server), META_ERROR, stages).stages == ["train_target_map", "target_transform"]
     with ScriptedLLMServer([]) as server:  # the server fails: every stage is rewritten
-        assert assign_blame(client_for(server), META_ERROR, stages) == ["train_target_map", "target_transform"]
+        assert assign_blame(client_for(server), META_ERROR, stages).stages == ["train_target_map", "target_transform"]
     with ScriptedLLMServer([Reply(THOUGHT), Reply("not json"), Reply("still not"), Reply('{"at_fault": false, "reason": "ok"}')]) as server:
         thought, verdicts = judge_stages(client_for(server), META_ERROR, stages)
     assert thought == THOUGHT and [(v.stage, v.at_fault) for v in verdicts] == [("train_target_map", True), ("target_transform", False)]

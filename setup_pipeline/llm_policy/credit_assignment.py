@@ -24,6 +24,7 @@ from agentk.llm import (
 from agentk.workspace import Workspace
 from setup_pipeline.llm_policy.memory import stage_content
 from setup_pipeline.llm_policy.policy import QueryClient
+from setup_pipeline.policy import Verdict
 from setup_pipeline.stages import StageSpec
 
 SYSTEM = (
@@ -105,18 +106,18 @@ def judge_stages(client: QueryClient, meta_error: str, stages: list[tuple[str, s
     return thought, verdicts
 
 
-def assign_blame(client: QueryClient, meta_error: str, stages: list[tuple[str, str]]) -> list[str]:
-    """Names of the stages (from `stages`, earliest first) judged to have caused `meta_error`.
-    All of them when none is judged at fault or when the model cannot be asked."""
+def assign_blame(client: QueryClient, meta_error: str, stages: list[tuple[str, str]]) -> Verdict:
+    """The stages (from `stages`, earliest first) judged to have caused `meta_error`, with the
+    model's META-ERROR-THOUGHT. All of them when none is judged at fault or the model cannot be asked."""
     names = [name for name, _ in stages]
     if len(stages) <= 1:
-        return names
+        return Verdict(names)
     try:
-        _, verdicts = judge_stages(client, meta_error, stages)
+        thought, verdicts = judge_stages(client, meta_error, stages)
     except LLMError:
-        return names
+        return Verdict(names)
     at_fault = [v.stage for v in verdicts if v.at_fault]
-    return at_fault or names
+    return Verdict(at_fault or names, thought)
 
 
 def covered_code(workspace: Workspace, specs: list[StageSpec]) -> list[tuple[str, str]]:

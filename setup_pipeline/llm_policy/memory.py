@@ -62,7 +62,9 @@ def stage_memory(stage: StageSpec, ctx: StageContext, data_view: str, tips: str 
     if retry:
         entries["PREVIOUS-CODE"] = stage_content(ctx.workspace, stage)
         entries["ERROR"] = ctx.last_error
-        if ctx.meta_error and ctx.meta_error != ctx.last_error:
+        if ctx.meta_thought:
+            entries["META-ERROR-THOUGHT"] = ctx.meta_thought
+        elif ctx.meta_error and ctx.meta_error != ctx.last_error:
             entries["META-ERROR-THOUGHT"] = ctx.meta_error
         entries["CODE-OUTPUT"] = sandbox_output(ctx.workspace, stage.name) if stage.kind == "code" else None
         entries["TIPS"] = tips
