@@ -54,6 +54,7 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print result.json to stdout."),
     submit: bool = typer.Option(False, "--submit", help="Kaggle only: submit the validated submission and report its rank."),
     force_submit: bool = typer.Option(False, "--force-submit", help="Send the file even if this exact file was sent before."),
+    top_k: int = typer.Option(1, "--top-k", min=1, help="With --submit: send the K best models by validation score, best first."),
     submit_poll: float = typer.Option(10.0, "--submit-poll", help="Seconds between polls for the Kaggle score."),
     policy: Optional[str] = typer.Option(None, "--policy", help="expert | llm | hybrid (default: hybrid when an LLM is configured, else expert)."),
     llm: Optional[str] = typer.Option(None, "--llm", help="OpenAI-compatible base URL, e.g. http://localhost:8000/v1 (vllm serve)."),
@@ -68,7 +69,7 @@ def run(
         _fail(f"--policy must be expert, llm or hybrid, not {policy!r}")
     config = RunConfig(
         workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, seed=seed, quiet=quiet,
-        submit=submit, force_submit=force_submit, submit_poll_s=submit_poll,
+        submit=submit, force_submit=force_submit, submit_top_k=top_k, submit_poll_s=submit_poll,
         policy=policy, llm_base_url=llm, llm_model=model, llm_token_budget=token_budget, credit_assignment=not no_credit_assignment,
     )
     outcome = _guard(lambda: run_competition(source, config))
@@ -240,6 +241,10 @@ def _print_result(result: dict) -> None:
     table.add_row("model", str(result.get("model")))
     table.add_row("time", f"{result['elapsed_s']:.1f} s")
     table.add_row("submission", str(result.get("submission_path")))
+    kaggle = result.get("kaggle")
+    if kaggle:
+        table.add_row("kaggle submissions", str(len(kaggle["submissions"])) + (" (daily limit reached)" if kaggle["daily_limit_reached"] else ""))
+        table.add_row("kaggle best public", f"{_fmt(kaggle['best_public'])} ({kaggle['best_model'] or '—'})")
     console.print(table)
 
 

@@ -26,5 +26,7 @@ class RunConfig(BaseModel):
     light_solve_timeout_s: float = Field(600.0, gt=0)
     submit: bool = False  # Kaggle sources only: send the validated submission and report its rank
     force_submit: bool = False
+    # How many of the solver's candidates (best validation first) to send with --submit.
+    submit_top_k: int = Field(1, ge=1)
     submit_timeout_s: float = Field(600.0, gt=0)
     submit_poll_s: float = Field(10.0, gt=0)

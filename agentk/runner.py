@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from functools import partial
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ class RunOutcome:
 
 def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
     """Run one competition; raises AgentKError (after writing result.json) when it cannot finish."""
-    from agentk.kaggle.publish import fetch_source, kaggle_slug
+    from agentk.kaggle.publish import fetch_source, kaggle_slug, submit_top_k
 
     slug = kaggle_slug(str(source))
     if config.submit and slug is None:
@@ -87,7 +87,7 @@ def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
         state.error = None
         if config.submit and slug is not None:
             atomic_write_json(workspace.result_path, _result(competition, workspace, state))
-            kaggle_report = _submit(workspace, slug, config, events)
+            kaggle_report = submit_top_k(workspace, slug, config, events)
     except AgentKError as exc:
         state.error = str(exc)
         raise
@@ -170,18 +170,6 @@ def _run_solver(workspace: Workspace, config: RunConfig, events: EventLog, statu
         on_stdout_line=_solver_printer(events, status),
         log_prefix=workspace.logs / "solve",
     )
-
-
-def _submit(workspace: Workspace, slug: str, config: RunConfig, events: EventLog) -> dict[str, Any]:
-    from agentk.kaggle.publish import submit_run
-
-    with events.status(f"submitting to Kaggle ({slug}) and waiting for the score …"):
-        report = submit_run(workspace, slug, force=config.force_submit, timeout_s=config.submit_timeout_s, interval_s=config.submit_poll_s)
-    events.emit("kaggle_submission", **report)
-    board = report.get("leaderboard") or {}
-    place = f", rank {board['rank']}/{board['n_teams']} ({board.get('medal') or 'no medal'})" if board else ""
-    events.say(f"  kaggle: submission {report['ref']} {report['status']}, public score {report['public_score']}{place}")
-    return report
 
 
 def _solver_printer(events: EventLog, status: Any = None):

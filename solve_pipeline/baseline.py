@@ -62,6 +62,8 @@ class SolveState:
     cv: dict[str, float | None] = field(default_factory=dict)
     first_submission_s: float | None = None
     submission_path: Path | None = None
+    # One entry per candidate whose own formatted submission was written (for top-k submitting).
+    candidates: list[dict[str, object]] = field(default_factory=list)
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -188,14 +190,20 @@ def write_csv_atomic(frame: pd.DataFrame, path: Path) -> None:
     os.replace(temporary, path)
 
 
-def write_submission(artifacts: SetupArtifacts, features: FeatureSet, state: SolveState,
-                     path: Path) -> None:
-    outputs = {t: p.test for t, p in state.best.items()}
+def formatted_submission(artifacts: SetupArtifacts, features: FeatureSet,
+                         predictions: dict[str, Predictions]) -> pd.DataFrame:
+    """The setup's formatter applied to the test predictions: the one path every submission takes."""
+    outputs = {t: p.test for t, p in predictions.items()}
     pred = prediction_frame(features.test_ids, artifacts.targets, outputs, artifacts)
     formatted = artifacts.submission.format_submission(pred.copy())
     if not isinstance(formatted, pd.DataFrame) or formatted.empty:
         raise ValueError("format_submission did not return a non-empty DataFrame")
-    write_csv_atomic(formatted, path)
+    return formatted
+
+
+def write_submission(artifacts: SetupArtifacts, features: FeatureSet, state: SolveState,
+                     path: Path) -> None:
+    write_csv_atomic(formatted_submission(artifacts, features, state.best), path)
     if state.first_submission_s is None:
         state.first_submission_s = state.elapsed()
     state.submission_path = path
@@ -222,6 +230,39 @@ def _save_predictions(artifacts: SetupArtifacts, features: FeatureSet,
                             {t: p.test for t, p in results.items()}, artifacts)
     write_csv_atomic(oof, folder / f"{name}_oof.csv")
     write_csv_atomic(test, folder / f"{name}_test.csv")
+
+
+def candidates_dir(artifacts: SetupArtifacts) -> Path:
+    return artifacts.workspace / "submissions" / "candidates"
+
+
+def _clear_candidates(artifacts: SetupArtifacts) -> None:
+    """Files left by an earlier solve would otherwise pass for this solve's candidates."""
+    folder = candidates_dir(artifacts)
+    if folder.is_dir():
+        for stale in folder.glob("*.csv"):
+            stale.unlink()
+
+
+def _write_candidate(artifacts: SetupArtifacts, features: FeatureSet, state: SolveState,
+                     results: dict[str, Predictions], name: str) -> None:
+    """The candidate's own submission, so the orchestrator can send more than the single best."""
+    score = state.cv.get(name)
+    if score is None or not math.isfinite(score):
+        return  # without a validation score it cannot be ranked against the others
+    path = candidates_dir(artifacts) / f"{name}.csv"
+    try:
+        write_csv_atomic(formatted_submission(artifacts, features, results), path)
+    except Exception as error:  # noqa: BLE001 - untrusted formatter: one lost candidate file must not sink the run
+        emit("skip_candidate", model=name, reason=f"{type(error).__name__}: {error}")
+        return
+    state.candidates.append({"model": name, "validation_score": score,
+                             "path": path.relative_to(artifacts.workspace).as_posix()})
+
+
+def ranked_candidates(candidates: list[dict[str, object]], higher_is_better: bool) -> list[dict[str, object]]:
+    """Best first by validation; the sort is stable, so ties keep the order the solver adopted them in."""
+    return sorted(candidates, key=lambda c: float(c["validation_score"]), reverse=higher_is_better)
 
 
 def _targets(artifacts: SetupArtifacts, ids: list[str]) -> dict[str, np.ndarray]:
@@ -297,6 +338,8 @@ def solve(options: SolveOptions) -> dict:
 
     priors = _priors(artifacts, y)
     higher = artifacts.higher_is_better
+    if not options.light:
+        _clear_candidates(artifacts)
     for candidate in default_candidates():
         started = time.monotonic()
         try:
@@ -312,6 +355,8 @@ def solve(options: SolveOptions) -> dict:
         emit("model", model=candidate.name, score=state.cv[candidate.name],
              seconds=round(time.monotonic() - started, 2))
         _save_predictions(artifacts, features, results, candidate.name)
+        if not options.light:
+            _write_candidate(artifacts, features, state, results, candidate.name)
         improved = _adopt(results, state.cv[candidate.name], state, artifacts, features)
         if improved:
             write_submission(artifacts, features, state, out)
@@ -333,6 +378,7 @@ def solve(options: SolveOptions) -> dict:
         "light": options.light,
         "seed": options.seed,
         "submission_path": str(state.submission_path),
+        "candidates": ranked_candidates(state.candidates, higher),
         "elapsed_s": round(state.elapsed(), 3),
         "time_to_first_submission_s": round(state.first_submission_s or 0.0, 3),
     }

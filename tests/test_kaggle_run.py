@@ -26,8 +26,13 @@ def test_run_url_with_submit_reports_score_and_rank(fake_kaggle, tmp_path: Path,
     result = json.loads((ws / "titanic" / "result.json").read_text())
     assert result["valid_submission"] and result["metric"] == "accuracy"
     kaggle = result["kaggle"]
-    assert kaggle["status"] == "complete" and kaggle["public_score"] > 0.7
-    assert "accuracy" in kaggle["message"]  # the message names the model and its validation score
+    assert len(kaggle["submissions"]) == 1 and not kaggle["daily_limit_reached"]
+    sent = kaggle["submissions"][0]
+    assert sent["status"] == "complete" and sent["public_score"] > 0.7
+    assert sent["model"] == result["model"]  # top-1 is the final submission's model
+    # The message names the model and its validation score.
+    assert "accuracy" in sent["message"] and sent["model"] in sent["message"]
+    assert kaggle["best_public"] == sent["public_score"] and kaggle["leaderboard"] == sent["leaderboard"]
     assert 1 <= kaggle["leaderboard"]["rank"] <= kaggle["leaderboard"]["n_teams"] + 1
     assert len(fake_kaggle.submissions) == 1
     # The agent's view came from Kaggle's files, cleaned; raw HTML is cached beside it.
@@ -48,6 +53,65 @@ def test_run_url_with_submit_reports_score_and_rank(fake_kaggle, tmp_path: Path,
     for path in ws.rglob("*"):
         if path.is_file():
             assert KEY not in path.read_bytes().decode("utf-8", errors="ignore"), path
+
+
+def run_top_k(ws: Path, k: int, *extra: str):
+    return invoke("run", "titanic", "--submit", "--top-k", str(k), "-w", str(ws), "--time-budget", "20",
+                  "--folds", "3", "--submit-poll", "0.05", *extra)
+
+
+def test_run_submits_top_k_best_first(fake_kaggle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    ws = tmp_path / "ws"
+    run = run_top_k(ws, 2)
+    assert run.exit_code == 0, run.output[-2000:]
+    solve = json.loads((ws / "titanic" / "solve" / "solve_result.json").read_text())
+    ranked = solve["candidates"]
+    assert [c["validation_score"] for c in ranked] == sorted((c["validation_score"] for c in ranked), reverse=True)
+    assert ranked[0]["model"] == solve["model"]
+    # The best candidate's file is the final submission, byte for byte (one formatter path).
+    assert (ws / "titanic" / ranked[0]["path"]).read_bytes() == (ws / "titanic" / "submissions" / "submission.csv").read_bytes()
+
+    kaggle = json.loads((ws / "titanic" / "result.json").read_text())["kaggle"]
+    assert [s["model"] for s in kaggle["submissions"]] == [c["model"] for c in ranked[:2]]
+    assert len(fake_kaggle.submissions) == 2 and all(s.public is not None for s in fake_kaggle.submissions)
+    assert [s.description for s in fake_kaggle.submissions] == [s["message"] for s in kaggle["submissions"]]
+    publics = [s["public_score"] for s in kaggle["submissions"]]
+    # Kaggle reports scores rounded to five places.
+    assert sorted(publics) == pytest.approx(sorted(s.public for s in fake_kaggle.submissions), abs=1e-5)
+    best = max(kaggle["submissions"], key=lambda s: s["public_score"])  # accuracy: higher is better
+    assert kaggle["best_public"] == max(publics) and kaggle["best_model"] == best["model"]
+    assert kaggle["leaderboard"] == best["leaderboard"] and kaggle["leaderboard"]["rank"] >= 1
+
+    # Again, with one more candidate: a copy of the third file under another model's name. The two
+    # already sent are refused by the ledger, the copy is the same file as the third: one new send.
+    third = ranked[2]
+    copy = ws / "titanic" / "submissions" / "candidates" / "copycat.csv"
+    copy.write_bytes((ws / "titanic" / third["path"]).read_bytes())
+    solve["candidates"] = ranked[:3] + [{**third, "model": "copycat", "path": "submissions/candidates/copycat.csv"}]
+    (ws / "titanic" / "solve" / "solve_result.json").write_text(json.dumps(solve))
+    again = run_top_k(ws, 4)
+    assert again.exit_code == 0, again.output[-2000:]
+    kaggle = json.loads((ws / "titanic" / "result.json").read_text())["kaggle"]
+    assert [s["model"] for s in kaggle["submissions"]] == [third["model"]]
+    assert len(fake_kaggle.submissions) == 3
+    skipped = [json.loads(line) for line in (ws / "titanic" / "logs" / "events.jsonl").read_text().splitlines()]
+    skipped = [e for e in skipped if e.get("event") == "kaggle_candidate_skipped"]
+    assert {e["model"] for e in skipped} >= {ranked[0]["model"], ranked[1]["model"], "copycat"}
+
+
+def test_run_stops_cleanly_at_the_daily_limit(fake_kaggle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    fake_kaggle.daily_limit = 1
+    ws = tmp_path / "ws"
+    run = run_top_k(ws, 2)
+    assert run.exit_code == 0, run.output[-2000:]  # the run succeeded; only Kaggle's allowance ran out
+    result = json.loads((ws / "titanic" / "result.json").read_text())
+    assert result["valid_submission"] and result["error"] is None
+    kaggle = result["kaggle"]
+    assert len(kaggle["submissions"]) == 1 and len(fake_kaggle.submissions) == 1
+    assert kaggle["daily_limit_reached"] and "no submissions left" in kaggle["stop_reason"]
+    assert kaggle["best_public"] == kaggle["submissions"][0]["public_score"] is not None
 
 
 def test_submit_needs_a_kaggle_source(tmp_path: Path) -> None:

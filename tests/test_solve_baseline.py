@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from PIL import Image, ImageDraw
 
-from solve_pipeline.baseline import make_folds
+from solve_pipeline.baseline import make_folds, ranked_candidates
 from solve_pipeline.baseline_models import LightGBMModel, LinearModel, ModelOptions
 from solve_pipeline.dataset import CATEGORY, DATE_PART, build_features, iterate_batches
 from solve_pipeline.setup_modules import SetupArtifacts, TargetSpec, load_setup_module
@@ -257,6 +257,7 @@ def test_titanic_light(titanic: Path, tmp_path: Path) -> None:
     fold_events = [e for e in events if e["event"] == "fold"]
     assert {e["model"] for e in fold_events} >= {"constant", "linear", "lightgbm"}
     assert all(e["score"] is None or 0 <= e["score"] <= 1 for e in fold_events)
+    assert result["candidates"] == []  # the meta check's light solve leaves the real submissions alone
 
 
 def test_titanic_normal(titanic: Path) -> None:
@@ -270,6 +271,29 @@ def test_titanic_normal(titanic: Path) -> None:
     oof = pd.read_csv(titanic / "solve" / "predictions" / f"{result['model']}_oof.csv")
     assert list(oof.columns) == ["id", "Survived", "Survived__proba__0", "Survived__proba__1"]
     assert np.allclose(oof[["Survived__proba__0", "Survived__proba__1"]].sum(axis=1), 1.0)
+
+
+def test_titanic_candidates_best_first(titanic: Path) -> None:
+    result, _ = run_solver(titanic, "--folds", "3")
+    ranked = result["candidates"]
+    assert {c["model"] for c in ranked} == set(result["cv"])
+    assert [c["validation_score"] for c in ranked] == sorted(result["cv"].values(), reverse=True)
+    assert ranked[0]["model"] == result["model"]
+    sample = titanic / "raw/data/sample_submission.csv"
+    for candidate in ranked:
+        path = titanic / candidate["path"]
+        assert path == titanic / "submissions" / "candidates" / f"{candidate['model']}.csv"
+        assert validate_submission(path, sample_path=sample) == []
+    # The best candidate went through the same formatter as the final submission: same bytes.
+    assert (titanic / ranked[0]["path"]).read_bytes() == (titanic / "submissions" / "submission.csv").read_bytes()
+
+
+def test_ranked_candidates_follow_the_metric_direction() -> None:
+    found = [{"model": "a", "validation_score": 0.5}, {"model": "b", "validation_score": 0.2},
+             {"model": "c", "validation_score": 0.5}, {"model": "d", "validation_score": 0.9}]
+    assert [c["model"] for c in ranked_candidates(found, higher_is_better=True)] == ["d", "a", "c", "b"]
+    # Lower is better (log loss, RMSE): ties keep the solver's order.
+    assert [c["model"] for c in ranked_candidates(found, higher_is_better=False)] == ["b", "a", "c", "d"]
 
 
 def test_time_budget_still_submits(titanic: Path, tmp_path: Path) -> None:

@@ -3,16 +3,27 @@ validated submission, then place its public score on the leaderboard."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentk.errors import AgentKError
 from agentk.grading import leaderboard_position
 from agentk.kaggle.client import KaggleClient
+from agentk.kaggle.errors import DailyLimitReached, DuplicateSubmission
 from agentk.kaggle.fetch import fetch_competition
 from agentk.kaggle.reference import parse_competition_reference
-from agentk.kaggle.submit import SubmissionLedger, submission_message, submit_and_score
+from agentk.kaggle.submit import (
+    SubmissionLedger,
+    file_digest,
+    submission_message,
+    submit_and_score,
+)
 from agentk.workspace import Workspace, read_json_object
+
+if TYPE_CHECKING:
+    from agentk.config import RunConfig
+    from agentk.events import EventLog
 
 
 def kaggle_slug(text: str) -> str | None:
@@ -69,9 +80,131 @@ def submit_run(
     return report
 
 
-def _validate_extra_file(workspace: Workspace, file: Path) -> None:
+def _validation_problems(workspace: Workspace, file: Path, plan: dict[str, Any]) -> list[str]:
     from unit_tests_setup.submission_rules import validate_against_setup
 
-    problems = validate_against_setup(workspace, file, read_json_object(workspace.setup / "plan.json"))
+    return validate_against_setup(workspace, file, plan)
+
+
+def _validate_extra_file(workspace: Workspace, file: Path) -> None:
+    problems = _validation_problems(workspace, file, read_json_object(workspace.setup / "plan.json"))
     if problems:
         raise AgentKError(f"{file} did not pass local validation: {problems[0]}")
+
+
+# ---- sending a finished run's best k candidates ----------------------------------------
+
+
+@dataclass(frozen=True)
+class SubmissionCandidate:
+    model: str
+    validation_score: float | None
+    path: Path
+
+
+def _submission_candidates(workspace: Workspace, events: EventLog) -> list[SubmissionCandidate]:
+    """The solver's per-model submissions, best first; a solve from before candidates existed
+    (a resumed older workspace) offers its single final submission instead."""
+    solve = read_json_object(workspace.solve / "solve_result.json")
+    listed = solve.get("candidates")
+    if not isinstance(listed, list) or not listed:
+        return [SubmissionCandidate(str(solve.get("model")), solve.get("validation_score"), workspace.submission_path)]
+    found: list[SubmissionCandidate] = []
+    for entry in listed:
+        path = workspace.root / str(entry.get("path", ""))
+        if not path.is_file():
+            events.emit("kaggle_candidate_skipped", model=entry.get("model"), reason=f"missing file {path}")
+            continue
+        found.append(SubmissionCandidate(str(entry.get("model")), entry.get("validation_score"), path))
+    return found
+
+
+def _valid_candidates(workspace: Workspace, candidates: list[SubmissionCandidate], events: EventLog) -> list[SubmissionCandidate]:
+    """Only files that pass the same local validation as the final submission may reach Kaggle."""
+    plan = read_json_object(workspace.setup / "plan.json")
+    valid = []
+    for candidate in candidates:
+        problems = _validation_problems(workspace, candidate.path, plan)
+        if problems:
+            events.emit("kaggle_candidate_skipped", model=candidate.model, reason=f"invalid: {problems[0]}")
+            continue
+        valid.append(candidate)
+    return valid
+
+
+def submit_top_k(workspace: Workspace, slug: str, config: RunConfig, events: EventLog) -> dict[str, Any]:
+    """Send the top-k validated candidates best-first; a used-up daily allowance or a file Kaggle
+    already has ends or skips a send, never the run (the run itself has succeeded by now)."""
+    # K counts the best models, not sends: an invalid or already-sent file leaves its slot empty
+    # rather than pulling in a weaker model the user did not ask for.
+    chosen = _valid_candidates(workspace, _submission_candidates(workspace, events)[: config.submit_top_k], events)
+    metric = str(read_json_object(workspace.setup / "plan.json").get("metric"))
+    reports: list[dict[str, Any]] = []
+    sent: set[str] = set()
+    limit_reached: str | None = None
+    for candidate in chosen:
+        digest = file_digest(candidate.path)
+        if digest in sent:  # e.g. two models predicting the same labels: one file, one submission
+            events.emit("kaggle_candidate_skipped", model=candidate.model, reason="identical to a file sent in this run")
+            continue
+        try:
+            report = _send(workspace, slug, config, events, candidate, metric)
+        except DailyLimitReached as exc:
+            limit_reached = str(exc)
+            events.emit("kaggle_daily_limit", model=candidate.model, message=limit_reached)
+            events.say(f"  kaggle: daily limit reached, {candidate.model} not sent: {limit_reached}")
+            break
+        if report is not None:
+            sent.add(digest)
+            reports.append(report)
+    return _kaggle_summary(reports, _higher_is_better(workspace), limit_reached)
+
+
+def _send(workspace: Workspace, slug: str, config: RunConfig, events: EventLog,
+          candidate: SubmissionCandidate, metric: str) -> dict[str, Any] | None:
+    """One candidate to Kaggle and its scored report; None when the ledger says Kaggle has it."""
+    message = submission_message(candidate.model, metric, candidate.validation_score)
+    try:
+        with events.status(f"submitting {candidate.model} to Kaggle ({slug}) and waiting for the score …"):
+            report = submit_run(workspace, slug, file=candidate.path, message=message, force=config.force_submit,
+                                timeout_s=config.submit_timeout_s, interval_s=config.submit_poll_s)
+    except DuplicateSubmission as exc:
+        events.emit("kaggle_candidate_skipped", model=candidate.model, reason=str(exc))
+        return None
+    report = {**report, "model": candidate.model, "validation_score": candidate.validation_score}
+    events.emit("kaggle_submission", **report)
+    _say_report(events, report)
+    return report
+
+
+def _higher_is_better(workspace: Workspace) -> bool | None:
+    direction = read_json_object(workspace.setup / "plan.json").get("higher_is_better")
+    if not isinstance(direction, bool):
+        direction = read_json_object(workspace.solve / "solve_result.json").get("higher_is_better")
+    return direction if isinstance(direction, bool) else None
+
+
+def _kaggle_summary(reports: list[dict[str, Any]], higher: bool | None, limit_reached: str | None) -> dict[str, Any]:
+    """result.json's "kaggle": every report, and the best public score with its leaderboard place."""
+    scored = [r for r in reports if r.get("public_score") is not None]
+    best: dict[str, Any] | None = None
+    if scored:
+        if higher is None:  # no known direction, no "best": the best by validation stands in
+            best = scored[0]
+        else:
+            best = (max if higher else min)(scored, key=lambda r: r["public_score"])
+    return {
+        "submissions": reports,
+        "best_public": best["public_score"] if best else None,
+        "best_ref": best["ref"] if best else None,
+        "best_model": best["model"] if best else None,
+        "leaderboard": best["leaderboard"] if best else None,
+        "daily_limit_reached": limit_reached is not None,
+        "stop_reason": limit_reached,
+    }
+
+
+def _say_report(events: EventLog, report: dict[str, Any]) -> None:
+    board = report.get("leaderboard") or {}
+    place = f", rank {board['rank']}/{board['n_teams']} ({board.get('medal') or 'no medal'})" if board else ""
+    events.say(f"  kaggle: {report['model']} submission {report['ref']} {report['status']}, public score {report['public_score']}{place}")
