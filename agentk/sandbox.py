@@ -124,7 +124,10 @@ def scrubbed_env(extra: Mapping[str, str] | None = None, *, home: Path | None = 
 # between fork and exec and can deadlock when the parent has other threads holding locks, and
 # a hang inside Popen() would not be covered by the timeout.
 _TRAMPOLINE = """\
-import os, resource, sys
+import os, resource, signal, sys
+# A parent started in the background may hand down SIGINT ignored; the child must get its
+# KeyboardInterrupt back so the first step of a timeout shows where the code was stuck.
+signal.signal(signal.SIGINT, signal.SIG_DFL)
 def cap(which, soft, hard):
     _, old_hard = resource.getrlimit(which)
     if old_hard != resource.RLIM_INFINITY:

@@ -320,9 +320,14 @@ def test_parent_keyboard_interrupt_kills_the_group_and_reraises(tmp_path: Path) 
             time.sleep(0.02)
         os.kill(os.getpid(), signal.SIGINT)
 
-    threading.Thread(target=interrupt_once_started, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        run_python([script], cwd=tmp_path, limits=FAST)
+    # pytest itself may run with SIGINT ignored (started as a background job); Ctrl-C must work here.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt_once_started, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            run_python([script], cwd=tmp_path, limits=FAST)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
     deadline = time.monotonic() + 5
     while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
