@@ -310,8 +310,8 @@ def test_errors_for_missing_or_unrecognised_folders(tmp_path: Path) -> None:
     assert "expected description.md and data/" in load_error(tmp_path / "empty")
     (tmp_path / "file.csv").write_text("a\n")
     assert "is a file" in load_error(tmp_path / "file.csv")
-    assert "Kaggle sources are not supported yet" in load_error("some-kaggle-competition")
-    assert "Kaggle sources are not supported yet" in load_error("https://www.kaggle.com/competitions/titanic")
+    assert "a Kaggle competition: `agentk run" in load_error("some-kaggle-competition")
+    assert "a Kaggle competition: `agentk run" in load_error("https://www.kaggle.com/competitions/titanic")
 
 
 def test_errors_for_incomplete_local_folders(tmp_path: Path) -> None:

@@ -100,11 +100,7 @@ def input_map_check(split: str, code: str) -> Callable[[CheckContext], list[str]
     name = f"{split}_{code}_input_map.csv"
 
     def check(ctx: CheckContext) -> list[str]:
-        try:
-            frame = read_map(ctx.setup / name)
-        except MapError as exc:
-            return [str(exc)]
-        problems = _common_map_problems(frame, name)
+        frame, problems = _read_checked_map(ctx, name)
         if problems:
             return problems
         features = frame.columns[1:]
@@ -122,6 +118,15 @@ def input_map_check(split: str, code: str) -> Callable[[CheckContext], list[str]
 
     check.__name__ = f"check_{split}_{code}_input_map"
     return check
+
+
+def _read_checked_map(ctx: CheckContext, name: str) -> tuple[pd.DataFrame, list[str]]:
+    """The map and the problems every map can have (unreadable, no id first, duplicated ids...)."""
+    try:
+        frame = read_map(ctx.setup / name)
+    except MapError as exc:
+        return pd.DataFrame(), [str(exc)]
+    return frame, _common_map_problems(frame, name)
 
 
 def _common_map_problems(frame: pd.DataFrame, name: str) -> list[str]:
@@ -173,11 +178,7 @@ def _diff(expected: list[str], found: list[str]) -> str:
 
 def check_target_map(ctx: CheckContext) -> list[str]:
     name = "train_tab_target_map.csv"
-    try:
-        frame = read_map(ctx.setup / name)
-    except MapError as exc:
-        return [str(exc)]
-    problems = _common_map_problems(frame, name)
+    frame, problems = _read_checked_map(ctx, name)
     if problems:
         return problems
     for column in frame.columns[1:]:

@@ -58,12 +58,13 @@ def _mlebench_root(folder: Path) -> Path | None:
 
 
 def reject_remote_reference(text: str) -> None:
-    """Kaggle URLs and bare slugs that are not folders: a later source will download them."""
+    """Kaggle URLs and bare slugs that are not folders: `agentk run` downloads those first
+    (agentk.kaggle.publish.fetch_source); here only folders load."""
     if Path(text).expanduser().exists():
         return
     looks_like_url = re.match(r"[a-z]+://", text) is not None or "kaggle.com" in text
     if looks_like_url or _SLUG.fullmatch(text):
         raise SourceError(
-            f"competition folder not found: {text} (Kaggle sources are not supported yet; "
-            "download the competition and pass its folder)"
+            f"competition folder not found: {text} (a Kaggle competition: `agentk run {text}` "
+            "downloads it; other commands need its folder)"
         )
