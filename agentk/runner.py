@@ -149,7 +149,7 @@ def _policy(config: RunConfig, workspace: Workspace, memory: Any = None, competi
 
 
 def _solve(workspace: Workspace, config: RunConfig, events: EventLog) -> None:
-    events.say(f"  solve: baseline models, {config.folds}-fold CV, budget {config.time_budget_s:.0f} s")
+    events.say(f"  solve: model race, HEBO tuning, blending; {config.folds}-fold CV, budget {config.time_budget_s:.0f} s")
     with events.status("solving …") as status:
         result = _run_solver(workspace, config, events, status)
     if not result.ok:
@@ -163,7 +163,7 @@ def _solve(workspace: Workspace, config: RunConfig, events: EventLog) -> None:
 
 def _run_solver(workspace: Workspace, config: RunConfig, events: EventLog, status: Any):
     return run_python(
-        ["-m", "solve_pipeline.baseline", str(workspace.root), "--folds", str(config.folds), "--seed", str(config.seed), "--time-budget", str(config.time_budget_s)],
+        ["-m", "solve_pipeline.solver", str(workspace.root), "--folds", str(config.folds), "--seed", str(config.seed), "--time-budget", str(config.time_budget_s)],
         cwd=workspace.solve,
         # The solver stops itself at its budget; the sandbox timeout is only a backstop.
         limits=Limits(timeout_s=config.time_budget_s * 1.5 + 120),
@@ -187,7 +187,13 @@ def _solver_printer(events: EventLog, status: Any = None):
         if kind == "fold" and status is not None:
             status.update(f"solving: {event.get('model')} fold {event.get('fold', 0) + 1} (elapsed {event.get('elapsed_s', 0):.0f} s)")
         if kind == "model" and event.get("score") is not None:
-            events.say(f"    model {event.get('model', '?'):<12} CV {event['score']:.5f}")
+            events.say(f"    model {event.get('model', '?'):<16} CV {event['score']:.5f}")
+        elif kind == "pruned":
+            events.say(f"    pruned {event.get('model', '?'):<15} (weaker first fold)")
+        elif kind == "trial" and status is not None:
+            score = event.get("score")
+            shown = "failed" if score is None else f"{score:.5f}"
+            status.update(f"tuning {event.get('model')}: last trial CV {shown}")
 
     return on_line
 

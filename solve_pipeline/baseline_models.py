@@ -125,10 +125,11 @@ class LightGBMModel(_ClassifierBase):
     """Gradient boosting with early stopping on the validation split when one is given."""
 
     def __init__(self, spec: TargetSpec, options: ModelOptions | None = None,
-                 categorical: list[int] | None = None) -> None:
+                 categorical: list[int] | None = None, params: dict | None = None) -> None:
         self.spec = spec
         self.options = options or ModelOptions()
         self.categorical = categorical or []
+        self.overrides = dict(params or {})
 
     def _params(self, n_rows: int) -> dict:
         params = {
@@ -152,6 +153,10 @@ class LightGBMModel(_ClassifierBase):
             params.update(objective="multiclass", num_class=self.spec.n_classes)
         else:
             params["objective"] = "regression"
+        overrides = dict(self.overrides)
+        if "min_child_samples" in overrides:  # an alias: LightGBM warns when both spellings are set
+            params["min_data_in_leaf"] = int(min(overrides.pop("min_child_samples"), max(2, n_rows // 4)))
+        params.update(overrides)
         return params
 
     def fit(self, X: Matrix, y: np.ndarray, *, X_val: Matrix | None = None,

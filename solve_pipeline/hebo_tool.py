@@ -108,10 +108,13 @@ def _quiet() -> contextlib.ExitStack:
 
 
 def tune(objective: Callable[[dict[str, Any]], float], space: list[SearchParam],
-         config: HeboConfig, on_trial: Callable[[Trial], None] | None = None) -> TuningResult:
+         config: HeboConfig, on_trial: Callable[[Trial], None] | None = None,
+         known: list[Trial] | None = None) -> TuningResult:
     """Run up to `config.n_trials` trials of `objective`, stopping early when the time is spent.
 
     At least one trial always runs, so a result exists whenever the objective can succeed.
+    `known` trials (already evaluated elsewhere, e.g. library defaults) are observed first, so
+    HEBO's model starts from them; they are part of the result but not re-run.
     """
     import torch
 
@@ -121,14 +124,15 @@ def tune(objective: Callable[[dict[str, Any]], float], space: list[SearchParam],
     np.random.seed(config.seed)
     torch.manual_seed(config.seed)
     try:
-        return _tune(objective, space, config, on_trial)
+        return _tune(objective, space, config, on_trial, known or [])
     finally:
         np.random.set_state(np_state)
         torch.set_rng_state(torch_state)
 
 
 def _tune(objective: Callable[[dict[str, Any]], float], space: list[SearchParam],
-          config: HeboConfig, on_trial: Callable[[Trial], None] | None) -> TuningResult:
+          config: HeboConfig, on_trial: Callable[[Trial], None] | None,
+          known: list[Trial]) -> TuningResult:
     by_name = {p.name: p for p in space}
     with _quiet():  # pymoo prints a "not compiled" notice on import
         from hebo.optimizers.hebo import HEBO
@@ -140,9 +144,19 @@ def _tune(objective: Callable[[dict[str, Any]], float], space: list[SearchParam]
     finite_losses: list[float] = []
     pending_failures: list[pd.DataFrame] = []
     start = time.monotonic()
+    for trial in known:
+        if trial.error is not None or trial.score is None or not math.isfinite(trial.score):
+            continue
+        point = pd.DataFrame([{p.name: trial.params[p.name] for p in space}])
+        loss = sign * float(trial.score)
+        with _quiet():
+            optimizer.observe(point, np.array([[loss]]))
+        finite_losses.append(loss)
+        trials.append(trial)
+    n_known = len(trials)
 
     for _ in range(config.n_trials):
-        if trials and config.max_time_s is not None and \
+        if len(trials) > n_known and config.max_time_s is not None and \
                 time.monotonic() - start >= config.max_time_s:
             break
         suggestion = _suggest(optimizer)

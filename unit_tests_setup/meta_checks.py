@@ -81,7 +81,7 @@ def check_light_solve(ctx: CheckContext) -> list[str]:
     out = ctx.setup / "meta_submission.csv"
     out.unlink(missing_ok=True)
     result = run_python(
-        ["-m", "solve_pipeline.baseline", str(ctx.workspace.root), "--light", "--out", str(out)],
+        ["-m", "solve_pipeline.solver", str(ctx.workspace.root), "--light", "--out", str(out)],
         cwd=ctx.workspace.solve,
         limits=Limits(timeout_s=ctx.light_solve_timeout_s),
         on_stdout_line=ctx.on_solver_line,

@@ -1,0 +1,117 @@
+"""The tabular AutoML race: model families under K-fold CV with successive halving.
+
+Rung one fits a single fold of every family; the weaker half (by that fold's metric) is dropped,
+and the survivors finish their remaining folds best-first, so the strongest family is the first
+to reach a complete out-of-fold prediction and a submission. Every finished family keeps its OOF
+and test predictions for blending.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from solve_pipeline.baseline_models import Candidate
+from solve_pipeline.cv import CandidateRun, CVContext, emit, finish_run, fit_fold, start_run
+
+# Blending needs three solutions (Agent K's blend_after), so halving never leaves fewer.
+MIN_SURVIVORS = 3
+RUNG_ONE_MIN_S = 5.0
+
+
+@dataclass
+class RaceEntry:
+    family: str
+    status: str  # finished | pruned | failed | skipped | out_of_time
+    first_fold_score: float | None = None
+    seconds: float = 0.0
+    reason: str | None = None
+
+
+def survivors(scored: list[tuple[CandidateRun, float]], higher_is_better: bool,
+              keep_at_least: int = MIN_SURVIVORS) -> list[CandidateRun]:
+    """Top half by first-fold score (at least `keep_at_least`), best first; unscored runs last."""
+    finite = [(run, score) for run, score in scored if math.isfinite(score)]
+    finite.sort(key=lambda item: item[1], reverse=higher_is_better)
+    keep = max(keep_at_least, math.ceil(len(scored) / 2))
+    return [run for run, _ in finite[:keep]]
+
+
+@dataclass
+class RaceOutcome:
+    entries: list[RaceEntry]
+    pruned: list[CandidateRun]  # one fold done each: finished later if time is left over
+
+
+def race(candidates: list[Candidate], ctx: CVContext, deadline: float, higher_is_better: bool,
+         on_finished: Callable[[CandidateRun], None]) -> RaceOutcome:
+    """Run the race until every survivor finishes or the deadline passes."""
+    entries: dict[str, RaceEntry] = {}
+    rung: list[tuple[CandidateRun, float]] = []
+    # Rung one may spend about half the race; a family slower than its share is cut short there
+    # (boosting keeps the trees it has), which is how a slow family loses on a small budget.
+    box = max(RUNG_ONE_MIN_S, 0.5 * (deadline - time.monotonic()) / max(len(candidates), 1))
+    for candidate in candidates:
+        entry = entries[candidate.name] = RaceEntry(candidate.name, "skipped")
+        if time.monotonic() > deadline:
+            entry.status, entry.reason = "out_of_time", "the race's time budget was spent before rung one"
+            emit("skip", model=candidate.name, reason=entry.reason)
+            continue
+        try:
+            run = start_run(candidate, ctx)
+            if run is None:
+                entry.reason = "no usable features"
+                continue
+            score = fit_fold(run, 0, ctx, min(deadline, time.monotonic() + box))
+        except Exception as error:  # noqa: BLE001 - one broken family must not sink the race
+            entry.status, entry.reason = "failed", f"{type(error).__name__}: {error}"
+            emit("skip", model=candidate.name, reason=entry.reason)
+            continue
+        entry.first_fold_score = score if math.isfinite(score) else None
+        entry.seconds = run.seconds
+        rung.append((run, score))
+
+    kept = survivors(rung, higher_is_better)
+    for run, _ in rung:
+        if run not in kept:
+            entries[run.name].status = "pruned"
+            emit("pruned", model=run.name, first_fold_score=entries[run.name].first_fold_score)
+    finish_cheapest_first(kept, entries, ctx, deadline, on_finished)
+    pruned = [run for run, _ in rung if run not in kept]
+    return RaceOutcome(list(entries.values()), pruned)
+
+
+def finish_cheapest_first(runs: list[CandidateRun], entries: dict[str, RaceEntry], ctx: CVContext,
+                          deadline: float, on_finished: Callable[[CandidateRun], None]) -> None:
+    """Complete the runs' folds; several complete solutions (for blending) beat one slow one."""
+    for run in sorted(runs, key=lambda r: r.seconds):
+        entry = entries[run.name]
+        remaining = deadline - time.monotonic()
+        expected = run.seconds * (len(ctx.folds) - len(run.done))
+        # A family that cannot finish in time would only burn the budget the next ones need.
+        if expected > 1.2 * remaining:
+            entry.status = "out_of_time"
+            entry.reason = f"needs ~{expected:.0f} s, {max(remaining, 0):.0f} s left"
+            emit("skip", model=run.name, reason=entry.reason)
+            continue
+        try:
+            finished = finish_run(run, ctx, deadline)
+        except Exception as error:  # noqa: BLE001
+            entry.status, entry.reason = "failed", f"{type(error).__name__}: {error}"
+            emit("skip", model=run.name, reason=entry.reason)
+            continue
+        entry.seconds = run.seconds
+        if not finished:
+            entry.status, entry.reason = "out_of_time", "deadline passed between folds"
+            continue
+        entry.status = "finished"
+        on_finished(run)
+
+
+def revive(outcome: RaceOutcome, ctx: CVContext, deadline: float,
+           on_finished: Callable[[CandidateRun], None]) -> None:
+    """Spend left-over time finishing pruned families: weaker alone, they can still help a blend."""
+    entries = {e.family: e for e in outcome.entries}
+    finish_cheapest_first(outcome.pruned, entries, ctx, deadline, on_finished)

@@ -1,0 +1,102 @@
+"""Which model families enter the race for a given feature set, and which of them HEBO may tune.
+
+Cheapest first: the race's first rung then gives early families their scores before slow ones
+start, and the late-fusion net only runs where it has something trees cannot read well (text or
+images), unless asked for on tables too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solve_pipeline.baseline_models import (
+    Candidate, LightGBMModel, LinearModel, ModelOptions, _linear_c, linear_matrices, tree_matrices,
+)
+from solve_pipeline.dataset import FeatureSet
+from solve_pipeline.hebo_tool import LIGHTGBM_SPACE
+from solve_pipeline.setup_modules import TargetSpec
+from solve_pipeline.tuning import Tunable
+
+LIGHTGBM_DEFAULTS: dict[str, Any] = {"learning_rate": 0.05, "num_leaves": 31, "min_child_samples": 20,
+                                     "feature_fraction": 0.8, "bagging_fraction": 0.8, "lambda_l2": 1.0}
+# CatBoostModel's own defaults (random_strength and bagging_temperature are CatBoost's).
+CATBOOST_DEFAULTS: dict[str, Any] = {"learning_rate": 0.08, "depth": 6, "l2_leaf_reg": 3.0,
+                                     "random_strength": 1.0, "bagging_temperature": 1.0}
+
+
+def _lightgbm(params: dict[str, Any] | None = None, name: str = "lightgbm") -> Candidate:
+    def make(spec: TargetSpec, options: ModelOptions, features: FeatureSet) -> LightGBMModel:
+        return LightGBMModel(spec, options, categorical=features.categorical_indices, params=params)
+
+    return Candidate(name, tree_matrices, make)
+
+
+def _lightgbm_target_encoded(params: dict[str, Any] | None = None) -> Candidate:
+    from solve_pipeline.target_encoding import TargetEncoded, high_cardinality_columns
+
+    def make(spec: TargetSpec, options: ModelOptions, features: FeatureSet) -> Any:
+        inner = LightGBMModel(spec, options, categorical=features.categorical_indices, params=params)
+        return TargetEncoded(inner, high_cardinality_columns(features), spec, options.seed)
+
+    return Candidate("lightgbm_te", tree_matrices, make)
+
+
+def _catboost(params: dict[str, Any] | None = None) -> Candidate:
+    from solve_pipeline.families import CatBoostModel
+
+    def make(spec: TargetSpec, options: ModelOptions, features: FeatureSet) -> Any:
+        return CatBoostModel(spec, options, categorical=features.categorical_indices, params=params)
+
+    return Candidate("catboost", tree_matrices, make)
+
+
+def _forest(kind: str) -> Candidate:
+    from solve_pipeline.families import ExtraTreesModel, RandomForestModel
+
+    model = ExtraTreesModel if kind == "extratrees" else RandomForestModel
+    return Candidate(kind, tree_matrices, lambda s, o, f: model(s, o))
+
+
+def _linear() -> Candidate:
+    return Candidate("linear", linear_matrices, lambda s, o, f: LinearModel(s, o, C=_linear_c(f)))
+
+
+def _fusion(params: dict[str, Any] | None = None) -> Candidate:
+    from solve_pipeline.fusion import FusionModel, fusion_matrices
+
+    return Candidate("fusion", fusion_matrices, lambda s, o, f: FusionModel(s, o, params=params))
+
+
+def has_rich_inputs(features: FeatureSet) -> bool:
+    return features.text_train is not None or features.image_train is not None
+
+
+def race_candidates(features: FeatureSet, light: bool = False, fusion: str = "auto") -> list[Candidate]:
+    if light:
+        return [_linear(), _lightgbm()]
+    candidates = [_linear(), _lightgbm()]
+    from solve_pipeline.target_encoding import high_cardinality_columns
+
+    if high_cardinality_columns(features):
+        candidates.append(_lightgbm_target_encoded())
+    candidates += [_catboost(), _forest("extratrees"), _forest("random_forest")]
+    if fusion == "on" or (fusion == "auto" and has_rich_inputs(features)):
+        candidates.append(_fusion())
+    return candidates
+
+
+def tunable_for(name: str, features: FeatureSet) -> Tunable | None:
+    """The HEBO set-up for a race family, or None when it is not worth tuning."""
+    if name == "lightgbm":
+        return Tunable("lightgbm", LIGHTGBM_SPACE, LIGHTGBM_DEFAULTS, lambda p: _lightgbm(p, "lightgbm_tuned"))
+    if name == "lightgbm_te":
+        return Tunable("lightgbm_te", LIGHTGBM_SPACE, LIGHTGBM_DEFAULTS, _lightgbm_target_encoded)
+    if name == "catboost":
+        from solve_pipeline.families import CATBOOST_SPACE
+
+        return Tunable("catboost", CATBOOST_SPACE, CATBOOST_DEFAULTS, _catboost)
+    if name == "fusion":
+        from solve_pipeline.fusion import FUSION_DEFAULTS, FUSION_SPACE
+
+        return Tunable("fusion", FUSION_SPACE, FUSION_DEFAULTS, _fusion)
+    return None

@@ -1,0 +1,236 @@
+"""K-fold cross-validation of candidate models, scored with the setup's own metric.
+
+A `CandidateRun` holds one candidate's out-of-fold and test predictions as folds complete, so the
+race can fit a single fold of every family first (successive halving's first rung) and finish the
+survivors later without refitting anything.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from solve_pipeline.baseline_models import Candidate, ModelOptions
+from solve_pipeline.dataset import FeatureSet
+from solve_pipeline.setup_modules import SetupArtifacts, TargetSpec
+
+# Probabilities are floored so a class a fold never saw cannot make log loss infinite.
+PROBA_FLOOR = 1e-6
+
+
+def emit(event: str, **fields: object) -> None:
+    """One JSON line on stdout; NaN becomes null so every line is strict JSON."""
+    clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in fields.items()}
+    print(json.dumps({"event": event, **clean}, default=str), flush=True)
+
+
+def is_better(score: float, reference: float, higher_is_better: bool) -> bool:
+    if not math.isfinite(score):
+        return False
+    if not math.isfinite(reference):
+        return True
+    return score > reference if higher_is_better else score < reference
+
+
+def make_folds(n_rows: int, folds: int, seed: int, strata: np.ndarray | None) -> list[tuple]:
+    """Stratified folds when the classes allow it; plain shuffled KFold otherwise."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    k = max(2, min(folds, n_rows))
+    if strata is not None:
+        counts = np.bincount(strata.astype(int))
+        counts = counts[counts > 0]
+        # StratifiedKFold only refuses when no class can fill k folds; rarer classes are merely
+        # spread thinly (some folds' training then lacks them, which the models tolerate).
+        if len(counts) > 1 and counts.max() >= k:
+            splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return list(splitter.split(np.zeros(n_rows), strata))
+    return list(KFold(n_splits=k, shuffle=True, random_state=seed).split(np.zeros(n_rows)))
+
+
+@dataclass
+class Predictions:
+    """One candidate's outputs for one target: OOF over train rows and fold-averaged test."""
+
+    model: str
+    oof: np.ndarray
+    test: np.ndarray | None
+
+
+@dataclass
+class CVContext:
+    """Everything a fold fit needs that does not change between candidates."""
+
+    artifacts: SetupArtifacts
+    features: FeatureSet
+    y: dict[str, np.ndarray]
+    folds: list[tuple]
+    priors: dict[str, Predictions]
+    seed: int = 0
+    light: bool = False
+    # Set when the setup's metric cannot score even the constant model: the solver then ranks
+    # everything by a surrogate (log loss / squared error on transformed targets, lower is better).
+    surrogate: bool = False
+
+    @property
+    def targets(self) -> list[TargetSpec]:
+        return self.artifacts.targets
+
+    @property
+    def higher_is_better(self) -> bool:
+        return False if self.surrogate else self.artifacts.higher_is_better
+
+
+def prediction_frame(ids: Sequence[str], targets: list[TargetSpec], outputs: dict[str, np.ndarray],
+                     artifacts: SetupArtifacts) -> pd.DataFrame:
+    """The architecture's prediction frame: original labels/values plus per-class probabilities."""
+    transformed = pd.DataFrame({"id": list(ids)})
+    for spec in targets:
+        out = outputs[spec.column]
+        transformed[spec.column] = out.argmax(axis=1).astype(int) if spec.is_classification else out
+    original = artifacts.transform.inverse(transformed.copy())
+    if len(original) != len(transformed):
+        raise ValueError("inverse() changed the number of rows")
+    frame = pd.DataFrame({"id": list(ids)})
+    for spec in targets:
+        frame[spec.column] = np.asarray(original[spec.column])
+        if spec.is_classification:
+            for k, label in enumerate(spec.classes or []):
+                frame[spec.proba_column(label)] = outputs[spec.column][:, k]
+    return frame
+
+
+def metric_score(artifacts: SetupArtifacts, frame: pd.DataFrame) -> float:
+    """The setup's metric against the raw target map; NaN when the metric cannot score."""
+    y_true = artifacts.target_map.drop_duplicates("id").set_index("id").loc[frame["id"]]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            value = float(artifacts.metric.score(y_true.reset_index(), frame.copy()))
+    except Exception:  # untrusted metric code: a failure disqualifies the frame, not the run
+        return math.nan
+    return value if math.isfinite(value) else math.nan
+
+
+def score_outputs(ctx: CVContext, rows: np.ndarray | None, outputs: dict[str, np.ndarray]) -> float:
+    """Metric of transformed outputs on some train rows (None = all); missing targets use priors."""
+    index = np.arange(ctx.features.n_train) if rows is None else rows
+    full = {s.column: outputs[s.column] if s.column in outputs else ctx.priors[s.column].oof[index]
+            for s in ctx.targets}
+    if ctx.surrogate:
+        return surrogate_loss(ctx, index, full)
+    ids = [ctx.features.train_ids[r] for r in index]
+    return metric_score(ctx.artifacts, prediction_frame(ids, ctx.targets, full, ctx.artifacts))
+
+
+def surrogate_loss(ctx: CVContext, rows: np.ndarray, outputs: dict[str, np.ndarray]) -> float:
+    """Mean over targets of log loss (classification) or squared error (transformed regression)."""
+    losses = []
+    for spec in ctx.targets:
+        y, pred = ctx.y[spec.column][rows], outputs[spec.column]
+        if spec.is_classification:
+            picked = normalise_proba(pred)[np.arange(len(y)), y.astype(int)]
+            losses.append(float(-np.mean(np.log(picked))))
+        else:
+            losses.append(float(np.mean((np.asarray(pred, dtype=float) - y) ** 2)))
+    value = float(np.mean(losses))
+    return value if math.isfinite(value) else math.nan
+
+
+def normalise_proba(proba: np.ndarray) -> np.ndarray:
+    proba = np.clip(np.nan_to_num(np.asarray(proba, dtype=np.float64), nan=0.0), PROBA_FLOOR, 1.0)
+    return proba / proba.sum(axis=1, keepdims=True)
+
+
+def predict(model: Any, spec: TargetSpec, X: Any) -> np.ndarray:
+    """(n, K) probabilities for classifiers, (n,) transformed values for regressors."""
+    if spec.is_classification:
+        return normalise_proba(model.predict_proba(X))
+    return np.asarray(model.predict(X), dtype=float)
+
+
+@dataclass
+class CandidateRun:
+    """A candidate's predictions as its folds complete (fold order is free)."""
+
+    name: str
+    candidate: Candidate
+    X: Any
+    X_test: Any
+    oof: dict[str, np.ndarray]
+    test: dict[str, np.ndarray]
+    done: list[int] = field(default_factory=list)
+    fold_scores: dict[int, float] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def complete(self, n_folds: int) -> bool:
+        return len(self.done) == n_folds
+
+    def predictions(self) -> dict[str, Predictions]:
+        return {t: Predictions(self.name, self.oof[t], self.test[t]) for t in self.oof}
+
+    @property
+    def mean_fold_score(self) -> float:
+        values = [v for v in self.fold_scores.values() if math.isfinite(v)]
+        return float(np.mean(values)) if values else math.nan
+
+
+def start_run(candidate: Candidate, ctx: CVContext, name: str | None = None) -> CandidateRun | None:
+    """Build the candidate's matrices; None when it has nothing to read."""
+    matrices = candidate.matrices(ctx.features, ctx.seed)
+    if matrices is None:
+        return None
+    X, X_test = matrices
+    oof, test = {}, {}
+    for spec in ctx.targets:
+        width = (spec.n_classes,) if spec.is_classification else ()
+        oof[spec.column] = np.zeros((ctx.features.n_train, *width))
+        test[spec.column] = np.zeros((X_test.shape[0], *width))
+    return CandidateRun(name or candidate.name, candidate, X, X_test, oof, test)
+
+
+def fit_fold(run: CandidateRun, fold: int, ctx: CVContext, deadline: float | None) -> float:
+    """Fit every target on one fold, record its predictions, return the fold's metric score."""
+    started = time.monotonic()
+    train_rows, valid_rows = ctx.folds[fold]
+    options = ModelOptions(seed=ctx.seed, light=ctx.light, deadline=deadline)
+    outputs = {}
+    for spec in ctx.targets:
+        target = ctx.y[spec.column]
+        model = run.candidate.make(spec, options, ctx.features)
+        model.fit(run.X[train_rows], target[train_rows], X_val=run.X[valid_rows], y_val=target[valid_rows])
+        run.oof[spec.column][valid_rows] = outputs[spec.column] = predict(model, spec, run.X[valid_rows])
+        # Averaging fold models' test predictions needs no refit, keeps each model's
+        # early-stopped size honest, and lets every candidate submit as soon as its CV ends.
+        run.test[spec.column] += predict(model, spec, run.X_test) / len(ctx.folds)
+    run.done.append(fold)
+    run.seconds += time.monotonic() - started
+    score = score_outputs(ctx, valid_rows, outputs)
+    run.fold_scores[fold] = score
+    emit("fold", model=run.name, fold=fold, score=score, elapsed_s=round(run.seconds, 2))
+    return score
+
+
+def finish_run(run: CandidateRun, ctx: CVContext, deadline: float | None) -> bool:
+    """Fit the folds still missing; False when the deadline passed before all were done."""
+    for fold in range(len(ctx.folds)):
+        if fold in run.done:
+            continue
+        if deadline is not None and time.monotonic() > deadline:
+            return False
+        fit_fold(run, fold, ctx, deadline)
+    return True
+
+
+def cv_score(run: CandidateRun, ctx: CVContext) -> float:
+    """The whole OOF frame's score: the number every adoption, race and blend decision uses."""
+    return score_outputs(ctx, None, run.oof)

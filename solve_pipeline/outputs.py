@@ -1,0 +1,100 @@
+"""What the solver leaves on disk: submissions, per-candidate files and prediction frames.
+
+Every file is written atomically, so a solver killed at any moment leaves either the previous
+submission or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from solve_pipeline.cv import Predictions, emit, prediction_frame
+from solve_pipeline.dataset import FeatureSet
+from solve_pipeline.setup_modules import SetupArtifacts
+from solve_pipeline.submission_check import validate_submission
+
+
+def write_csv_atomic(frame: pd.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    frame.to_csv(temporary, index=False)
+    os.replace(temporary, path)
+
+
+def write_json_atomic(data: dict[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(data, indent=2, default=str))
+    os.replace(temporary, path)
+
+
+def formatted_submission(artifacts: SetupArtifacts, features: FeatureSet,
+                         predictions: dict[str, Predictions]) -> pd.DataFrame:
+    """The setup's formatter applied to the test predictions: the one path every submission takes."""
+    outputs = {t: p.test for t, p in predictions.items()}
+    pred = prediction_frame(features.test_ids, artifacts.targets, outputs, artifacts)
+    formatted = artifacts.submission.format_submission(pred.copy())
+    if not isinstance(formatted, pd.DataFrame) or formatted.empty:
+        raise ValueError("format_submission did not return a non-empty DataFrame")
+    return formatted
+
+
+def check_against_formatter(artifacts: SetupArtifacts, path: Path) -> None:
+    """The formatter's own dummy output names the columns Kaggle expects; a mismatch is reported,
+    while the orchestrator's validation against the sample stays the real gate."""
+    reference = artifacts.setup_dir / "submission_format_check.csv"
+    if reference.is_file():
+        columns = pd.read_csv(reference, nrows=0).columns.tolist()
+        problems = validate_submission(path, sample_path=None, expected_columns=columns)
+        if problems:
+            emit("submission_problems", problems=problems)
+
+
+def save_prediction_frames(artifacts: SetupArtifacts, features: FeatureSet,
+                           results: dict[str, Predictions], name: str) -> None:
+    """OOF and test prediction frames per candidate, for later blending and inspection."""
+    folder = artifacts.workspace / "solve" / "predictions"
+    oof = prediction_frame(features.train_ids, artifacts.targets,
+                           {t: p.oof for t, p in results.items()}, artifacts)
+    test = prediction_frame(features.test_ids, artifacts.targets,
+                            {t: p.test for t, p in results.items()}, artifacts)
+    write_csv_atomic(oof, folder / f"{name}_oof.csv")
+    write_csv_atomic(test, folder / f"{name}_test.csv")
+
+
+def candidates_dir(artifacts: SetupArtifacts) -> Path:
+    return artifacts.workspace / "submissions" / "candidates"
+
+
+def clear_candidates(artifacts: SetupArtifacts) -> None:
+    """Files left by an earlier solve would otherwise pass for this solve's candidates."""
+    folder = candidates_dir(artifacts)
+    if folder.is_dir():
+        for stale in folder.glob("*.csv"):
+            stale.unlink()
+
+
+def write_candidate(artifacts: SetupArtifacts, features: FeatureSet, results: dict[str, Predictions],
+                    name: str, score: float) -> dict[str, object] | None:
+    """The candidate's own submission, so the orchestrator can send more than the single best."""
+    if not math.isfinite(score):
+        return None  # without a validation score it cannot be ranked against the others
+    path = candidates_dir(artifacts) / f"{name}.csv"
+    try:
+        write_csv_atomic(formatted_submission(artifacts, features, results), path)
+    except Exception as error:  # noqa: BLE001 - untrusted formatter: one lost candidate file must not sink the run
+        emit("skip_candidate", model=name, reason=f"{type(error).__name__}: {error}")
+        return None
+    return {"model": name, "validation_score": score,
+            "path": path.relative_to(artifacts.workspace).as_posix()}
+
+
+def ranked_candidates(candidates: list[dict[str, object]], higher_is_better: bool) -> list[dict[str, object]]:
+    """Best first by validation; the sort is stable, so ties keep the order the solver adopted them in."""
+    return sorted(candidates, key=lambda c: float(c["validation_score"]), reverse=higher_is_better)

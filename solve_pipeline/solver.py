@@ -1,0 +1,366 @@
+"""The solver (Agent K, section 3.2): race, tune, blend, select, under one time budget.
+
+Run as `python -m solve_pipeline.solver WORKSPACE [--light] [--folds K] [--seed S]
+[--time-budget SECONDS] [--out PATH] [--fusion auto|on|off] [--no-tune] [--blend-after N]`.
+It imports the generated setup modules, so it must only run as the sandboxed solver subprocess.
+Progress goes to stdout as JSON lines.
+
+The budget is spent in phases, each adopting whatever beats the best so far and rewriting the
+submission at once, so a valid submission exists from the first second (the constant model) and
+only improves: the AutoML race (~60% of the budget), HEBO tuning of the best tunable family
+(until ~85%), finishing the race's pruned families with what is left (until ~93%, for the
+blend's diversity), then blending of every complete solution.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+# Must precede the first OpenMP load (numpy/sklearn/lightgbm): on a busy 2-core machine
+# spin-waiting threads made LightGBM with num_threads=2 measured 7-50x slower than passive waits.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from solve_pipeline import blending  # noqa: E402
+from solve_pipeline.automl import RaceOutcome, race, revive  # noqa: E402
+from solve_pipeline.catalog import race_candidates, tunable_for  # noqa: E402
+from solve_pipeline.cv import (  # noqa: E402
+    CandidateRun, CVContext, Predictions, cv_score, emit, finish_run, is_better, make_folds,
+    normalise_proba, score_outputs, start_run,
+)
+from solve_pipeline.baseline_models import default_candidates  # noqa: E402
+from solve_pipeline.dataset import build_features  # noqa: E402
+from solve_pipeline.outputs import (  # noqa: E402
+    check_against_formatter, clear_candidates, formatted_submission, ranked_candidates,
+    save_prediction_frames, write_candidate, write_csv_atomic, write_json_atomic,
+)
+from solve_pipeline.setup_modules import SetupArtifacts  # noqa: E402
+from solve_pipeline.tuning import MIN_TRIALS, affordable_trials, tune_family  # noqa: E402
+
+LIGHT_MAX_ROWS = 600
+RACE_SHARE = 0.6
+TUNE_UNTIL = 0.85
+REVIVE_UNTIL = 0.93
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    workspace: Path
+    light: bool = False
+    folds: int = 5
+    seed: int = 0
+    time_budget: float | None = None
+    out: Path | None = None
+    fusion: str = "auto"  # auto: only when there is text or an image; on: tables too
+    tune: bool = True
+    blend_after: int = 3
+
+
+@dataclass
+class SolveState:
+    started: float
+    best: dict[str, Predictions] = field(default_factory=dict)
+    best_score: float = math.nan
+    cv: dict[str, float | None] = field(default_factory=dict)
+    complete: list[CandidateRun] = field(default_factory=list)
+    first_submission_s: float | None = None
+    submission_path: Path | None = None
+    candidates: list[dict[str, object]] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+
+class Solver:
+    """One solve over one workspace: owns the state every phase adopts into."""
+
+    def __init__(self, options: SolveOptions, artifacts: SetupArtifacts, ctx: CVContext, out: Path) -> None:
+        self.options, self.artifacts, self.ctx, self.out = options, artifacts, ctx, out
+        self.state = SolveState(started=time.monotonic())
+
+    @property
+    def higher(self) -> bool:
+        return self.ctx.higher_is_better
+
+    def at(self, share: float) -> float:
+        """The monotonic time by which `share` of the budget is spent (no budget: ~forever)."""
+        budget = self.options.time_budget if self.options.time_budget is not None else 1e9
+        return self.state.started + share * budget
+
+    # ---- adoption: the one path every solution takes to the submission ----
+
+    def consider(self, name: str, predictions: dict[str, Predictions], score: float) -> None:
+        self.state.cv[name] = score if math.isfinite(score) else None
+        emit("model", model=name, score=score, elapsed_s=round(self.state.elapsed(), 2))
+        save_prediction_frames(self.artifacts, self.ctx.features, predictions, name)
+        if not self.options.light:
+            record = write_candidate(self.artifacts, self.ctx.features, predictions, name, score)
+            if record is not None:
+                self.state.candidates.append(record)
+        if self._adopt(predictions, score):
+            self._write_submission()
+
+    def on_finished(self, run: CandidateRun) -> None:
+        self.state.complete.append(run)
+        self.consider(run.name, run.predictions(), cv_score(run, self.ctx))
+
+    def _adopt(self, results: dict[str, Predictions], own_score: float) -> bool:
+        """Take a solution's targets into the best set where they improve the whole frame's score."""
+        state = self.state
+        if not state.best:
+            state.best, state.best_score = dict(results), own_score
+            return True
+        improved = False
+        # One target at a time with the others held at their best (one target: plain comparison).
+        for spec in self.ctx.targets:
+            trial = {**state.best, spec.column: results[spec.column]}
+            score = score_outputs(self.ctx, None, {t: p.oof for t, p in trial.items()})
+            if is_better(score, state.best_score, self.higher):
+                state.best, state.best_score, improved = trial, score, True
+        return improved
+
+    def _write_submission(self) -> None:
+        state = self.state
+        write_csv_atomic(formatted_submission(self.artifacts, self.ctx.features, state.best), self.out)
+        if state.first_submission_s is None:
+            state.first_submission_s = state.elapsed()
+        state.submission_path = self.out
+        models = sorted({p.model for p in state.best.values()})
+        emit("submission", path=str(self.out), model="+".join(models), validation_score=state.best_score,
+             elapsed_s=round(state.elapsed(), 2))
+        check_against_formatter(self.artifacts, self.out)
+
+    # ---- phases ----
+
+    def constant_first(self) -> None:
+        """The floor, and the first valid submission within seconds of the start."""
+        constant = start_run(default_candidates()[0], self.ctx)
+        finish_run(constant, self.ctx, None)
+        score = cv_score(constant, self.ctx)
+        if not math.isfinite(score) and not self.ctx.surrogate:
+            # The setup's metric cannot score even class frequencies: rank by a surrogate instead
+            # (still graded by the real metric later), rather than adopting models blindly.
+            self.ctx.surrogate = True
+            score = cv_score(constant, self.ctx)
+            emit("metric_fallback", reason="the setup's metric returned no score; ranking by log loss / squared error")
+        self.on_finished(constant)
+        self.state.phases["constant"] = round(self.state.elapsed(), 2)
+
+    def race(self) -> RaceOutcome:
+        candidates = race_candidates(self.ctx.features, light=self.options.light, fusion=self.options.fusion)
+        share = 1.0 if self.options.light or not self.options.tune else RACE_SHARE
+        outcome = race(candidates, self.ctx, self.at(share), self.higher, self.on_finished)
+        self.state.phases["race"] = round(self.state.elapsed(), 2)
+        return outcome
+
+    def revive(self, outcome: RaceOutcome) -> None:
+        revive(outcome, self.ctx, self.at(REVIVE_UNTIL), self.on_finished)
+        self.state.phases["revive"] = round(self.state.elapsed(), 2)
+
+    def tune(self) -> dict[str, Any]:
+        ranked = sorted((r for r in self.state.complete if tunable_for(r.name, self.ctx.features)),
+                        key=lambda r: cv_score(r, self.ctx), reverse=self.higher)
+        budget = self.at(TUNE_UNTIL) - time.monotonic()
+        # The best family whose CV is cheap enough for a worthwhile number of trials.
+        affordable = [r for r in ranked if affordable_trials(r.seconds, budget) >= MIN_TRIALS]
+        if not affordable:
+            reason = "no tunable family finished the race" if not ranked else \
+                f"no tunable family's CV fits {MIN_TRIALS} trials in {max(budget, 0):.0f} s"
+            emit("tuning_skipped", reason=reason)
+            return {"skipped": reason}
+        base = affordable[0]
+        base_score = cv_score(base, self.ctx)
+        tunable = tunable_for(base.name, self.ctx.features)
+        outcome = tune_family(tunable, base, base_score, self.ctx, budget, self.higher)
+        if outcome.run is not None:
+            self.on_finished(outcome.run)
+        self.state.phases["tune"] = round(self.state.elapsed(), 2)
+        return {"family": tunable.family, "base_score": base_score, "planned_trials": outcome.planned_trials,
+                "improved": outcome.run is not None, "trials": outcome.trials}
+
+    def blend(self) -> dict[str, Any]:
+        """Per target, blend every complete solution's OOF; adopted only if its nested CV wins."""
+        solutions = [r for r in self.state.complete if r.name != "constant"]
+        if len(solutions) < self.options.blend_after:
+            return {"skipped": f"{len(solutions)} solutions < blend_after={self.options.blend_after}"}
+        blended: dict[str, Predictions] = {}
+        report: dict[str, Any] = {}
+        for spec in self.ctx.targets:
+            task = spec.task if spec.task in ("binary", "multiclass") else "regression"
+            held = {t: p.oof for t, p in self.state.best.items()}
+
+            def score_fn(_y: np.ndarray, pred: np.ndarray, column: str = spec.column) -> float:
+                return score_outputs(self.ctx, None, {**held, column: blending.as_class_matrix(pred, task)})
+
+            result = blending.blend(
+                [blending.Solution(r.name, r.oof[spec.column], r.test[spec.column]) for r in solutions],
+                self.ctx.y[spec.column], task, score_fn, self.higher,
+                blend_after=self.options.blend_after, seed=self.ctx.seed)
+            report[spec.column] = {"method": result.method, "score": result.score, "weights": result.weights,
+                                   "single_scores": result.single_scores, "blend_scores": result.blend_scores}
+            if result.method != "best_single":
+                oof, test = (blending.as_class_matrix(a, task) for a in (result.oof, result.test))
+                if spec.is_classification:
+                    oof, test = normalise_proba(oof), normalise_proba(test)
+                blended[spec.column] = Predictions("blend", oof, test)
+        if blended:
+            full = {**self.state.best, **blended}
+            self.consider("blend", full, score_outputs(self.ctx, None, {t: p.oof for t, p in full.items()}))
+        self.state.phases["blend"] = round(self.state.elapsed(), 2)
+        return report
+
+
+def _targets(artifacts: SetupArtifacts, ids: list[str]) -> dict[str, np.ndarray]:
+    transformed = artifacts.target_map_transformed.drop_duplicates("id").set_index("id").loc[ids]
+    y: dict[str, np.ndarray] = {}
+    for spec in artifacts.targets:
+        values = pd.to_numeric(transformed[spec.column]).to_numpy(dtype=float)
+        if spec.is_classification:
+            values = values.astype(int)
+            if values.min() < 0 or values.max() >= spec.n_classes:
+                raise ValueError(f"{spec.column}: class indices outside 0..{spec.n_classes - 1}")
+        y[spec.column] = values
+    return y
+
+
+def _priors(artifacts: SetupArtifacts, y: dict[str, np.ndarray]) -> dict[str, Predictions]:
+    """Class frequencies / means, standing in for targets no candidate has predicted yet."""
+    priors = {}
+    for spec in artifacts.targets:
+        target = y[spec.column]
+        if spec.is_classification:
+            counts = np.bincount(target, minlength=spec.n_classes) / len(target)
+            oof = np.tile(normalise_proba(counts[None, :]), (len(target), 1))
+        else:
+            oof = np.full(len(target), target.mean())
+        priors[spec.column] = Predictions("prior", oof, None)
+    return priors
+
+
+def prepare(options: SolveOptions) -> tuple[SetupArtifacts, CVContext, int]:
+    setup_dir = options.workspace / "setup"
+    if setup_dir.is_dir():
+        os.chdir(setup_dir)  # generated code's contract, imports included: it runs with cwd = setup/
+    artifacts = SetupArtifacts.load(options.workspace)
+    artifacts.require_solvable()
+    ids = artifacts.train_ids
+    n_total = len(ids)
+    if options.light and len(ids) > LIGHT_MAX_ROWS:
+        rng = np.random.default_rng(options.seed)
+        keep = np.sort(rng.choice(len(ids), LIGHT_MAX_ROWS, replace=False))
+        ids = [ids[i] for i in keep]
+    features = build_features(artifacts, train_ids=ids,
+                              max_text_features=5000 if options.light else 30000,
+                              image_size=16 if options.light else 32)
+    y = _targets(artifacts, ids)
+    strata = next((y[s.column] for s in artifacts.targets if s.is_classification), None)
+    folds = make_folds(len(ids), 2 if options.light else options.folds, options.seed, strata)
+    ctx = CVContext(artifacts, features, y, folds, _priors(artifacts, y), seed=options.seed, light=options.light)
+    return artifacts, ctx, n_total
+
+
+def solve(options: SolveOptions) -> dict:
+    began = time.monotonic()
+    artifacts, ctx, n_total = prepare(options)
+    out = options.out or artifacts.workspace / "submissions" / "submission.csv"
+    solver = Solver(options, artifacts, ctx, out)
+    solver.state.started = began  # the budget covers feature building too
+    features = ctx.features
+    emit("start", n_train=features.n_train, n_train_total=n_total, n_test=features.n_test, folds=len(ctx.folds),
+         targets=[s.column for s in ctx.targets], tab_features=len(features.tab_names),
+         text_features=0 if features.text_train is None else features.text_train.shape[1],
+         image_features=0 if features.image_train is None else features.image_train.shape[1])
+    if not options.light:
+        clear_candidates(artifacts)
+
+    solver.constant_first()
+    outcome = solver.race()
+    tuning: dict[str, Any] = {"skipped": "light mode or --no-tune"}
+    blend_report: dict[str, Any] = {"skipped": "light mode"}
+    if not options.light:
+        if options.tune:
+            tuning = solver.tune()
+        solver.revive(outcome)
+        blend_report = solver.blend()
+
+    state = solver.state
+    if state.submission_path is None:
+        raise RuntimeError("no candidate produced a submission")
+    chosen = {t: p.model for t, p in state.best.items()}
+    names = sorted(set(chosen.values()))
+    result = {
+        "validation_score": state.best_score if math.isfinite(state.best_score) else None,
+        "higher_is_better": solver.higher,
+        "metric": "surrogate" if ctx.surrogate else "setup",
+        "model": names[0] if len(names) == 1 else ",".join(f"{t}={m}" for t, m in chosen.items()),
+        "models_per_target": chosen,
+        "cv": state.cv,
+        "race": [asdict(e) for e in outcome.entries],
+        "tuning": tuning,
+        "blend": blend_report,
+        "phases_s": state.phases,
+        "folds": len(ctx.folds),
+        "n_train": features.n_train,
+        "n_train_total": n_total,
+        "n_test": features.n_test,
+        "light": options.light,
+        "seed": options.seed,
+        "time_budget_s": options.time_budget,
+        "submission_path": str(state.submission_path),
+        "candidates": ranked_candidates(state.candidates, solver.higher),
+        "elapsed_s": round(state.elapsed(), 3),
+        "time_to_first_submission_s": round(state.first_submission_s or 0.0, 3),
+    }
+    write_json_atomic(result, artifacts.workspace / "solve" / "solve_result.json")
+    emit("done", **{k: v for k, v in result.items() if k not in ("race", "tuning", "blend")})
+    return result
+
+
+def parse_args(argv: Sequence[str] | None = None) -> SolveOptions:
+    parser = argparse.ArgumentParser(prog="python -m solve_pipeline.solver", description=__doc__)
+    parser.add_argument("workspace", type=Path)
+    parser.add_argument("--light", action="store_true", help="<= 600 rows, 2 folds, ~50 trees, no tuning")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--time-budget", type=float, default=None, help="seconds")
+    parser.add_argument("--out", type=Path, default=None, help="submission path")
+    parser.add_argument("--fusion", choices=["auto", "on", "off"], default="auto")
+    parser.add_argument("--no-tune", action="store_true", help="skip HEBO tuning")
+    parser.add_argument("--blend-after", type=int, default=3)
+    args = parser.parse_args(argv)
+    return SolveOptions(
+        workspace=args.workspace.resolve(), light=args.light, folds=max(2, args.folds),
+        seed=args.seed, time_budget=args.time_budget,
+        out=args.out.resolve() if args.out is not None else None,
+        fusion=args.fusion, tune=not args.no_tune, blend_after=max(2, args.blend_after),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from threadpoolctl import threadpool_limits
+
+    options = parse_args(argv)
+    try:
+        # Multi-threaded BLAS/OpenMP inside sklearn spin-waits badly on a busy 2-core machine
+        # (lbfgs measured 50x slower); LightGBM still applies its own num_threads per call.
+        with threadpool_limits(limits=1):
+            solve(options)
+    except Exception as error:
+        emit("error", message=f"{type(error).__name__}: {error}")
+        print(f"solve failed: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

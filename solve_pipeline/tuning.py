@@ -1,0 +1,75 @@
+"""HEBO tuning of one model family inside the solver: every trial is a full K-fold CV on the
+solver's own folds and metric, so a tuned model is compared with the race on equal terms.
+
+The race already evaluated the family at its defaults; that result is handed to HEBO as a known
+observation instead of being paid for again.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+from solve_pipeline.baseline_models import Candidate
+from solve_pipeline.cv import CandidateRun, CVContext, cv_score, emit, finish_run, is_better, start_run
+from solve_pipeline.hebo_tool import HeboConfig, SearchParam, Trial, tune
+
+# HEBO's model-based suggest() costs ~2 s on 2 cores: below a few trials, tuning is overhead.
+MIN_TRIALS = 4
+MAX_TRIALS = 20  # Agent K, Table 5
+
+
+@dataclass(frozen=True)
+class Tunable:
+    """A family HEBO may tune: its search space, its defaults inside that space, and a factory."""
+
+    family: str
+    space: list[SearchParam]
+    defaults: dict[str, Any]
+    build: Callable[[dict[str, Any]], Candidate]
+
+
+@dataclass
+class TuningOutcome:
+    run: CandidateRun | None  # the best trial's complete predictions, when it beat the defaults
+    trials: list[dict[str, Any]]
+    planned_trials: int
+
+
+def affordable_trials(seconds_per_cv: float, budget_s: float) -> int:
+    """How many full-CV trials fit, counting HEBO's own suggest time."""
+    per_trial = max(seconds_per_cv, 0.1) + 2.0
+    return int(min(MAX_TRIALS, budget_s // per_trial))
+
+
+def tune_family(tunable: Tunable, base: CandidateRun, base_score: float, ctx: CVContext,
+                budget_s: float, higher_is_better: bool) -> TuningOutcome:
+    """Tune `tunable` within `budget_s`; the returned run is complete and beats `base_score`."""
+    planned = affordable_trials(base.seconds, budget_s)
+    if planned < MIN_TRIALS:
+        emit("tuning_skipped", model=tunable.family, reason=f"only {planned} trials fit in {budget_s:.0f} s")
+        return TuningOutcome(None, [], planned)
+    deadline = time.monotonic() + budget_s
+    best: dict[str, Any] = {"run": None, "score": base_score}
+
+    def objective(params: dict[str, Any]) -> float:
+        run = start_run(tunable.build(params), ctx, name=f"{tunable.family}_tuned")
+        if run is None or not finish_run(run, ctx, deadline):
+            raise TimeoutError("the tuning budget ran out before this trial's folds finished")
+        score = cv_score(run, ctx)
+        if is_better(score, best["score"], higher_is_better):
+            best["run"], best["score"] = run, score
+        return score
+
+    def report(trial: Trial) -> None:
+        emit("trial", model=tunable.family, params=trial.params, score=trial.score,
+             seconds=round(trial.seconds, 2), error=trial.error)
+
+    known = [Trial(dict(tunable.defaults), base_score, base.seconds)] if math.isfinite(base_score) else []
+    config = HeboConfig(n_trials=planned, max_time_s=budget_s, seed=ctx.seed,
+                        higher_is_better=higher_is_better, n_initial=min(5, planned))
+    result = tune(objective, tunable.space, config, on_trial=report, known=known)
+    trials = [{**asdict(t), "seconds": round(t.seconds, 3)} for t in result.trials]
+    return TuningOutcome(best["run"], trials, planned)
