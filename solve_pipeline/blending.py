@@ -166,6 +166,8 @@ def blend(solutions: list[Solution], y: np.ndarray, task: Task,
                          oofs[best], tests[best])
     if len(solutions) < blend_after:
         return result
+    if task != "regression" and len(np.unique(y)) < 2:
+        return result  # one class: every solution already predicts it; nothing to weigh
 
     n_classes = oofs[0].shape[1] if task == "multiclass" else (2 if task == "binary" else 0)
     splits = _splits(y, task, folds, seed)

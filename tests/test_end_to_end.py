@@ -20,7 +20,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 COMPETITIONS = sorted(p.name for p in (SHARED / "competitions").iterdir() if (p / "description.md").exists())
 AGENTK = [sys.executable, "-m", "agentk.cli"]
 # CI-sized budgets: small enough for two cores, large enough to beat a constant clearly.
-RUN_ARGS = ["--time-budget", "60", "--folds", "3", "--json"]
+RUN_ARGS = ["--time-budget", "30", "--folds", "3", "--json"]
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -258,3 +258,72 @@ def test_load_setup_module(tmp_path: Path) -> None:
     assert module.HIGHER_IS_BETTER is False and module.score(None, None) == 0.5
     with pytest.raises(FileNotFoundError):
         load_setup_module(tmp_path / "missing.py", "agentk_missing")
+
+
+RAISING_METRIC = '''
+HIGHER_IS_BETTER = True
+
+def score(y_true, y_pred):
+    raise ValueError("this metric needs a leaderboard server")
+'''
+
+
+def _titanic_variant(root: Path, *, metric: str | None = None, one_class: bool = False,
+                     unseen: bool = False) -> Path:
+    """The titanic workspace with one thing made awkward, written the way a setup would."""
+    import solver_workspaces as sw
+
+    raw = pd.read_csv(sw.COMPETITIONS / "titanic/data/train.csv")
+    raw["id"] = raw["PassengerId"].astype(str)
+    raw["AllMissing"] = np.nan
+    train, test = sw.split_rows(raw)
+    if one_class:
+        train["Survived"] = 0
+    if unseen:
+        # Levels the training rows never show: a new port, a new class label, a new sex.
+        test.loc[test.index[:40], "Embarked"] = "X"
+        test.loc[test.index[:40], "Sex"] = "unknown"
+    features = ["id", "Pclass", "Sex", "Age", "Fare", "Embarked", "AllMissing"]
+    sample = pd.DataFrame({"PassengerId": test["id"], "Survived": 0})
+    return sw.write_workspace(
+        root, inputs={"tab": (train[features], test[features])}, targets=train[["id", "Survived"]],
+        test_ids=test["id"].tolist(), spec={"column": "Survived", "task": "binary", "classes": [0, 1]},
+        id_name="PassengerId", metric=metric or sw.ACCURACY_METRIC, formatter=sw.LABEL_FORMAT, sample=sample)
+
+
+def test_unscorable_metric_falls_back_to_a_surrogate(tmp_path: Path) -> None:
+    workspace = _titanic_variant(tmp_path / "ws", metric=RAISING_METRIC)
+    result, events = run_solver(workspace, "--folds", "3", "--time-budget", "15", "--no-tune")
+    assert any(e["event"] == "metric_fallback" for e in events)
+    assert result["metric"] == "surrogate" and result["higher_is_better"] is False
+    # Ranked by log loss: a real model, not the constant it would otherwise be stuck with.
+    assert result["model"] != "constant"
+    assert result["validation_score"] < 0.5 < result["cv"]["constant"]
+    assert validate_submission(workspace / "submissions/submission.csv",
+                               sample_path=workspace / "raw/data/sample_submission.csv") == []
+
+
+def test_one_class_target_still_submits(tmp_path: Path) -> None:
+    workspace = _titanic_variant(tmp_path / "ws", one_class=True)
+    result, events = run_solver(workspace, "--folds", "3", "--time-budget", "15", "--no-tune")
+    submission = pd.read_csv(workspace / "submissions/submission.csv")
+    assert validate_submission(workspace / "submissions/submission.csv",
+                               sample_path=workspace / "raw/data/sample_submission.csv") == []
+    # Nothing to separate: every family falls back to the class it saw.
+    assert set(submission["Survived"]) == {0}
+    assert result["validation_score"] == 1.0
+
+
+def test_all_missing_column_and_unseen_categories(tmp_path: Path) -> None:
+    workspace = _titanic_variant(tmp_path / "ws", unseen=True)
+    result, _ = run_solver(workspace, "--folds", "3", "--time-budget", "20", "--no-tune")
+    assert result["validation_score"] > 0.75 and result["model"] != "constant"
+    submission = pd.read_csv(workspace / "submissions/submission.csv")
+    assert validate_submission(workspace / "submissions/submission.csv",
+                               sample_path=workspace / "raw/data/sample_submission.csv") == []
+    assert submission["Survived"].notna().all() and set(submission["Survived"]) <= {0, 1}
+    # Every finished family coped with the unseen levels in its test predictions.
+    finished = [e["family"] for e in result["race"] if e["status"] == "finished"]
+    for name in finished:
+        test = pd.read_csv(workspace / "solve" / "predictions" / f"{name}_test.csv")
+        assert test[["Survived__proba__0", "Survived__proba__1"]].notna().all().all()
