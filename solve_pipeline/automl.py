@@ -1,9 +1,10 @@
 """The tabular AutoML race: model families under K-fold CV with successive halving.
 
-Rung one fits a single fold of every family; the weaker half (by that fold's metric) is dropped,
-and the survivors finish their remaining folds best-first, so the strongest family is the first
-to reach a complete out-of-fold prediction and a submission. Every finished family keeps its OOF
-and test predictions for blending.
+The first family (the cheapest: the catalog lists them cheapest first) is finished at once, so a
+real model replaces the constant submission early whatever the budget. Rung one then fits a single
+fold of every other family; the weaker half (by that fold's metric) is dropped, and the survivors
+finish their remaining folds cheapest first. Every finished family keeps its OOF and test
+predictions for blending.
 """
 
 from __future__ import annotations
@@ -46,16 +47,22 @@ class RaceOutcome:
 
 
 def race(candidates: list[Candidate], ctx: CVContext, deadline: float, higher_is_better: bool,
-         on_finished: Callable[[CandidateRun], None]) -> RaceOutcome:
-    """Run the race until every survivor finishes or the deadline passes."""
+         on_finished: Callable[[CandidateRun], None], hard_deadline: float | None = None) -> RaceOutcome:
+    """Run the race until every survivor finishes or the deadline passes.
+
+    Until one family has finished, the race may run on to `hard_deadline` (the end of the whole
+    budget): a real model beats the constant, however little time is left for anything else.
+    """
+    hard = deadline if hard_deadline is None else max(deadline, hard_deadline)
     entries: dict[str, RaceEntry] = {}
     rung: list[tuple[CandidateRun, float]] = []
     # Rung one may spend about half the race; a family slower than its share is cut short there
     # (boosting keeps the trees it has), which is how a slow family loses on a small budget.
     box = max(RUNG_ONE_MIN_S, 0.5 * (deadline - time.monotonic()) / max(len(candidates), 1))
-    for candidate in candidates:
+    for index, candidate in enumerate(candidates):
+        pace_setter = index == 0
         entry = entries[candidate.name] = RaceEntry(candidate.name, "skipped")
-        if time.monotonic() > deadline:
+        if time.monotonic() > (hard if pace_setter else deadline):
             entry.status, entry.reason = "out_of_time", "the race's time budget was spent before rung one"
             emit("skip", model=candidate.name, reason=entry.reason)
             continue
@@ -64,31 +71,40 @@ def race(candidates: list[Candidate], ctx: CVContext, deadline: float, higher_is
             if run is None:
                 entry.reason = "no usable features"
                 continue
-            score = fit_fold(run, 0, ctx, min(deadline, time.monotonic() + box))
+            score = fit_fold(run, 0, ctx, hard if pace_setter else min(deadline, time.monotonic() + box))
         except Exception as error:  # noqa: BLE001 - one broken family must not sink the race
             entry.status, entry.reason = "failed", f"{type(error).__name__}: {error}"
             emit("skip", model=candidate.name, reason=entry.reason)
             continue
         entry.first_fold_score = score if math.isfinite(score) else None
         entry.seconds = run.seconds
-        rung.append((run, score))
+        if pace_setter:
+            finish_cheapest_first([run], entries, ctx, hard, on_finished)
+        else:
+            rung.append((run, score))
 
-    kept = survivors(rung, higher_is_better)
+    kept = survivors(rung, higher_is_better, keep_at_least=MIN_SURVIVORS - 1)
     for run, _ in rung:
         if run not in kept:
             entries[run.name].status = "pruned"
             emit("pruned", model=run.name, first_fold_score=entries[run.name].first_fold_score)
-    finish_cheapest_first(kept, entries, ctx, deadline, on_finished)
+    finish_cheapest_first(kept, entries, ctx, deadline, on_finished,
+                          first_deadline=None if any(e.status == "finished" for e in entries.values()) else hard)
     pruned = [run for run, _ in rung if run not in kept]
     return RaceOutcome(list(entries.values()), pruned)
 
 
 def finish_cheapest_first(runs: list[CandidateRun], entries: dict[str, RaceEntry], ctx: CVContext,
-                          deadline: float, on_finished: Callable[[CandidateRun], None]) -> None:
-    """Complete the runs' folds; several complete solutions (for blending) beat one slow one."""
+                          deadline: float, on_finished: Callable[[CandidateRun], None],
+                          first_deadline: float | None = None) -> None:
+    """Complete the runs' folds; several complete solutions (for blending) beat one slow one.
+
+    The first run to finish may use `first_deadline` instead of `deadline`."""
+    finished_any = first_deadline is None
     for run in sorted(runs, key=lambda r: r.seconds):
         entry = entries[run.name]
-        remaining = deadline - time.monotonic()
+        limit = deadline if finished_any else max(deadline, first_deadline)
+        remaining = limit - time.monotonic()
         expected = run.seconds * (len(ctx.folds) - len(run.done))
         # A family that cannot finish in time would only burn the budget the next ones need.
         if expected > 1.2 * remaining:
@@ -97,7 +113,7 @@ def finish_cheapest_first(runs: list[CandidateRun], entries: dict[str, RaceEntry
             emit("skip", model=run.name, reason=entry.reason)
             continue
         try:
-            finished = finish_run(run, ctx, deadline)
+            finished = finish_run(run, ctx, limit)
         except Exception as error:  # noqa: BLE001
             entry.status, entry.reason = "failed", f"{type(error).__name__}: {error}"
             emit("skip", model=run.name, reason=entry.reason)
@@ -107,6 +123,7 @@ def finish_cheapest_first(runs: list[CandidateRun], entries: dict[str, RaceEntry
             entry.status, entry.reason = "out_of_time", "deadline passed between folds"
             continue
         entry.status = "finished"
+        finished_any = True
         on_finished(run)
 
 

@@ -61,17 +61,26 @@ def _linear() -> Candidate:
     return Candidate("linear", linear_matrices, lambda s, o, f: LinearModel(s, o, C=_linear_c(f)))
 
 
-def _fusion(params: dict[str, Any] | None = None) -> Candidate:
+def _fusion(params: dict[str, Any] | None = None, embed_seconds: float = 240.0) -> Candidate:
     from solve_pipeline.fusion import FusionModel, fusion_matrices
 
-    return Candidate("fusion", fusion_matrices, lambda s, o, f: FusionModel(s, o, params=params))
+    def matrices(features: FeatureSet, seed: int) -> Any:
+        # Sentence embedding is the net's big fixed cost; past its share it falls back to TF-IDF SVD.
+        return fusion_matrices(features, seed, max_embed_seconds=embed_seconds)
+
+    return Candidate("fusion", matrices, lambda s, o, f: FusionModel(s, o, params=params))
 
 
 def has_rich_inputs(features: FeatureSet) -> bool:
     return features.text_train is not None or features.image_train is not None
 
 
-def race_candidates(features: FeatureSet, light: bool = False, fusion: str = "auto") -> list[Candidate]:
+# Share of the whole budget the late-fusion net may spend embedding text before it falls back.
+EMBED_SHARE = 0.25
+
+
+def race_candidates(features: FeatureSet, light: bool = False, fusion: str = "auto",
+                    budget_s: float | None = None) -> list[Candidate]:
     if light:
         return [_linear(), _lightgbm()]
     candidates = [_linear(), _lightgbm()]
@@ -81,7 +90,8 @@ def race_candidates(features: FeatureSet, light: bool = False, fusion: str = "au
         candidates.append(_lightgbm_target_encoded())
     candidates += [_catboost(), _forest("extratrees"), _forest("random_forest")]
     if fusion == "on" or (fusion == "auto" and has_rich_inputs(features)):
-        candidates.append(_fusion())
+        embed_seconds = 240.0 if budget_s is None else max(10.0, EMBED_SHARE * budget_s)
+        candidates.append(_fusion(embed_seconds=embed_seconds))
     return candidates
 
 

@@ -50,6 +50,9 @@ class FeatureSet:
     image_train: np.ndarray | None = None
     image_test: np.ndarray | None = None
     image_shape: tuple[int, int, int] | None = None  # (channels=image columns, h, w)
+    # Text columns of each row joined with " | ", for models that read raw text (sentence encoders).
+    raw_text_train: list[str] | None = None
+    raw_text_test: list[str] | None = None
 
     @property
     def categorical_indices(self) -> list[int]:
@@ -296,7 +299,13 @@ def build_features(
         image_train=image_train,
         image_test=image_test,
         image_shape=image_shape,
+        raw_text_train=_joined(text_columns_train) if text_columns_train else None,
+        raw_text_test=_joined(text_columns_test) if text_columns_test else None,
     )
+
+
+def _joined(columns: dict[str, list[str]]) -> list[str]:
+    return [" | ".join(part for part in parts if part) for parts in zip(*columns.values(), strict=True)]
 
 
 class _BlockDataset:

