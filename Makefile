@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export LANCEDB_LOG := error
 
-.PHONY: demo test install clean
+.PHONY: demo test install clean autogluon
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -28,6 +28,20 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# `agentk bench` rival: AutoGluon in its own venv, because its numpy/pandas/scikit-learn pins clash
+# with ours. The local CPU torch goes in first so that no extra pulls CUDA wheels. No fastai extra:
+# it pulls torchvision (no CPU build here) and spacy; AutoGluon's NeuralNetTorch covers neural nets.
+AG_VENV := .venv-autogluon
+autogluon: $(AG_VENV)/.installed
+
+$(AG_VENV)/.installed:
+	$(PY) -m venv $(AG_VENV)
+	echo '*' > $(AG_VENV)/.gitignore  # keeps the venv out of git without touching .gitignore
+	$(AG_VENV)/bin/pip install -q --upgrade pip
+	$(AG_VENV)/bin/pip install -q "torch==2.13.0"
+	$(AG_VENV)/bin/pip install -q "autogluon.tabular[lightgbm,catboost,xgboost]==1.6.*"
+	touch $(AG_VENV)/.installed
 
 clean:
 	rm -rf $(VENV) workspaces/*/

@@ -1,20 +1,33 @@
 """`agentk bench`: run competitions and report, per competition, setup attempts per stage, time to a
-valid submission, the validation and test scores, and the best constant prediction's score."""
+valid submission, the validation and test scores, and the best constant prediction's score.
+
+With rivals (`--rivals lightgbm,autogluon`) each competition is also solved, in the same run, on
+the same workspace and with the same time budget, by LightGBM with defaults and by AutoGluon
+(agentk/bench_rivals/), and the table compares score, time to first valid submission, total time
+and peak memory. With `--splits N` every split competition is graded over held-out splits with
+seeds 0..N-1 and the comparison reports the mean and spread over them.
+"""
 
 from __future__ import annotations
 
 import json
 import math
+import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
 from agentk.baselines import constant_score
+from agentk.bench_rivals.common import SystemResult
+from agentk.bench_rivals.memory import PeakRss
 from agentk.config import RunConfig
 from agentk.errors import AgentKError, SourceError
 from agentk.sources import load_competition
+from agentk.sources.base import Competition
+from agentk.workspace import Workspace
 
 
 def expand_sources(sources: list[str]) -> list[str]:
@@ -48,31 +61,89 @@ def _loads(path: Path) -> bool:
         return False
 
 
-def run_bench(sources: list[str], config: RunConfig, seeds: int = 1) -> list[dict[str, Any]]:
-    """One row per (competition, seed); with several seeds each seed gets its own workspace root."""
+RIVALS: tuple[str, ...] = ("lightgbm", "autogluon")
+SYSTEMS: tuple[str, ...] = ("agentk", *RIVALS)
+
+
+def parse_rivals(text: str | None) -> tuple[str, ...]:
+    """`lightgbm,autogluon` (the default), a subset, or `none`; anything else is a one-line error."""
+    if text is None:
+        return RIVALS
+    names = [n.strip().lower() for n in text.split(",") if n.strip()]
+    if names == ["none"]:
+        return ()
+    unknown = [n for n in names if n not in RIVALS]
+    if unknown or not names:
+        raise AgentKError(f"--rivals takes a comma-separated list of {', '.join(RIVALS)}, or none; not {text!r}")
+    return tuple(n for n in RIVALS if n in names)
+
+
+def run_bench(sources: list[str], config: RunConfig, seeds: int = 1, rivals: tuple[str, ...] = (),
+              splits: int = 1, autogluon_python: Path | None = None) -> list[dict[str, Any]]:
+    """One row per (competition, split, seed). Several seeds or splits each get their own workspace
+    root, so runs never collide; rivals run on the workspace agentk just used."""
+    from agentk.bench_rivals.splits import is_resplittable, split_source
     from agentk.runner import run_competition
 
+    root = Path(config.workspace_root)
     rows = []
     for source in sources:
-        competition = load_competition(source)
-        baseline = constant_score(competition)
-        for seed in range(seeds):
-            seeded = config if seeds == 1 else config.model_copy(update={"seed": seed, "workspace_root": Path(config.workspace_root) / f"seed{seed}"})
-            rows.append(_run_one(run_competition, source, competition.id, seeded, baseline))
+        repeat = splits > 1 and is_resplittable(Path(source))
+        for split in range(splits if repeat else 1):
+            split_src = str(split_source(Path(source), split, root / "_splits")) if repeat else source
+            competition = load_competition(split_src)
+            baseline = constant_score(competition)
+            for seed in range(seeds):
+                base = root / f"split{split}" if repeat else root
+                update: dict[str, Any] = {"workspace_root": base / f"seed{seed}" if seeds > 1 else base}
+                if seeds > 1:
+                    update["seed"] = seed
+                run_config = config.model_copy(update=update)
+                row = _run_one(run_competition, split_src, competition.id, run_config, baseline)
+                row["split"] = split if repeat else None
+                if competition.grading is not None:  # the grader's direction, not the agent's reading of it
+                    row["higher_is_better"] = competition.grading.higher_is_better
+                if splits > 1 and not repeat:
+                    row["notes"] = ["fixed test set: graded once"]
+                workspace = Workspace(Path(run_config.workspace_root).resolve() / competition.id)
+                row["systems"].update(_run_rivals(rivals, workspace, competition, run_config, autogluon_python))
+                rows.append(row)
     return rows
+
+
+def _run_rivals(rivals: tuple[str, ...], workspace: Workspace, competition: Competition, config: RunConfig,
+                autogluon_python: Path | None) -> dict[str, dict[str, Any]]:
+    from agentk.bench_rivals.autogluon_rival import run_autogluon
+    from agentk.bench_rivals.lightgbm_defaults import run_lightgbm
+
+    runners: dict[str, Callable[[], SystemResult]] = {
+        "lightgbm": lambda: run_lightgbm(workspace, competition, config.time_budget_s, config.seed),
+        "autogluon": lambda: run_autogluon(workspace, competition, config.time_budget_s, autogluon_python),
+    }
+    results = {}
+    for name in rivals:
+        try:
+            results[name] = runners[name]().to_dict()
+        except Exception as exc:  # noqa: BLE001 - a rival's failure is a table cell, never the bench's end
+            results[name] = SystemResult(name, status=f"error: {type(exc).__name__}: {exc}"[:240]).to_dict()
+    return results
 
 
 def _run_one(run_competition, source: str, competition_id: str, config: RunConfig, baseline: float | None) -> dict[str, Any]:
     started = time.monotonic()
-    try:
-        result = run_competition(source, config).result
-        error = None
-    except AgentKError as exc:
-        result, error = {}, str(exc)
-        result_path = Path(config.workspace_root).resolve() / competition_id / "result.json"
-        if result_path.exists():  # a failed run still records its setup attempts
-            result = json.loads(result_path.read_text(encoding="utf-8"))
+    with PeakRss() as peak:
+        try:
+            result = run_competition(source, config).result
+            error = None
+        except AgentKError as exc:
+            result, error = {}, str(exc)
+            result_path = Path(config.workspace_root).resolve() / competition_id / "result.json"
+            if result_path.exists():  # a failed run still records its setup attempts
+                result = json.loads(result_path.read_text(encoding="utf-8"))
+    total = round(time.monotonic() - started, 1)
     setup = result.get("setup", {})
+    workspace = Workspace(Path(config.workspace_root).resolve() / competition_id)
+    agentk = _agentk_system(result, workspace, error, total, peak.mb)
     return {
         "competition": competition_id,
         "seed": config.seed,
@@ -81,14 +152,147 @@ def _run_one(run_competition, source: str, competition_id: str, config: RunConfi
         "tokens": (result.get("llm_usage") or {}).get("total_tokens", 0),
         "valid_submission": bool(result.get("valid_submission")),
         "metric": result.get("test_metric") or result.get("metric"),
+        "higher_is_better": result.get("higher_is_better"),
         "validation_score": result.get("validation_score"),
         "test_score": result.get("test_score"),
         "constant_score": baseline,
         "setup_attempts": {k: v["attempts"] for k, v in setup.items()},
-        "time_to_valid_submission_s": round(time.monotonic() - started, 1) if result.get("valid_submission") else None,
+        "time_to_valid_submission_s": total if result.get("valid_submission") else None,
         "model": result.get("model"),
         "error": error,
+        "tabular": _tabular(workspace),
+        "systems": {"agentk": agentk.to_dict()},
     }
+
+
+def _agentk_system(result: dict[str, Any], workspace: Workspace, error: str | None, total_s: float, peak_mb: float) -> SystemResult:
+    """agentk's cell group. Time to first valid submission = the setup's time + the solver's own
+    time to its first submission; the setup's time is the run's minus the solver's (so it also
+    holds the solver's start-up and the final validation: a slight overestimate, never an under)."""
+    system = SystemResult("agentk", total_s=total_s, peak_rss_mb=peak_mb)
+    system.valid_submission = bool(result.get("valid_submission"))
+    system.test_score = result.get("test_score")
+    system.submission_path = result.get("submission_path")
+    if not system.valid_submission:
+        system.status = f"error: {error or result.get('error') or 'no valid submission'}"[:240]
+        return system
+    solve = _read_json(workspace.solve / "solve_result.json")
+    first, solve_elapsed, elapsed = solve.get("time_to_first_submission_s"), solve.get("elapsed_s"), result.get("elapsed_s")
+    if all(isinstance(v, (int, float)) for v in (first, solve_elapsed, elapsed)):
+        system.time_to_first_submission_s = round(max(0.0, elapsed - solve_elapsed) + first, 1)
+    else:
+        system.notes.append("solve_result.json lacks timing: time to first submission unknown")
+    return system
+
+
+def _tabular(workspace: Workspace) -> bool | None:
+    modalities = _read_json(workspace.setup / "modalities.json").get("input_modalities")
+    return None if not isinstance(modalities, list) else "image" not in modalities
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+# ---------------------------------------------------------------- side-by-side comparison
+
+
+def compare(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per competition and system, over its splits (and seeds): mean and spread of the test score,
+    the ratio to AutoGluon oriented so that > 1 means better than AutoGluon, mean times, peak memory."""
+    out = []
+    for competition in dict.fromkeys(r["competition"] for r in rows):
+        runs = [r for r in rows if r["competition"] == competition]
+        higher = next((r["higher_is_better"] for r in runs if r.get("higher_is_better") is not None), None)
+        systems = {}
+        for name in dict.fromkeys(n for r in runs for n in r["systems"]):
+            cells = [r["systems"][name] for r in runs if name in r["systems"]]
+            scores = [c["test_score"] for c in cells if isinstance(c["test_score"], (int, float)) and math.isfinite(c["test_score"])]
+            bad = [c["status"] for c in cells if c["status"] != "ok"]
+            systems[name] = {
+                "runs": len(cells),
+                "scored": len(scores),
+                "mean": statistics.fmean(scores) if scores else None,
+                "std": statistics.stdev(scores) if len(scores) > 1 else None,
+                "scores": scores,
+                "time_to_first_submission_s": _mean(c["time_to_first_submission_s"] for c in cells),
+                "total_s": _mean(c["total_s"] for c in cells),
+                "peak_rss_mb": max((c["peak_rss_mb"] for c in cells if c["peak_rss_mb"]), default=None),
+                "status": "ok" if not bad else (bad[0] if len(bad) == len(cells) else f"{len(bad)}/{len(cells)} failed: {bad[0]}"),
+                "notes": list(dict.fromkeys(n for c in cells for n in c.get("notes", []))),
+            }
+        reference = systems.get("autogluon", {}).get("mean")
+        for system in systems.values():
+            system["vs_autogluon"] = _ratio(system["mean"], reference, higher)
+        out.append({
+            "competition": competition,
+            "metric": runs[0]["metric"],
+            "higher_is_better": higher,
+            "splits": sorted({r["split"] for r in runs if r.get("split") is not None}),
+            "tabular": runs[0].get("tabular"),
+            "systems": systems,
+        })
+    return out
+
+
+def _mean(values: Any) -> float | None:
+    numbers = [v for v in values if isinstance(v, (int, float))]
+    return round(statistics.fmean(numbers), 1) if numbers else None
+
+
+def _ratio(ours: float | None, autogluon: float | None, higher: bool | None) -> float | None:
+    """ours/AG for higher-is-better, AG/ours for lower-is-better: > 1 always means better than
+    AutoGluon. Undefined when a score is not positive (r2, mcc and kappa can be <= 0)."""
+    if ours is None or autogluon is None or higher is None or ours <= 0 or autogluon <= 0:
+        return None
+    return ours / autogluon if higher else autogluon / ours
+
+
+def _at_least(a: float, b: float, higher: bool) -> bool:
+    return a >= b if higher else a <= b
+
+
+def _beats(a: float, b: float, higher: bool) -> bool:
+    return a > b if higher else a < b
+
+
+def summary_line(comparisons: list[dict[str, Any]]) -> str:
+    """How many tabular competitions (those AutoGluon scored) agentk matches or beats AutoGluon on,
+    and beats LightGBM defaults on, by mean test score."""
+    scored = [c for c in comparisons if c["higher_is_better"] is not None and c["systems"].get("agentk", {}).get("mean") is not None]
+    with_ag = [c for c in scored if c["systems"].get("autogluon", {}).get("mean") is not None]
+    with_lgb = [c for c in scored if c["systems"].get("lightgbm", {}).get("mean") is not None]
+    ge_ag = {c["competition"] for c in with_ag if _at_least(c["systems"]["agentk"]["mean"], c["systems"]["autogluon"]["mean"], c["higher_is_better"])}
+    gt_lgb = {c["competition"] for c in with_lgb if _beats(c["systems"]["agentk"]["mean"], c["systems"]["lightgbm"]["mean"], c["higher_is_better"])}
+    both = [c for c in with_ag if c["competition"] in ge_ag and c["competition"] in gt_lgb]
+    ag_part = f"agentk >= AutoGluon on {len(ge_ag)}/{len(with_ag)} tabular competitions" if with_ag else "AutoGluon scored no competition"
+    lgb_part = f"> LightGBM defaults on {len(gt_lgb)}/{len(with_lgb)}" if with_lgb else "LightGBM defaults scored none"
+    return f"{ag_part}; {lgb_part}; both on {len(both)}/{len(with_ag)}"
+
+
+def render_comparison(comparisons: list[dict[str, Any]]) -> Table:
+    table = Table(title="agentk bench: side by side (same split, same budget)")
+    for column in ("competition", "metric", "system", "test score", "vs AG (>1 better)", "first sub (s)", "total (s)", "peak MB", "status"):
+        table.add_column(column, no_wrap=column in ("competition", "system"))
+    for comparison in comparisons:
+        higher = comparison["higher_is_better"]
+        metric = f"{comparison['metric']} ({'↑' if higher else '↓' if higher is not None else '?'})"
+        splits = comparison["splits"]
+        for k, (name, s) in enumerate(comparison["systems"].items()):
+            score = _fmt(s["mean"]) + (f" ± {s['std']:.4f}" if s["std"] is not None else "")
+            if len(splits) > 1 and s["mean"] is not None:
+                score += f" (n={s['scored']})"
+            table.add_row(
+                comparison["competition"] if k == 0 else "", metric if k == 0 else "", name, score,
+                _fmt(s["vs_autogluon"], 3), _fmt(s["time_to_first_submission_s"], 1), _fmt(s["total_s"], 1),
+                _fmt(s["peak_rss_mb"], 0), s["status"],
+            )
+        table.add_section()
+    return table
 
 
 def pass_at_k(n: int, c: int, k: int) -> float | None:

@@ -183,29 +183,48 @@ def leaderboard(
 def bench(
     sources: list[str] = typer.Argument(None, help="Competition folders, or folders of competition folders. Default: the embedded demo."),
     workspace_root: Path = typer.Option(Path("workspaces/bench"), "--workspace-root", "-w"),
-    time_budget: float = typer.Option(300.0, "--time-budget"),
+    time_budget: float = typer.Option(300.0, "--time-budget", help="Seconds per competition, the same for agentk's solver and every rival."),
     folds: int = typer.Option(5, "--folds"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the rows as JSON here."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", "--json", help="Also write every row as JSON here."),
     seeds: int = typer.Option(1, "--seeds", min=1, help="Runs per competition; reports per-stage success rates and Pass@1/3/10."),
+    rivals: Optional[str] = typer.Option(None, "--rivals", help="Rivals run side by side on the same split and budget: lightgbm,autogluon (default), a subset, or none."),
+    splits: int = typer.Option(1, "--splits", min=1, help="Held-out splits per split competition (seeds 0..N-1); scores are averaged over them."),
+    autogluon_python: Optional[Path] = typer.Option(None, "--autogluon-python", help="AutoGluon's interpreter (default: $AGENTK_AUTOGLUON_PYTHON or .venv-autogluon from `make autogluon`)."),
     policy: Optional[str] = typer.Option(None, "--policy", help="expert | llm | hybrid."),
     llm: Optional[str] = typer.Option(None, "--llm", help="OpenAI-compatible base URL."),
     model: Optional[str] = typer.Option(None, "--model", "--llm-model", help="The served model name."),
 ) -> None:
-    """Run competitions and print setup attempts per stage, time to a valid submission and scores."""
-    from agentk.bench import expand_sources, render_seed_table, render_table, run_bench, summarise_seeds
+    """Run competitions and print setup attempts per stage, time to a valid submission and scores;
+    with rivals, agentk against LightGBM defaults and AutoGluon side by side."""
+    from agentk.bench import (
+        compare, expand_sources, parse_rivals, render_comparison, render_seed_table, render_table, run_bench,
+        summarise_seeds, summary_line,
+    )
 
     if policy is not None and policy not in ("expert", "llm", "hybrid"):
         _fail(f"--policy must be expert, llm or hybrid, not {policy!r}")
+    if autogluon_python is not None and not autogluon_python.is_file():
+        _fail(f"--autogluon-python: no such file: {autogluon_python}")
+    chosen = _guard(lambda: parse_rivals(rivals))
     config = RunConfig(workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, quiet=True, policy=policy, llm_base_url=llm, llm_model=model)
-    rows = _guard(lambda: run_bench(expand_sources(sources or []), config, seeds=seeds))
+    rows = _guard(lambda: run_bench(expand_sources(sources or []), config, seeds=seeds, rivals=chosen, splits=splits, autogluon_python=autogluon_python))
     # Piped output has no terminal width; keep the table's columns unwrapped for logs and notes.
-    out = console if console.is_terminal else Console(highlight=False, width=160)
+    out = console if console.is_terminal else Console(highlight=False, width=200)
     out.print(render_table(rows))
     summaries = summarise_seeds(rows) if seeds > 1 else []
     if summaries:
         out.print(render_seed_table(summaries))
+    comparisons = compare(rows) if chosen or splits > 1 else []
+    if comparisons:
+        out.print(render_comparison(comparisons))
+        if chosen:
+            out.print(summary_line(comparisons))
     if output is not None:
-        output.write_text(json.dumps({"runs": rows, "summaries": summaries} if summaries else rows, indent=2, default=str), encoding="utf-8")
+        if seeds == 1 and splits == 1:
+            data: object = rows  # the shape bench has always written
+        else:
+            data = {"runs": rows, **({"summaries": summaries} if summaries else {}), "comparison": comparisons}
+        output.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
     if seeds == 1 and not all(r["valid_submission"] for r in rows):
         raise typer.Exit(1)
 

@@ -1,0 +1,105 @@
+"""Peak resident memory of the processes a bench system starts.
+
+Every system in the bench (agentk's setup and solver subprocesses, each rival) runs as children of
+the bench process, one system at a time. Two measurements are combined, because neither alone is
+right for a process tree:
+
+* sampling `/proc` every `interval_s` and summing the RSS of all live descendants catches processes
+  that run *at the same time* (a sandbox group, a worker pool), which `ru_maxrss` cannot: it is the
+  peak of the single largest child, never a sum;
+* `getrusage(RUSAGE_CHILDREN).ru_maxrss` is exact for a single process, so a spike shorter than the
+  sampling interval is still seen. It is a process-wide high-water mark, so it only tells something
+  about this window when it rose during it.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import threading
+from pathlib import Path
+from types import TracebackType
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _proc_table() -> dict[int, tuple[int, int, int]]:
+    """pid -> (ppid, pgrp, rss bytes) for every visible process (empty when /proc is missing)."""
+    table: dict[int, tuple[int, int, int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return table
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{entry}/stat").read_bytes()
+        except OSError:
+            continue  # exited while we looked
+        # The command name is parenthesised and may hold spaces: split after its last ')'.
+        fields = raw.rsplit(b")", 1)[-1].split()
+        try:
+            # After ')': state(0) ppid(1) pgrp(2) ... rss is field 24 of the full line, 21 here.
+            table[int(entry)] = (int(fields[1]), int(fields[2]), int(fields[21]) * _PAGE)
+        except (IndexError, ValueError):
+            continue
+    return table
+
+
+def tree_rss_bytes(root_pid: int, include_root: bool = False) -> int:
+    """Summed RSS of `root_pid`'s descendants (and of anything sharing a descendant's process
+    group: the sandbox makes each child a group leader, so an orphaned grandchild still counts)."""
+    table = _proc_table()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found: set[int] = set()
+    stack = [root_pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    groups = set(found)
+    found |= {pid for pid, (_, pgrp, _) in table.items() if pgrp in groups and pid != root_pid}
+    if include_root and root_pid in table:
+        found.add(root_pid)
+    return sum(table[pid][2] for pid in found if pid in table)
+
+
+class PeakRss:
+    """`with PeakRss() as peak: ...` then `peak.mb`: the peak RSS of this process's children."""
+
+    def __init__(self, interval_s: float = 0.2) -> None:
+        self.interval_s = interval_s
+        self._peak_bytes = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._maxrss_before_kb = 0
+        self._maxrss_after_kb = 0
+
+    def __enter__(self) -> PeakRss:
+        self._maxrss_before_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        self._thread = threading.Thread(target=self._sample, name="peak-rss", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+        self._maxrss_after_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+
+    def _sample(self) -> None:
+        me = os.getpid()
+        while not self._stop.is_set():
+            self._peak_bytes = max(self._peak_bytes, tree_rss_bytes(me))
+            self._stop.wait(self.interval_s)
+
+    @property
+    def mb(self) -> float:
+        sampled = self._peak_bytes / 2**20
+        # ru_maxrss is in KiB on Linux; it speaks for this window only if it rose within it.
+        single = self._maxrss_after_kb / 1024 if self._maxrss_after_kb > self._maxrss_before_kb else 0.0
+        return round(max(sampled, single), 1)

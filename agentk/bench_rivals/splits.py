@@ -1,0 +1,59 @@
+"""Repeated held-out splits: the same competition graded on splits with seeds 0..N-1.
+
+A 90-row held-out set (titanic) is noisy, so the bench repeats each split competition over several
+seeds. The runner loads its competition from a source folder, so each split gets a folder of its
+own: links to the original description.md and data/, plus a copy of competition.toml whose
+`split_seed` is the split's. Everything downstream (the agent's view, the answers, the grader)
+follows from that folder, and the competition id stays the same.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+
+from agentk.errors import SourceError
+
+TOML_NAME = "competition.toml"
+_SEED_LINE = re.compile(r"^\s*split_seed\s*=.*$", re.MULTILINE)
+_GRADING_HEADER = re.compile(r"^\s*\[grading\]\s*$", re.MULTILINE)
+
+
+def is_resplittable(source: Path) -> bool:
+    """A local competition whose answers are held out of data/train.csv (answers = "split")."""
+    toml = Path(source) / TOML_NAME
+    if not toml.is_file() or not (Path(source) / "data").is_dir():
+        return False
+    try:
+        grading = tomllib.loads(toml.read_text(encoding="utf-8")).get("grading", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+    return isinstance(grading, dict) and grading.get("answers") == "split"
+
+
+def split_source(source: Path, seed: int, root: Path) -> Path:
+    """`root/split<seed>/<name>`: the competition with `split_seed = seed`; rebuilt idempotently."""
+    source = Path(source).resolve()
+    if not is_resplittable(source):
+        raise SourceError(f"{source} does not hold out answers from its train file (answers = \"split\"): it cannot be re-split")
+    folder = Path(root).resolve() / f"split{seed}" / source.name
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("description.md", "data"):
+        link = folder / name
+        if link.is_symlink() and Path(os.readlink(link)) == source / name:
+            continue
+        if link.is_symlink() or link.is_file():
+            link.unlink()
+        link.symlink_to(source / name)
+    text = (source / TOML_NAME).read_text(encoding="utf-8")
+    if _SEED_LINE.search(text):
+        text = _SEED_LINE.sub(f"split_seed = {seed}", text, count=1)
+    else:
+        text = _GRADING_HEADER.sub(f"[grading]\nsplit_seed = {seed}", text, count=1)
+    target = folder / TOML_NAME
+    # Same bytes, same file: the prepared view's fingerprint reads it, so an untouched split is reused.
+    if not target.is_file() or target.read_text(encoding="utf-8") != text:
+        target.write_text(text, encoding="utf-8")
+    return folder
