@@ -49,6 +49,8 @@ def run(
     workspace_root: Path = WorkspaceRoot,
     time_budget: float = typer.Option(600.0, "--time-budget", help="Solver time budget in seconds."),
     folds: int = typer.Option(5, "--folds", help="Cross-validation folds."),
+    fusion: str = typer.Option("auto", "--fusion", help="Late-fusion net: auto (text/image inputs only), on (tables too), off."),
+    no_tune: bool = typer.Option(False, "--no-tune", help="Skip HEBO tuning."),
     seed: int = typer.Option(0, "--seed"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the final line (for campaigns)."),
     as_json: bool = typer.Option(False, "--json", help="Print result.json to stdout."),
@@ -67,8 +69,11 @@ def run(
 
     if policy is not None and policy not in ("expert", "llm", "hybrid"):
         _fail(f"--policy must be expert, llm or hybrid, not {policy!r}")
+    if fusion not in ("auto", "on", "off"):
+        _fail(f"--fusion must be auto, on or off, not {fusion!r}")
     config = RunConfig(
         workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, seed=seed, quiet=quiet,
+        fusion=fusion, tune=not no_tune,
         submit=submit, force_submit=force_submit, submit_top_k=top_k, submit_poll_s=submit_poll,
         policy=policy, llm_base_url=llm, llm_model=model, llm_token_budget=token_budget, credit_assignment=not no_credit_assignment,
     )

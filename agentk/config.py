@@ -18,6 +18,9 @@ class RunConfig(BaseModel):
     credit_assignment: bool = True
     time_budget_s: float = Field(600.0, gt=0, description="solver budget per competition")
     folds: int = Field(5, ge=2, le=20)
+    # The late-fusion net: auto = only with text or image inputs; on = tables too.
+    fusion: Literal["auto", "on", "off"] = "auto"
+    tune: bool = True  # HEBO tuning of the race's best affordable family
     seed: int = 0
     quiet: bool = False
     attempts_per_stage: int = Field(3, ge=1)

@@ -163,7 +163,8 @@ def _solve(workspace: Workspace, config: RunConfig, events: EventLog) -> None:
 
 def _run_solver(workspace: Workspace, config: RunConfig, events: EventLog, status: Any):
     return run_python(
-        ["-m", "solve_pipeline.solver", str(workspace.root), "--folds", str(config.folds), "--seed", str(config.seed), "--time-budget", str(config.time_budget_s)],
+        ["-m", "solve_pipeline.solver", str(workspace.root), "--folds", str(config.folds), "--seed", str(config.seed),
+         "--time-budget", str(config.time_budget_s), "--fusion", config.fusion, *([] if config.tune else ["--no-tune"])],
         cwd=workspace.solve,
         # The solver stops itself at its budget; the sandbox timeout is only a backstop.
         limits=Limits(timeout_s=config.time_budget_s * 1.5 + 120),

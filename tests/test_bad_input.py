@@ -121,3 +121,9 @@ def test_a_run_killed_mid_setup_resumes(tmp_path: Path) -> None:
         assert result["setup"][name]["attempts"] == 1
     records = [json.loads(line) for line in attempts.read_text().splitlines()]
     assert [r["stage"] for r in records].count("summarise") == 1
+
+
+def test_unknown_fusion_choice(tmp_path: Path) -> None:
+    proc = run_cli("run", str(SHARED / "titanic"), "-w", str(tmp_path / "ws"), "--fusion", "maybe", cwd=tmp_path)
+    assert_one_line_error(proc, "--fusion", "maybe")
+    assert not (tmp_path / "ws").exists()
