@@ -16,12 +16,12 @@ from sklearn.datasets import load_digits
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics import accuracy_score, log_loss
 
+from curriculum.embedding import MINILM_DIM
 from solve_pipeline.baseline_models import ConstantModel, ModelOptions
 from solve_pipeline.dataset import CATEGORY, NUMERIC, FeatureSet
 from solve_pipeline.fusion import (
     FUSION_DEFAULTS,
     FUSION_SPACE,
-    MINILM_DIM,
     FusionModel,
     ModalityBlocks,
     fusion_candidate,
