@@ -17,16 +17,14 @@ from pathlib import Path
 
 from agentk.bench_rivals.common import (
     NOT_INSTALLED,
-    NOT_TABULAR,
     RawInputs,
-    RivalInputError,
     SystemResult,
     TargetFrame,
     failure_line,
     finish,
     measured,
-    raw_inputs,
     rival_dir,
+    tabular_inputs,
 )
 from agentk.metrics import UnknownMetricError, get_metric
 from agentk.sandbox import ExecutionResult, Limits, run_python
@@ -98,13 +96,8 @@ def run_autogluon(workspace: Workspace, competition: Competition, time_budget_s:
     if interpreter is None:
         result.status = NOT_INSTALLED
         return result
-    try:
-        inputs = raw_inputs(workspace)
-    except RivalInputError as exc:
-        result.status = f"n/a: {exc}"
-        return result
-    if not inputs.tabular:
-        result.status = NOT_TABULAR
+    inputs = tabular_inputs(workspace, result)
+    if inputs is None:
         return result
     metric = competition.grading.metric if competition.grading else _plan_metric(workspace)
     folder = rival_dir(workspace, SYSTEM)

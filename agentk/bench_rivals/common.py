@@ -98,6 +98,19 @@ def raw_inputs(workspace: Workspace) -> RawInputs:
     return RawInputs(train, test, train_id, test_id, targets, [str(m) for m in modalities])
 
 
+def tabular_inputs(workspace: Workspace, result: SystemResult) -> RawInputs | None:
+    """The rival's inputs, or None with `result.status` saying why it cannot run here."""
+    try:
+        inputs = raw_inputs(workspace)
+    except RivalInputError as exc:
+        result.status = f"n/a: {exc}"
+        return None
+    if not inputs.tabular:
+        result.status = NOT_TABULAR
+        return None
+    return inputs
+
+
 def _json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

@@ -21,14 +21,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agentk.bench_rivals.common import (
-    NOT_TABULAR,
-    RivalInputError,
     SystemResult,
     failure_line,
     finish,
     measured,
     raw_inputs,
     rival_dir,
+    tabular_inputs,
 )
 from agentk.sandbox import Limits, run_python
 from agentk.sources.base import Competition
@@ -42,13 +41,8 @@ STARTUP_ALLOWANCE_S = 60.0
 def run_lightgbm(workspace: Workspace, competition: Competition, time_budget_s: float, seed: int = 0) -> SystemResult:
     """Fit, predict and format in a sandboxed subprocess, then validate and grade its submission."""
     result = SystemResult(SYSTEM)
-    try:
-        inputs = raw_inputs(workspace)
-    except RivalInputError as exc:
-        result.status = f"n/a: {exc}"
-        return result
-    if not inputs.tabular:
-        result.status = NOT_TABULAR
+    inputs = tabular_inputs(workspace, result)
+    if inputs is None:
         return result
     folder = rival_dir(workspace, SYSTEM)
     submission = folder / "submission.csv"
