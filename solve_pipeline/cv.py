@@ -19,6 +19,7 @@ import pandas as pd
 
 from solve_pipeline.baseline_models import Candidate, ModelOptions
 from solve_pipeline.dataset import FeatureSet
+from solve_pipeline.decoding import Decoder
 from solve_pipeline.setup_modules import SetupArtifacts, TargetSpec
 
 # Probabilities are floored so a class a fold never saw cannot make log loss infinite.
@@ -64,6 +65,7 @@ class Predictions:
     model: str
     oof: np.ndarray
     test: np.ndarray | None
+    decoder: Decoder | None = None  # classification: how probabilities become labels (None: argmax)
 
 
 @dataclass
@@ -91,12 +93,17 @@ class CVContext:
 
 
 def prediction_frame(ids: Sequence[str], targets: list[TargetSpec], outputs: dict[str, np.ndarray],
-                     artifacts: SetupArtifacts) -> pd.DataFrame:
+                     artifacts: SetupArtifacts, decoders: dict[str, Decoder | None] | None = None) -> pd.DataFrame:
     """The architecture's prediction frame: original labels/values plus per-class probabilities."""
     transformed = pd.DataFrame({"id": list(ids)})
     for spec in targets:
         out = outputs[spec.column]
-        transformed[spec.column] = out.argmax(axis=1).astype(int) if spec.is_classification else out
+        if spec.is_classification:
+            decoder = (decoders or {}).get(spec.column)
+            labels = decoder.labels(out) if decoder is not None else out.argmax(axis=1)
+            transformed[spec.column] = labels.astype(int)
+        else:
+            transformed[spec.column] = out
     original = artifacts.transform.inverse(transformed.copy())
     if len(original) != len(transformed):
         raise ValueError("inverse() changed the number of rows")
@@ -121,7 +128,8 @@ def metric_score(artifacts: SetupArtifacts, frame: pd.DataFrame) -> float:
     return value if math.isfinite(value) else math.nan
 
 
-def score_outputs(ctx: CVContext, rows: np.ndarray | None, outputs: dict[str, np.ndarray]) -> float:
+def score_outputs(ctx: CVContext, rows: np.ndarray | None, outputs: dict[str, np.ndarray],
+                  decoders: dict[str, Decoder | None] | None = None) -> float:
     """Metric of transformed outputs on some train rows (None = all); missing targets use priors."""
     index = np.arange(ctx.features.n_train) if rows is None else rows
     full = {s.column: outputs[s.column] if s.column in outputs else ctx.priors[s.column].oof[index]
@@ -129,7 +137,7 @@ def score_outputs(ctx: CVContext, rows: np.ndarray | None, outputs: dict[str, np
     if ctx.surrogate:
         return surrogate_loss(ctx, index, full)
     ids = [ctx.features.train_ids[r] for r in index]
-    return metric_score(ctx.artifacts, prediction_frame(ids, ctx.targets, full, ctx.artifacts))
+    return metric_score(ctx.artifacts, prediction_frame(ids, ctx.targets, full, ctx.artifacts, decoders))
 
 
 def surrogate_loss(ctx: CVContext, rows: np.ndarray, outputs: dict[str, np.ndarray]) -> float:

@@ -38,7 +38,8 @@ def formatted_submission(artifacts: SetupArtifacts, features: FeatureSet,
                          predictions: dict[str, Predictions]) -> pd.DataFrame:
     """The setup's formatter applied to the test predictions: the one path every submission takes."""
     outputs = {t: p.test for t, p in predictions.items()}
-    pred = prediction_frame(features.test_ids, artifacts.targets, outputs, artifacts)
+    decoders = {t: p.decoder for t, p in predictions.items()}
+    pred = prediction_frame(features.test_ids, artifacts.targets, outputs, artifacts, decoders)
     formatted = artifacts.submission.format_submission(pred.copy())
     if not isinstance(formatted, pd.DataFrame) or formatted.empty:
         raise ValueError("format_submission did not return a non-empty DataFrame")
@@ -60,10 +61,11 @@ def save_prediction_frames(artifacts: SetupArtifacts, features: FeatureSet,
                            results: dict[str, Predictions], name: str) -> None:
     """OOF and test prediction frames per candidate, for later blending and inspection."""
     folder = artifacts.workspace / "solve" / "predictions"
+    decoders = {t: p.decoder for t, p in results.items()}
     oof = prediction_frame(features.train_ids, artifacts.targets,
-                           {t: p.oof for t, p in results.items()}, artifacts)
+                           {t: p.oof for t, p in results.items()}, artifacts, decoders)
     test = prediction_frame(features.test_ids, artifacts.targets,
-                            {t: p.test for t, p in results.items()}, artifacts)
+                            {t: p.test for t, p in results.items()}, artifacts, decoders)
     write_csv_atomic(oof, folder / f"{name}_oof.csv")
     write_csv_atomic(test, folder / f"{name}_test.csv")
 

@@ -9,7 +9,8 @@ The budget is spent in phases, each adopting whatever beats the best so far and 
 submission at once, so a valid submission exists from the first second (the constant model) and
 only improves: the AutoML race (~60% of the budget), HEBO tuning of the best tunable family
 (until ~85%), finishing the race's pruned families with what is left (until ~93%, for the
-blend's diversity), then blending of every complete solution.
+blend's diversity), blending of every complete solution, and last the metric-aware decoding of
+class probabilities into labels (a tuned threshold, or ordinal cut points).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import math
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -39,6 +40,7 @@ from solve_pipeline.cv import (  # noqa: E402
 )
 from solve_pipeline.baseline_models import default_candidates  # noqa: E402
 from solve_pipeline.dataset import build_features  # noqa: E402
+from solve_pipeline.decoding import Decoder, choose_decoder  # noqa: E402
 from solve_pipeline.outputs import (  # noqa: E402
     check_against_formatter, clear_candidates, formatted_submission, ranked_candidates,
     save_prediction_frames, write_candidate, write_csv_atomic, write_json_atomic,
@@ -202,7 +204,8 @@ class Solver:
             task = spec.task if spec.task in ("binary", "multiclass") else "regression"
             held = {t: p.oof for t, p in self.state.best.items()}
 
-            def score_fn(_y: np.ndarray, pred: np.ndarray, column: str = spec.column) -> float:
+            def score_fn(_y: np.ndarray, pred: np.ndarray, column: str = spec.column,
+                         held: dict = held, task: str = task) -> float:
                 return score_outputs(self.ctx, None, {**held, column: blending.as_class_matrix(pred, task)})
 
             result = blending.blend(
@@ -220,6 +223,46 @@ class Solver:
             full = {**self.state.best, **blended}
             self.consider("blend", full, score_outputs(self.ctx, None, {t: p.oof for t, p in full.items()}))
         self.state.phases["blend"] = round(self.state.elapsed(), 2)
+        return report
+
+
+    def decode(self) -> dict[str, Any]:
+        """Per classification target, a threshold or ordinal cut points instead of argmax, when a
+        cross-fitted check says the setup's label metric gains (see decoding.py)."""
+        if self.ctx.surrogate:
+            return {"skipped": "ranking by a surrogate loss, which reads probabilities only"}
+        decoded = dict(self.state.best)
+        report: dict[str, Any] = {}
+        score = self.state.best_score
+        for spec in self.ctx.targets:
+            if not spec.is_classification:
+                continue
+            oofs = {t: p.oof for t, p in decoded.items()}
+            held = {t: p.decoder for t, p in decoded.items()}
+
+            def scorer(decoder: Decoder, rows: np.ndarray, column: str = spec.column,
+                       oofs: dict = oofs, held: dict = held) -> float:
+                return score_outputs(self.ctx, rows, {t: o[rows] for t, o in oofs.items()}, {**held, column: decoder})
+
+            choice = choose_decoder(decoded[spec.column].oof, spec.classes, scorer, self.higher, self.ctx.seed)
+            report[spec.column] = {"decoder": asdict(choice.decoder), "score": choice.score,
+                                   "argmax_score": choice.argmax_score}
+            if choice.decoder.kind != "argmax" and is_better(choice.score, score, self.higher):
+                current = decoded[spec.column]
+                decoded[spec.column] = replace(current, model=f"{current.model}_{choice.decoder.kind}",
+                                               decoder=choice.decoder)
+                score = choice.score
+        if decoded != self.state.best:
+            name = "+".join(sorted({p.model for p in decoded.values()}))
+            self.state.cv[name] = score
+            emit("model", model=name, score=score, elapsed_s=round(self.state.elapsed(), 2))
+            save_prediction_frames(self.artifacts, self.ctx.features, decoded, name)
+            record = write_candidate(self.artifacts, self.ctx.features, decoded, name, score)
+            if record is not None:
+                self.state.candidates.append(record)
+            self.state.best, self.state.best_score = decoded, score
+            self._write_submission()
+        self.state.phases["decode"] = round(self.state.elapsed(), 2)
         return report
 
 
@@ -290,11 +333,13 @@ def solve(options: SolveOptions) -> dict:
     outcome = solver.race()
     tuning: dict[str, Any] = {"skipped": "light mode or --no-tune"}
     blend_report: dict[str, Any] = {"skipped": "light mode"}
+    decoding: dict[str, Any] = {"skipped": "light mode"}
     if not options.light:
         if options.tune:
             tuning = solver.tune()
         solver.revive(outcome)
         blend_report = solver.blend()
+        decoding = solver.decode()
 
     state = solver.state
     if state.submission_path is None:
@@ -311,6 +356,7 @@ def solve(options: SolveOptions) -> dict:
         "race": [asdict(e) for e in outcome.entries],
         "tuning": tuning,
         "blend": blend_report,
+        "decoding": decoding,
         "phases_s": state.phases,
         "folds": len(ctx.folds),
         "n_train": features.n_train,
@@ -325,7 +371,7 @@ def solve(options: SolveOptions) -> dict:
         "time_to_first_submission_s": round(state.first_submission_s or 0.0, 3),
     }
     write_json_atomic(result, artifacts.workspace / "solve" / "solve_result.json")
-    emit("done", **{k: v for k, v in result.items() if k not in ("race", "tuning", "blend")})
+    emit("done", **{k: v for k, v in result.items() if k not in ("race", "tuning", "blend", "decoding")})
     return result
 
 

@@ -58,6 +58,10 @@ def test_titanic_normal(titanic_solved: tuple[Path, dict, list[dict]]) -> None:
     assert result["folds"] == 3 and result["n_train"] == 713 and result["n_test"] == 178
     assert result["validation_score"] > 0.78
     assert result["cv"]["constant"] < 0.65
+    decoding = result["decoding"]["Survived"]
+    assert decoding["decoder"]["kind"] in {"argmax", "threshold"}  # two classes: never cut points
+    if decoding["decoder"]["kind"] == "threshold":
+        assert result["model"].endswith("_threshold") and decoding["score"] > decoding["argmax_score"]
     submission = pd.read_csv(titanic / "submissions" / "submission.csv")
     assert set(submission["Survived"]) <= {0, 1} and submission["Survived"].nunique() == 2
     oof = pd.read_csv(titanic / "solve" / "predictions" / f"{result['model']}_oof.csv")
