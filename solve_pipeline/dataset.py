@@ -27,6 +27,7 @@ FREQUENCY_ENCODING_LEVELS = 20
 # Columns whose values are nearly all distinct (names, free ids) carry nothing as codes.
 MAX_UNIQUE_RATIO_FOR_CODES = 0.5
 DATE_SAMPLE = 1000
+COMPOUND_DELIMITERS = ("/", "_", "-", ":", "|")
 _DIGIT = re.compile(r"\d")
 
 # Column kinds in the tabular block; linear models treat them differently.
@@ -151,7 +152,39 @@ def _tabular_columns(both: pd.DataFrame) -> tuple[dict[str, pd.Series], dict[str
         if len(levels) > FREQUENCY_ENCODING_LEVELS:
             counts = text.map(text.value_counts()).astype(float)
             columns[f"{name}__freq"], kinds[f"{name}__freq"] = counts / n_rows, FREQUENCY
+            for key, (part, kind) in _compound_parts(str(name), text).items():
+                columns[key], kinds[key] = part, kind
     return columns, kinds
+
+
+def _compound_parts(name: str, text: pd.Series) -> dict[str, tuple[pd.Series, str]]:
+    """Parts of a compound code ("B/0/P": deck, number, side) when one delimiter splits nearly
+    every value into the same 2-4 parts; each part becomes a number or a category of its own."""
+    present = text.dropna()
+    if present.empty:
+        return {}
+    sample = present.iloc[:DATE_SAMPLE]
+    for delimiter in COMPOUND_DELIMITERS:
+        counts = sample.str.count(re.escape(delimiter)) + 1
+        width = int(counts.mode().iloc[0])
+        if not 2 <= width <= 4 or (counts == width).mean() < 0.95:
+            continue
+        pieces = text.str.split(delimiter, n=width - 1, expand=True, regex=False)
+        if pieces.shape[1] != width:
+            continue
+        parts: dict[str, tuple[pd.Series, str]] = {}
+        for i in range(width):
+            piece = pieces[i].str.strip().replace("", pd.NA)
+            numeric = _numeric_or_none(piece)
+            if numeric is not None:
+                parts[f"{name}__part{i}"] = (numeric, NUMERIC)
+                continue
+            levels = sorted(piece.dropna().unique())
+            if 1 < len(levels) <= MAX_CATEGORICAL_LEVELS:
+                codes = pd.Series(pd.Categorical(piece, categories=levels).codes, index=text.index)
+                parts[f"{name}__part{i}"] = (codes.astype(float).where(codes >= 0), CATEGORY)
+        return parts
+    return {}
 
 
 def _text_values(frame: pd.DataFrame, column: str) -> list[str]:

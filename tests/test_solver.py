@@ -11,12 +11,16 @@ import numpy as np
 import pandas as pd
 import pytest
 from solver_workspaces import (
+    ACCURACY_METRIC,
+    COMPETITIONS,
+    LABEL_FORMAT,
     check_solved,
     house_workspace,
     run_solver,
     shapes_workspace,
     spooky_workspace,
     titanic_workspace,
+    write_workspace,
 )
 
 from solve_pipeline.baseline_models import LightGBMModel, LinearModel, ModelOptions
@@ -347,3 +351,23 @@ def test_fusion_on_tables_when_asked(titanic: Path, tmp_path: Path) -> None:
     auto, _ = run_solver(titanic, "--folds", "3", "--time-budget", "10", "--no-tune",
                          "--out", str(tmp_path / "auto.csv"))
     assert "fusion" not in {e["family"] for e in auto["race"]}  # auto: tables get no net
+
+
+def test_compound_codes_are_split_into_parts(tmp_path: Path) -> None:
+    raw = pd.read_csv(COMPETITIONS / "spaceship-titanic/data/train.csv", nrows=600)
+    raw["id"] = raw["PassengerId"]
+    columns = ["id", "Cabin", "HomePlanet"]
+    artifacts_root = write_workspace(
+        tmp_path / "ws", inputs={"tab": (raw[columns].iloc[:500], raw[columns].iloc[500:])},
+        targets=raw[["id", "Transported"]].iloc[:500].astype({"Transported": str}),
+        test_ids=raw["id"].iloc[500:].tolist(),
+        spec={"column": "Transported", "task": "binary", "classes": ["False", "True"]}, id_name="PassengerId",
+        metric=ACCURACY_METRIC, formatter=LABEL_FORMAT, sample=None)
+    features = build_features(SetupArtifacts.load(artifacts_root))
+    kinds = dict(zip(features.tab_names, features.tab_kinds, strict=True))
+    # "B/0/P": the deck and the side are categories, the cabin number a number.
+    assert kinds["Cabin__part0"] == CATEGORY and kinds["Cabin__part2"] == CATEGORY
+    assert kinds["Cabin__part1"] == "numeric"
+    deck = features.tab_train[:, features.tab_names.index("Cabin__part0")]
+    assert 4 <= len(np.unique(deck[~np.isnan(deck)])) <= 8
+    assert not any(name.startswith("HomePlanet__part") for name in features.tab_names)
