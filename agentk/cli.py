@@ -237,7 +237,7 @@ def bench(
 @app.command()
 def demo(
     workspace_root: Path = WorkspaceRoot,
-    time_budget: float = typer.Option(120.0, "--time-budget"),
+    time_budget: float = typer.Option(60.0, "--time-budget", help="Solver time budget in seconds."),
 ) -> None:
     """Build the embedded demo competition (no network, no credentials) and solve it."""
     from agentk.demo import make_demo_competition
