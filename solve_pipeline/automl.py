@@ -20,6 +20,7 @@ from solve_pipeline.cv import CandidateRun, CVContext, emit, finish_run, fit_fol
 # Blending needs three solutions (Agent K's blend_after), so halving never leaves fewer.
 MIN_SURVIVORS = 3
 RUNG_ONE_MIN_S = 5.0
+FOLD_CAP_FACTOR = 1.5
 
 
 @dataclass
@@ -113,7 +114,10 @@ def finish_cheapest_first(runs: list[CandidateRun], entries: dict[str, RaceEntry
             emit("skip", model=run.name, reason=entry.reason)
             continue
         try:
-            finished = finish_run(run, ctx, limit)
+            # Later folds get about the first fold's time: a family cut short in rung one stays
+            # cut alike, and the estimate above stays honest.
+            first_fold_s = run.seconds / max(len(run.done), 1)
+            finished = finish_run(run, ctx, limit, fold_cap_s=max(FOLD_CAP_FACTOR * first_fold_s, RUNG_ONE_MIN_S))
         except Exception as error:  # noqa: BLE001
             entry.status, entry.reason = "failed", f"{type(error).__name__}: {error}"
             emit("skip", model=run.name, reason=entry.reason)

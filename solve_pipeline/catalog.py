@@ -13,12 +13,13 @@ from solve_pipeline.baseline_models import (
     Candidate, LightGBMModel, LinearModel, ModelOptions, _linear_c, linear_matrices, tree_matrices,
 )
 from solve_pipeline.dataset import FeatureSet
-from solve_pipeline.hebo_tool import LIGHTGBM_SPACE
+from solve_pipeline.hebo_tool import LIGHTGBM_SPACE, SearchParam
 from solve_pipeline.setup_modules import TargetSpec
 from solve_pipeline.tuning import Tunable
 
 LIGHTGBM_DEFAULTS: dict[str, Any] = {"learning_rate": 0.05, "num_leaves": 31, "min_child_samples": 20,
                                      "feature_fraction": 0.8, "bagging_fraction": 0.8, "lambda_l2": 1.0}
+LINEAR_SPACE: list[SearchParam] = [SearchParam(name="C", kind="pow", lb=1e-3, ub=1e3)]
 # CatBoostModel's own defaults (random_strength and bagging_temperature are CatBoost's).
 CATBOOST_DEFAULTS: dict[str, Any] = {"learning_rate": 0.08, "depth": 6, "l2_leaf_reg": 3.0,
                                      "random_strength": 1.0, "bagging_temperature": 1.0}
@@ -57,8 +58,9 @@ def _forest(kind: str) -> Candidate:
     return Candidate(kind, tree_matrices, lambda s, o, f: model(s, o))
 
 
-def _linear() -> Candidate:
-    return Candidate("linear", linear_matrices, lambda s, o, f: LinearModel(s, o, C=_linear_c(f)))
+def _linear(C: float | None = None) -> Candidate:
+    return Candidate("linear", linear_matrices,
+                     lambda s, o, f: LinearModel(s, o, C=_linear_c(f) if C is None else C))
 
 
 def _fusion(params: dict[str, Any] | None = None, embed_seconds: float = 240.0) -> Candidate:
@@ -95,8 +97,12 @@ def race_candidates(features: FeatureSet, light: bool = False, fusion: str = "au
     return candidates
 
 
-def tunable_for(name: str, features: FeatureSet) -> Tunable | None:
+def tunable_for(name: str, features: FeatureSet, targets: list[TargetSpec]) -> Tunable | None:
     """The HEBO set-up for a race family, or None when it is not worth tuning."""
+    if name == "linear" and any(t.is_classification for t in targets):
+        # Regularisation is the logistic model's one real knob: it decides calibration on wide
+        # tables (leaf's 192 shape features) and on TF-IDF (spooky). Ridge picks its own alpha.
+        return Tunable("linear", LINEAR_SPACE, {"C": _linear_c(features)}, lambda p: _linear(p["C"]))
     if name == "lightgbm":
         return Tunable("lightgbm", LIGHTGBM_SPACE, LIGHTGBM_DEFAULTS, lambda p: _lightgbm(p, "lightgbm_tuned"))
     if name == "lightgbm_te":

@@ -228,14 +228,23 @@ def fit_fold(run: CandidateRun, fold: int, ctx: CVContext, deadline: float | Non
     return score
 
 
-def finish_run(run: CandidateRun, ctx: CVContext, deadline: float | None) -> bool:
-    """Fit the folds still missing; False when the deadline passed before all were done."""
+def finish_run(run: CandidateRun, ctx: CVContext, deadline: float | None,
+               fold_cap_s: float | None = None) -> bool:
+    """Fit the folds still missing; False when the deadline passed before all were done.
+
+    `fold_cap_s` bounds each fold's own time, so a family cut short on its first fold (the race's
+    rung one) is not given unbounded folds afterwards: its folds stay alike in size and its cost
+    stays close to the estimate the race made from that first fold."""
     for fold in range(len(ctx.folds)):
         if fold in run.done:
             continue
         if deadline is not None and time.monotonic() > deadline:
             return False
-        fit_fold(run, fold, ctx, deadline)
+        fold_deadline = deadline
+        if fold_cap_s is not None:
+            capped = time.monotonic() + fold_cap_s
+            fold_deadline = capped if deadline is None else min(deadline, capped)
+        fit_fold(run, fold, ctx, fold_deadline)
     return True
 
 

@@ -173,7 +173,7 @@ class Solver:
         self.state.phases["revive"] = round(self.state.elapsed(), 2)
 
     def tune(self) -> dict[str, Any]:
-        ranked = sorted((r for r in self.state.complete if tunable_for(r.name, self.ctx.features)),
+        ranked = sorted((r for r in self.state.complete if tunable_for(r.name, self.ctx.features, self.ctx.targets)),
                         key=lambda r: cv_score(r, self.ctx), reverse=self.higher)
         budget = self.at(TUNE_UNTIL) - time.monotonic()
         # The best family whose CV is cheap enough for a worthwhile number of trials.
@@ -185,7 +185,7 @@ class Solver:
             return {"skipped": reason}
         base = affordable[0]
         base_score = cv_score(base, self.ctx)
-        tunable = tunable_for(base.name, self.ctx.features)
+        tunable = tunable_for(base.name, self.ctx.features, self.ctx.targets)
         outcome = tune_family(tunable, base, base_score, self.ctx, budget, self.higher)
         if outcome.run is not None:
             self.on_finished(outcome.run)
