@@ -27,7 +27,7 @@ from agentk.config import RunConfig
 from agentk.errors import AgentKError, SourceError
 from agentk.sources import load_competition
 from agentk.sources.base import Competition
-from agentk.workspace import Workspace
+from agentk.workspace import Workspace, read_json_object
 
 
 def expand_sources(sources: list[str]) -> list[str]:
@@ -176,7 +176,7 @@ def _agentk_system(result: dict[str, Any], workspace: Workspace, error: str | No
     if not system.valid_submission:
         system.status = f"error: {error or result.get('error') or 'no valid submission'}"[:240]
         return system
-    solve = _read_json(workspace.solve / "solve_result.json")
+    solve = read_json_object(workspace.solve / "solve_result.json")
     first, solve_elapsed, elapsed = solve.get("time_to_first_submission_s"), solve.get("elapsed_s"), result.get("elapsed_s")
     if all(isinstance(v, (int, float)) for v in (first, solve_elapsed, elapsed)):
         system.time_to_first_submission_s = round(max(0.0, elapsed - solve_elapsed) + first, 1)
@@ -186,16 +186,8 @@ def _agentk_system(result: dict[str, Any], workspace: Workspace, error: str | No
 
 
 def _tabular(workspace: Workspace) -> bool | None:
-    modalities = _read_json(workspace.setup / "modalities.json").get("input_modalities")
+    modalities = read_json_object(workspace.setup / "modalities.json").get("input_modalities")
     return None if not isinstance(modalities, list) else "image" not in modalities
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 # ---------------------------------------------------------------- side-by-side comparison

@@ -20,6 +20,7 @@ from agentk.bench_rivals.common import (
     RawInputs,
     SystemResult,
     TargetFrame,
+    event_notes,
     failure_line,
     finish,
     measured,
@@ -145,7 +146,7 @@ def run_autogluon(workspace: Workspace, competition: Competition, time_budget_s:
         result.status = failure_line(execution)
         return result
     result.time_to_first_submission_s = seconds
-    result.notes += _formatter_notes(execution.stdout) + _fit_notes(predictions / "predictions.json")
+    result.notes += event_notes(execution.stdout, "formatted") + _fit_notes(predictions / "predictions.json")
     return finish(result, workspace, competition, submission)
 
 
@@ -162,17 +163,6 @@ def _non_negative(inputs: RawInputs, column: str) -> bool:
 
     values = pd.to_numeric(pd.read_csv(inputs.train_csv, usecols=[column])[column], errors="coerce")
     return bool((values.dropna() >= 0).all())
-
-
-def _formatter_notes(stdout: str) -> list[str]:
-    for line in stdout.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and event.get("event") == "formatted":
-            return [str(n) for n in event.get("notes", [])]
-    return []
 
 
 def _fit_notes(path: Path) -> list[str]:

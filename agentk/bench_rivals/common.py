@@ -21,7 +21,7 @@ from agentk.bench_rivals.memory import PeakRss
 from agentk.sandbox import ExecutionResult
 from agentk.sources import common as source_files
 from agentk.sources.base import Competition
-from agentk.workspace import Workspace
+from agentk.workspace import Workspace, read_json_object
 
 NOT_INSTALLED = "not installed (make autogluon)"
 NOT_TABULAR = "n/a: not tabular"
@@ -79,9 +79,9 @@ class RivalInputError(Exception):
 
 
 def raw_inputs(workspace: Workspace) -> RawInputs:
-    plan = _json(workspace.setup / "plan.json")
-    info = _json(workspace.setup / "target_info.json")
-    modalities = _json(workspace.setup / "modalities.json").get("input_modalities") or ["tabular"]
+    plan = read_json_object(workspace.setup / "plan.json")
+    info = read_json_object(workspace.setup / "target_info.json")
+    modalities = read_json_object(workspace.setup / "modalities.json").get("input_modalities") or ["tabular"]
     if not plan or not info.get("targets"):
         raise RivalInputError("agentk's setup did not finish (the rivals use its plan and target specs)")
     facts = plan.get("facts") if isinstance(plan.get("facts"), dict) else {}
@@ -111,14 +111,6 @@ def tabular_inputs(workspace: Workspace, result: SystemResult) -> RawInputs | No
     return inputs
 
 
-def _json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _raw_file(workspace: Workspace, named: object, finder: Callable[[Path], Path | None]) -> Path | None:
     if isinstance(named, str) and named:
         path = (workspace.raw / named).resolve()
@@ -126,6 +118,18 @@ def _raw_file(workspace: Workspace, named: object, finder: Callable[[Path], Path
         if path.is_file() and path.is_relative_to(workspace.raw.resolve()):
             return path
     return finder(workspace.raw / "data")
+
+
+def event_notes(stdout: str, event_name: str) -> list[str]:
+    """The `notes` of the last JSON event line named `event_name` a rival's subprocess printed."""
+    for line in reversed(stdout.splitlines()):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("event") == event_name:
+            return [str(n) for n in event.get("notes", [])]
+    return []
 
 
 def rival_dir(workspace: Workspace, system: str) -> Path:
@@ -152,7 +156,7 @@ def finish(result: SystemResult, workspace: Workspace, competition: Competition,
     if not submission.is_file():
         result.status = "error: no submission written"
         return result
-    problems = validate_against_setup(workspace, submission, _json(workspace.setup / "plan.json"))
+    problems = validate_against_setup(workspace, submission, read_json_object(workspace.setup / "plan.json"))
     if problems:
         result.status = f"error: invalid submission: {problems[0]}"
         return result

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from agentk.bench_rivals.common import (
     SystemResult,
+    event_notes,
     failure_line,
     finish,
     measured,
@@ -59,19 +60,8 @@ def run_lightgbm(workspace: Workspace, competition: Competition, time_budget_s: 
         return result
     # One submission, written at the end: the first valid one is the only one.
     result.time_to_first_submission_s = seconds
-    result.notes += _notes(execution.stdout)
+    result.notes += event_notes(execution.stdout, "done")
     return finish(result, workspace, competition, submission)
-
-
-def _notes(stdout: str) -> list[str]:
-    for line in reversed(stdout.splitlines()):
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and event.get("event") == "done":
-            return [str(n) for n in event.get("notes", [])]
-    return []
 
 
 # ---------------------------------------------------------------- the subprocess
