@@ -17,7 +17,7 @@ import pytest
 
 from agentk.bench import _ratio, compare, parse_rivals, summary_line
 from agentk.bench_rivals.autogluon_rival import autogluon_python, choose_metric
-from agentk.bench_rivals.common import NOT_INSTALLED, SystemResult, TargetFrame
+from agentk.bench_rivals.common import NOT_INSTALLED, NOT_TABULAR, SystemResult, TargetFrame, tabular_inputs
 from agentk.bench_rivals.memory import PeakRss
 from agentk.errors import AgentKError
 from agentk.grading import grade_file
@@ -172,3 +172,13 @@ def test_rivals_option_is_validated(tmp_path: Path) -> None:
     proc = subprocess.run([*AGENTK, "bench", str(TITANIC), "-w", str(tmp_path), "--rivals", "xgboost"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.strip().startswith("error: --rivals")
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_image_competitions_are_not_tabular_for_the_rivals(tmp_path: Path) -> None:
+    # An image-folder layout has no CSVs at all: the status says why the rival sits out.
+    workspace = Workspace(tmp_path / "digits")
+    workspace.setup.mkdir(parents=True)
+    (workspace.setup / "modalities.json").write_text(json.dumps({"input_modalities": ["image"]}))
+    result = SystemResult("lightgbm")
+    assert tabular_inputs(workspace, result) is None
+    assert result.status == NOT_TABULAR

@@ -100,6 +100,10 @@ def raw_inputs(workspace: Workspace) -> RawInputs:
 
 def tabular_inputs(workspace: Workspace, result: SystemResult) -> RawInputs | None:
     """The rival's inputs, or None with `result.status` saying why it cannot run here."""
+    modalities = read_json_object(workspace.setup / "modalities.json").get("input_modalities") or []
+    if "image" in modalities:  # checked first: an image folder layout has no CSVs to report missing
+        result.status = NOT_TABULAR
+        return None
     try:
         inputs = raw_inputs(workspace)
     except RivalInputError as exc:
