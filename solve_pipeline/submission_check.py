@@ -22,6 +22,16 @@ def _read_text_csv(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
 
 
+def _read_sample(path: Path) -> pd.DataFrame:
+    """A sample in any format (CSV, gzip, ...), cells as text, read as perception read it."""
+    from setup_pipeline.perception.readers import UnreadableTable, read_table
+
+    try:
+        return read_table(path)
+    except UnreadableTable as exc:
+        raise OSError(str(exc)) from exc
+
+
 def _examples(values: Sequence[object]) -> str:
     shown = ", ".join(repr(v) for v in list(values)[:SHOW])
     return shown + (", ..." if len(values) > SHOW else "")
@@ -100,7 +110,7 @@ def _is_probability_layout(sample: pd.DataFrame) -> bool:
     return True
 
 
-def _value_problems(submission: pd.DataFrame, sample: pd.DataFrame | None) -> list[str]:
+def _value_problems(submission: pd.DataFrame, sample: pd.DataFrame | None, id_column: str | None = None) -> list[str]:
     problems = []
     for column in submission.columns:
         values = submission[column]
@@ -108,7 +118,7 @@ def _value_problems(submission: pd.DataFrame, sample: pd.DataFrame | None) -> li
         if missing.any():
             rows = np.flatnonzero(missing.to_numpy()).tolist()
             problems.append(f"column {column!r}: {len(rows)} missing value(s) (rows {_examples(rows)})")
-        if sample is None or column not in sample.columns or column == sample.columns[0]:
+        if sample is None or column not in sample.columns or column == (id_column or sample.columns[0]):
             continue
         present = values[~missing]
         if _looks_bool(sample[column]):
@@ -137,11 +147,13 @@ def validate_submission(
     sample_path: Path | None,
     expected_ids: Sequence[str] | None = None,
     expected_columns: Sequence[str] | None = None,
+    id_column: str | None = None,
 ) -> list[str]:
     """Problems with a submission file; an empty list means it is valid.
 
     With a sample submission, its columns, ids (first column, in order) and value types are the
-    reference. Without one, `expected_columns` and `expected_ids` are, when given.
+    reference. Without one, `expected_columns` and `expected_ids` are, when given. Ids are in
+    `id_column` (default: the first column; a submission may put its prediction first).
     """
     try:
         submission = _read_text_csv(Path(submission_path))
@@ -157,11 +169,12 @@ def validate_submission(
     sample = None
     if sample_path is not None:
         try:
-            sample = _read_text_csv(Path(sample_path))
+            sample = _read_sample(Path(sample_path))
         except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError) as error:
             return [f"sample submission is unreadable: {type(error).__name__}: {error}"]
         expected_columns = list(sample.columns)
-        expected_ids = sample.iloc[:, 0].tolist() if len(sample.columns) else []
+        key = id_column if id_column in sample.columns else (sample.columns[0] if len(sample.columns) else None)
+        expected_ids = sample[key].tolist() if key is not None else []
 
     problems: list[str] = []
     if expected_columns is not None:
@@ -169,6 +182,7 @@ def validate_submission(
     if expected_ids is not None:
         if len(submission) != len(expected_ids):
             problems.append(f"{len(submission)} row(s), expected {len(expected_ids)}")
-        problems += _id_problems(submission.iloc[:, 0], expected_ids)
-    problems += _value_problems(submission, sample)
+        key = id_column if id_column in submission.columns else submission.columns[0]
+        problems += _id_problems(submission[key], expected_ids)
+    problems += _value_problems(submission, sample, id_column)
     return problems

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pandas as pd
 
-IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp"}
-TABLE_EXTENSIONS = {".csv", ".tsv", ".parquet", ".json", ".jsonl", ".xlsx", ".txt"}
+from setup_pipeline.perception.readers import IMAGE_EXTENSIONS as _IMAGE_SUFFIXES
+from setup_pipeline.perception.readers import UnreadableTable, file_kind, read_table
+
+IMAGE_EXTENSIONS = set(_IMAGE_SUFFIXES)
 
 
 class MapError(Exception):
@@ -33,17 +35,20 @@ def has_images(raw: Path) -> bool:
 
 
 def has_tables(raw: Path) -> bool:
-    return any(p.suffix.lower() in TABLE_EXTENSIONS and p.name != "description.md" for p in data_files(raw / "data"))
+    """Tables are recognised by content (perception's rule), in archives' unpacked folders too."""
+    return any(file_kind(p) == "table" for p in data_files(raw / "data") if p.suffix.lower() not in IMAGE_EXTENSIONS)
 
 
 def csv_headers(raw: Path) -> dict[Path, list[str]]:
+    """The header of every table under raw/data, whatever its format."""
     headers: dict[Path, list[str]] = {}
     for path in data_files(raw / "data"):
-        if path.suffix.lower() == ".csv":
-            try:
-                headers[path] = list(pd.read_csv(path, nrows=0).columns)
-            except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
-                continue
+        if path.suffix.lower() in IMAGE_EXTENSIONS or file_kind(path) != "table":
+            continue
+        try:
+            headers[path] = list(read_table(path, nrows=5).columns)
+        except UnreadableTable:
+            continue
     return headers
 
 
@@ -54,7 +59,7 @@ def find_sample_submission(raw: Path, plan: dict) -> Path | None:
         path = (raw / named) if not Path(named).is_absolute() else Path(named)
         if path.is_file():
             return path
-    candidates = [p for p in data_files(raw / "data") if p.suffix.lower() == ".csv" and ("sample" in p.name.lower() or "submission" in p.name.lower())]
+    candidates = [p for p in data_files(raw / "data") if ".csv" in p.name.lower() and ("sample" in p.name.lower() or "submission" in p.name.lower())]
     return candidates[0] if len(candidates) == 1 else None
 
 

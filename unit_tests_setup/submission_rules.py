@@ -14,7 +14,7 @@ def validate_against_setup(workspace: Workspace, submission: Path, plan: dict) -
 
     sample = find_sample_submission(workspace.raw, plan)
     if sample is not None:
-        return validate_submission(submission, sample_path=sample)
+        return validate_submission(submission, sample_path=sample, id_column=plan.get("id_column"))
     columns = plan.get("submission_columns")
     if not isinstance(columns, list) or not columns or "..." in columns:
         return ["there is no sample submission and plan.json names no complete submission_columns"]
@@ -24,4 +24,5 @@ def validate_against_setup(workspace: Workspace, submission: Path, plan: dict) -
         return [str(exc)]
     if ids is None:
         return ["there is no sample submission and no test input map to take the ids from"]
-    return validate_submission(submission, sample_path=None, expected_ids=ids, expected_columns=columns)
+    return validate_submission(submission, sample_path=None, expected_ids=ids, expected_columns=columns,
+                               id_column=plan.get("id_column"))

@@ -21,17 +21,29 @@ def _label_columns(facts: DataFacts) -> list[str]:
     return [t.column for t in facts.targets]
 
 
-def _read_csv(facts: DataFacts, file: str, drop_missing_targets: bool) -> str:
-    id_column = facts.train_id_column if file == facts.train_file else facts.test_id_column
-    dtype = f"dtype={{{id_column!r}: str}}, " if id_column else ""
-    lines = [f"    frame = pd.read_csv(RAW / {file!r}, {dtype}low_memory=False)"]
+_IMPORTS = ("from setup_pipeline.perception.readers import read_table\n"
+            "from setup_pipeline.perception.recipe import assemble\n\n\n")
+
+
+def _read(facts: DataFacts, split: str, drop_missing_targets: bool) -> str:
+    """Lines that set `frame` (the split's table, cells as text) and `ids` (one per row)."""
+    recipe = facts.train_table if split == "train" else facts.test_table
+    assert recipe is not None
+    id_column = facts.train_id_column if split == "train" else facts.test_id_column
+    spec = recipe.model_dump(mode="json", exclude_defaults=True)
+    lines = [f"    frame = assemble(RAW, {spec!r})"]
     if drop_missing_targets:
-        lines.append(f"    frame = frame.dropna(subset={_label_columns(facts)!r})  # rows without a target teach nothing")
+        lines.append(f"    present = (frame[{_label_columns(facts)!r}].apply(lambda c: c.str.strip()) != '').all(axis=1)")
+        lines.append("    frame = frame[present].reset_index(drop=True)  # rows without a target teach nothing")
     if id_column:
         lines.append(f"    ids = frame[{id_column!r}].astype(str).str.strip()")
+    elif split == "test" and facts.sample_submission:
+        lines += [f"    ids = read_table(RAW / {facts.sample_submission!r})[{facts.id_column!r}].astype(str).str.strip()",
+                  "    if len(ids) != len(frame):",
+                  "        raise ValueError(f'test has {len(frame)} rows but the sample {len(ids)}: rows cannot be matched by order')",
+                  "    ids.index = frame.index  # test rows are the sample's rows, in order"]
     else:
-        prefix = "train" if file == facts.train_file else "test"
-        lines.append(f"    ids = pd.Series([f'{prefix}_{{i}}' for i in range(len(frame))], index=frame.index)")
+        lines.append(f"    ids = pd.Series([f'{split}_{{i}}' for i in range(len(frame))], index=frame.index)")
     return "\n".join(lines)
 
 
@@ -44,8 +56,8 @@ def table_map(facts: DataFacts, split: str, columns: list[str], fill_text: bool)
     assert file is not None
     fill = '.fillna("").astype(str)' if fill_text else ""
     return (
-        "def build_map() -> pd.DataFrame:\n"
-        f"{_read_csv(facts, file, drop_missing_targets=split == 'train')}\n"
+        _IMPORTS + "def build_map() -> pd.DataFrame:\n"
+        f"{_read(facts, split, drop_missing_targets=split == 'train')}\n"
         f"    out = frame[{columns!r}].copy(){fill}\n"
         '    out.insert(0, "id", ids.to_numpy())\n'
         "    return out.reset_index(drop=True)\n"
@@ -63,32 +75,34 @@ def image_map(facts: DataFacts, split: str) -> str:
             '    return pd.DataFrame({"id": [p.stem for p in paths], "image_path": [relative_to_setup(p) for p in paths]})\n'
         )
     if layout.kind == "class_folders" or _split_file(facts, split) is None:
-        folder = layout.test_dir if split == "test" else layout.train_dir
+        folder = (layout.test_dir if split == "test" else layout.train_dir) or layout.image_dir
+        spelling = "p.name" if layout.ids_include_extension else "p.parent.name" if layout.ids_are_folders else "p.stem"
         return (
             "def build_map() -> pd.DataFrame:\n"
             f"    root = RAW / {folder!r}\n"
             "    paths = sorted(p for p in root.rglob('*') if p.suffix.lower() in IMAGE_EXTENSIONS)\n"
-            '    return pd.DataFrame({"id": [p.stem for p in paths], "image_path": [relative_to_setup(p) for p in paths]})\n'
+            f'    return pd.DataFrame({{"id": [{spelling} for p in paths], "image_path": [relative_to_setup(p) for p in paths]}})\n'
         )
     file = _split_file(facts, split)
     if layout.path_column:
         return (
-            "def build_map() -> pd.DataFrame:\n"
-            f"{_read_csv(facts, file, drop_missing_targets=split == 'train')}\n"
+            _IMPORTS + "def build_map() -> pd.DataFrame:\n"
+            f"{_read(facts, split, drop_missing_targets=split == 'train')}\n"
             f"    root = RAW / {(layout.path_base or '.')!r}\n"
             f"    paths = [root / str(value).strip() for value in frame[{layout.path_column!r}]]\n"
             '    return pd.DataFrame({"id": ids.to_numpy(), "image_path": [relative_to_setup(p) for p in paths]})\n'
         )
     folder = layout.image_dir or (layout.train_dir if split == "train" else layout.test_dir)
     return (
-        "def build_map() -> pd.DataFrame:\n"
-        f"{_read_csv(facts, file, drop_missing_targets=split == 'train')}\n"
+        _IMPORTS + "def build_map() -> pd.DataFrame:\n"
+        f"{_read(facts, split, drop_missing_targets=split == 'train')}\n"
         f"    root = RAW / {folder!r}\n"
         "    by_name = {}\n"
         "    for path in root.rglob('*'):\n"
         "        if path.suffix.lower() in IMAGE_EXTENSIONS:\n"
         "            by_name.setdefault(path.name, path)\n"
         "            by_name.setdefault(path.stem, path)\n"
+        + ("            by_name.setdefault(path.parent.name, path)\n" if layout.ids_are_folders else "") +
         "    missing = [i for i in ids if i not in by_name and Path(i).name not in by_name]\n"
         "    if missing:\n"
         "        raise FileNotFoundError(f'{len(missing)} ids have no image under {root}, e.g. {missing[:3]}')\n"
@@ -109,8 +123,8 @@ def target_map(facts: DataFacts) -> str:
         )
     assert facts.train_file is not None
     return (
-        "def build_map() -> pd.DataFrame:\n"
-        f"{_read_csv(facts, facts.train_file, drop_missing_targets=True)}\n"
+        _IMPORTS + "def build_map() -> pd.DataFrame:\n"
+        f"{_read(facts, 'train', drop_missing_targets=True)}\n"
         f"    out = frame[{labels!r}].copy()\n"
         '    out.insert(0, "id", ids.to_numpy())\n'
         "    return out.reset_index(drop=True)\n"
@@ -159,22 +173,44 @@ def target_transform(facts: DataFacts, classes: dict[str, list], scales: dict[st
 
 
 def submission_format(facts: DataFacts, sources: dict[str, str]) -> str:
-    """`sources` maps each submission column (besides the id) to its prediction-frame column."""
+    """`sources` maps each predicted submission column to its prediction-frame column; echoed
+    columns are copied from the test table; rows and columns follow the sample when there is one."""
     sample = facts.sample_submission
     lines = [
+        _IMPORTS.rstrip("\n"),
+        "",
         f"ID_COLUMN = {facts.id_column!r}",
         f"SOURCES = {sources!r}  # submission column -> prediction frame column",
+        f"ECHO = {facts.echo_columns!r}  # submission column -> the test column it repeats",
+        f"COLUMNS = {facts.submission_columns!r}",
         f"SAMPLE = {sample!r}  # rows follow the sample's order when there is one",
         "",
         "",
+    ]
+    if facts.echo_columns:
+        lines += [
+            "def _echoed() -> pd.DataFrame:",
+            _read(facts, "test", drop_missing_targets=False),
+            "    out = pd.DataFrame({ID_COLUMN: ids.to_numpy()})",
+            "    for column, source in ECHO.items():",
+            "        out[column] = frame[source].to_numpy()",
+            "    return out.drop_duplicates(ID_COLUMN)",
+            "",
+            "",
+        ]
+    lines += [
         "def format_submission(pred: pd.DataFrame) -> pd.DataFrame:",
-        "    out = pd.DataFrame({ID_COLUMN: pred['id'].astype(str).to_numpy()})",
+        "    out = pd.DataFrame({ID_COLUMN: pred['id'].astype(str).str.strip().to_numpy()})",
         "    for column, source in SOURCES.items():",
         "        out[column] = pred[source].to_numpy()",
+    ]
+    if facts.echo_columns:
+        lines.append("    out = out.merge(_echoed(), on=ID_COLUMN, how='left')")
+    lines += [
         "    if SAMPLE:",
-        "        order = pd.read_csv(RAW / SAMPLE, dtype=str, keep_default_na=False)[ID_COLUMN].str.strip()",
+        "        order = read_table(RAW / SAMPLE)[ID_COLUMN].astype(str).str.strip()",
         "        out = out.set_index(ID_COLUMN).loc[order.to_numpy()].reset_index()",
-        "    return out",
+        "    return out[[c for c in COLUMNS if c in out.columns]]",
     ]
     return "\n".join(lines) + "\n"
 

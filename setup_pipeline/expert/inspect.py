@@ -18,9 +18,11 @@ from pydantic import BaseModel, Field
 
 from agentk import metrics
 from setup_pipeline.expert.description import submission_header
+from setup_pipeline.perception.catalogue import build_catalogue
+from setup_pipeline.perception.recipe import TableRecipe
+from setup_pipeline.perception.roles import decide_roles
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")
-_CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.zip")
 _BOOL_WORDS = {"true", "false", "yes", "no", "t", "f", "y", "n"}
 _NA_WORDS = {"na", "nan", "n/a", "null", "none", "?"}
 _MAX_CLASSES = 20
@@ -48,6 +50,7 @@ class ImageLayout(BaseModel):
     image_dir: str | None = None
     extension: str  # the dominant one, lower-case with the dot
     ids_include_extension: bool = False
+    ids_are_folders: bool = False  # each image sits in a folder named by its id
     path_column: str | None = None
     path_base: str | None = None
     n_train_images: int = 0
@@ -62,12 +65,15 @@ class TargetFact(BaseModel):
 
 
 class DataFacts(BaseModel):
-    train_file: str | None
+    train_file: str | None  # the first file of each table, for messages
     test_file: str | None
+    train_table: TableRecipe | None = None
+    test_table: TableRecipe | None = None
     sample_submission: str | None
     id_column: str
     train_id_column: str | None
-    test_id_column: str | None
+    test_id_column: str | None  # None: test rows are matched to the sample by order
+    echo_columns: dict[str, str] = Field(default_factory=dict)  # submission column -> test column repeated
     submission_format: Literal["per_target", "per_class_proba"]
     targets: list[TargetFact]
     submission_columns: list[str]
@@ -120,13 +126,6 @@ def _rel(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
-def _read_csv(path: Path) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
-        raise ExpertDeclined(f"cannot read {path.name}: {' '.join(str(exc).split())}") from exc
-
-
 def _match(column_or_name: str, columns: list[str]) -> str | None:
     """The column of `columns` named `column_or_name`, ignoring case if there is no exact one."""
     if column_or_name in columns:
@@ -149,30 +148,35 @@ class _Inspection:
         desc_path = self.raw / "description.md"
         text = desc_path.read_text(encoding="utf-8", errors="replace") if desc_path.is_file() else ""
         base_metric = metrics.detect_metric(text)
-        if base_metric is None:
-            raise ExpertDeclined("the description names no evaluation metric I recognise")
         if not self.data.is_dir():
             raise ExpertDeclined("there is no data/ folder next to the description")
-        files = self._files()
-        csvs = [f for f in files if f.name.lower().endswith(_CSV_SUFFIXES)]
-        self.images = [f for f in files if f.suffix.lower() in IMAGE_EXTENSIONS]
-        sample = self._pick(csvs, "sample submission", ("sample", "submission"))
-        rest = [c for c in csvs if c != sample]
-        train = self._pick(rest, "train", ("train",))
-        test = self._pick([c for c in rest if c != train], "test", ("test",))
+        catalogue = build_catalogue(self.raw)
+        self.notes += catalogue.notes
+        self.images = catalogue.images
+        roles = decide_roles(catalogue, submission_header(text))
+        self.roles = roles
+        self.notes += roles.evidence
         self.class_root = self._class_root()
-        if train is None and self.class_root is None:
-            raise ExpertDeclined("no training data: no CSV named like 'train' and no folder of per-class image folders")
-        self.train_path = train
-        self.train_df = _read_csv(train) if train else None
-        self.test_df = _read_csv(test) if test else None
-        self.sample_df = _read_csv(sample) if sample else None
+        if roles.train is None and self.class_root is None:
+            raise ExpertDeclined(f"no training data: no table holds answers for the test rows and no folder of "
+                                 f"per-class image folders ({catalogue.summary()})")
+        self.train_df = roles.train_frame
+        self.test_df = roles.test_frame
+        self.sample_df = roles.sample_frame
+        self.train_path = self.raw / roles.train.files[0] if roles.train else None
         header = self._header(text)
         id_column, train_id, test_id = self._ids(header)
         image = self._image_layout(id_column, train_id, test_id)
         if self.test_df is None and (image is None or not image.n_test_images):
-            raise ExpertDeclined("no test data: no CSV named like 'test' and no folder of test images")
-        fmt, targets, columns = self._targets(header, id_column, train_id, test_id)
+            raise ExpertDeclined("no test data: no table of rows to predict and no folder of test images")
+        echo = {c: s for c, s in roles.echo.items() if header and c in header}
+        # The key first, then what is predicted: the submission may order them otherwise.
+        pred_header = [id_column, *(c for c in header if c not in echo and c != id_column)] if header else header
+        fmt, targets, columns = self._targets(pred_header, id_column, train_id, test_id)
+        if header and pred_header != header and fmt == "per_target":
+            columns = header
+        if base_metric is None:
+            base_metric = self._default_metric(fmt, targets)
         kind_metric = metrics.get_metric(base_metric)
         targets = [self._task(t, kind_metric.kind, base_metric, fmt) for t in targets]
         n_classes = max((len(t.classes) for t in targets if t.classes), default=None)
@@ -182,36 +186,18 @@ class _Inspection:
         if not modalities:
             raise ExpertDeclined("no input features: train and test share no columns besides the id and no images were found")
         return DataFacts(
-            train_file=_rel(train, self.raw) if train else None,
-            test_file=_rel(test, self.raw) if test else None,
-            sample_submission=_rel(sample, self.raw) if sample else None,
+            train_file=roles.train.files[0] if roles.train else None,
+            test_file=roles.test.files[0] if roles.test else None,
+            train_table=roles.train, test_table=roles.test,
+            sample_submission=roles.sample,
             id_column=id_column, train_id_column=train_id, test_id_column=test_id,
+            echo_columns=echo,
             submission_format=fmt, targets=targets, submission_columns=columns,
             tabular_columns=tabular, text_columns=text_cols, image=image,
             input_modalities=modalities,  # type: ignore[arg-type]
             metric=metric, metric_higher_is_better=bool(metrics.get_metric(metric).higher_is_better),
             dropped_columns=self.dropped, notes=self.notes,
         )
-
-    def _files(self) -> list[Path]:
-        found = []
-        for dirpath, dirnames, filenames in os.walk(self.data):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            found += [Path(dirpath) / n for n in sorted(filenames) if not n.startswith(".")]
-        return found
-
-    def _pick(self, paths: list[Path], what: str, words: tuple[str, ...]) -> Path | None:
-        named = [p for p in paths if any(w in p.name.lower() for w in words)]
-        # A file inside e.g. train/ counts when no file name says it.
-        named = named or [p for p in paths if any(w in _rel(p, self.data).lower() for w in words)]
-        if not named:
-            return None
-        named.sort(key=lambda p: (len(p.relative_to(self.data).parts), -p.stat().st_size))
-        if len(named) > 1:
-            others = ", ".join(_rel(p, self.data) for p in named[1:])
-            self.notes.append(f"several {what} candidates; chose {_rel(named[0], self.data)} "
-                              f"(shallowest, then largest) over {others}")
-        return named[0]
 
     # ------------------------------------------------------------ submission header and ids
 
@@ -229,55 +215,30 @@ class _Inspection:
         return header
 
     def _ids(self, header: list[str] | None) -> tuple[str, str | None, str | None]:
+        roles = self.roles
         test_cols = list(self.test_df.columns) if self.test_df is not None else []
         train_cols = list(self.train_df.columns) if self.train_df is not None else []
-        id_column = test_id = None
-        if header:
-            test_id = _match(header[0], test_cols)
-            if test_id or (self.test_df is None and self._sample_ids_are_files(header[0])):
-                id_column = header[0]
+        id_column, test_id = roles.key, roles.test_key
+        if header and id_column not in header:
+            id_column = header[0]
         if id_column is None and self.test_df is not None:
             unique = [c for c in test_cols if self.test_df[c].is_unique]
             exact = [c for c in unique if c.lower() == "id"]
             # "passenger_id", "PassengerId", "ID" - but not "paid" or "valid".
             suffixed = [c for c in unique if re.search(r"(^|[_\s-])id$|[a-z]Id$|ID$", c)]
-            test_id = (exact or suffixed or [None])[0] or self._first_column_id(test_cols, train_cols)
-            # The submission keeps its own name for the id; test's column only supplies the values.
-            id_column = header[0] if header and test_id else test_id
-            if test_id and header:
-                self.notes.append(f"the submission's first column {header[0]!r} is not in test; "
-                                  f"its ids come from test's unique id-like column {test_id!r}")
+            test_id = (exact or suffixed or [None])[0]
+            id_column = test_id
         if id_column is None:
-            raise ExpertDeclined("cannot find the id column: the submission's first column is not in test "
-                                 "and test has no unique column named like 'id'")
-        if self.sample_df is not None and self.test_df is not None and test_id and id_column in self.sample_df:
-            extra = set(self.sample_df[id_column].str.strip()) ^ set(self.test_df[test_id].str.strip())
-            if extra:
-                self.notes.append(f"{len(extra)} ids are in only one of the sample submission and test")
-        train_id = _match(test_id or id_column, train_cols) if train_cols else None
+            id_column = "id"
+            self.notes.append("assumed: no key column anywhere; test rows are numbered in file order as 'id'")
+        if test_id is None and self.test_df is not None and id_column in test_cols:
+            test_id = id_column
+        if test_id is None and self.test_df is not None:
+            self.notes.append(f"test rows have no {id_column!r} column: they are matched to the submission by row order")
+        train_id = roles.train_key if roles.train_key in train_cols else (_match(test_id or id_column, train_cols) if train_cols else None)
         if self.train_df is not None and train_id is None:
             self.notes.append(f"train has no {id_column!r} column: train rows are identified by position")
         return id_column, train_id, test_id
-
-    def _first_column_id(self, test_cols: list[str], train_cols: list[str]) -> str | None:
-        """Kaggle puts ids first: accept test's first column if it is unique and shares no value
-        with train's (rows of train and test are different examples)."""
-        first = test_cols[0] if test_cols else None
-        if first is None or first not in train_cols or self.test_df is None or self.train_df is None:
-            return None
-        test_ids, train_ids = self.test_df[first], self.train_df[first]
-        if test_ids.is_unique and train_ids.is_unique and not set(test_ids) & set(train_ids):
-            self.notes.append(f"no column is named like an id; using {first!r}, the first column, "
-                              "unique and disjoint between train and test")
-            return first
-        return None
-
-    def _sample_ids_are_files(self, column: str) -> bool:
-        if self.sample_df is None or column not in self.sample_df.columns:
-            return bool(self.images)
-        ids = set(_present(self.sample_df[column]))
-        known = {p.stem for p in self.images} | {p.name for p in self.images}
-        return bool(ids) and len(ids & known) >= 0.9 * len(ids)
 
     # ------------------------------------------------------------ images
 
@@ -290,7 +251,9 @@ class _Inspection:
             if "train" not in _rel(root, self.raw).lower():
                 continue
             kids = [k for k in root.iterdir() if k.is_dir() and not k.name.startswith(".")]
-            if len(kids) >= 2 and all(holders.get(k, 0) for k in kids):
+            counts = sorted(holders.get(k, 0) for k in kids)
+            # A class holds several images; one folder per image names an id, not a class.
+            if len(kids) >= 2 and counts[0] and counts[len(counts) // 2] >= 2:
                 candidates.append(root)
         candidates.sort(key=lambda r: (len(r.parts), -sum(holders[k] for k in holders if k.parent == r)))
         return candidates[0] if candidates else None
@@ -344,17 +307,30 @@ class _Inspection:
 
     def _id_file_layout(self, id_column: str, train_id: str | None, test_id: str | None,
                         ext: str) -> ImageLayout | None:
-        """Folders whose image file names are the ids of a CSV (with or without extension)."""
+        """Folders whose image file names (with or without extension), or whose one-image
+        sub-folders, are named by the ids of a table."""
+        homes: list[tuple[Path, str, set[str]]] = []  # (folder, how ids are spelled, the names found)
         by_dir: dict[Path, list[Path]] = {}
         for p in self.images:
             by_dir.setdefault(p.parent, []).append(p)
+        for d, paths in sorted(by_dir.items(), key=lambda kv: -len(kv[1])):
+            homes += [(d, "stem", {p.stem for p in paths}), (d, "name", {p.name for p in paths})]
+        per_id: dict[Path, set[str]] = {}
+        for d, paths in by_dir.items():
+            if len(paths) <= 3 and d.parent != d:
+                per_id.setdefault(d.parent, set()).add(d.name)
+        homes += [(g, "folder", names) for g, names in sorted(per_id.items(), key=lambda kv: -len(kv[1])) if len(names) > 1]
 
-        def home(ids: set[str]) -> tuple[Path | None, bool]:
-            for d, paths in sorted(by_dir.items(), key=lambda kv: -len(kv[1])):
-                for with_ext, names in ((False, {p.stem for p in paths}), (True, {p.name for p in paths})):
-                    if ids and len(ids & names) >= 0.9 * len(ids):
-                        return d, with_ext
-            return None, False
+        def home(ids: set[str]) -> tuple[Path | None, str]:
+            for d, how, names in homes:
+                if ids and len(ids & names) >= 0.9 * len(ids):
+                    return d, how
+            # Spread over several folders (Kaggle splits large test sets): their common parent.
+            for how, spell in (("stem", lambda p: p.stem), ("name", lambda p: p.name)):
+                matched = [p.parent for p in self.images if spell(p) in ids]
+                if ids and len(matched) >= 0.9 * len(ids):
+                    return Path(os.path.commonpath(matched)), how
+            return None, "stem"
 
         train_ids = set(_present(self.train_df[train_id])) if self.train_df is not None and train_id else set()
         if self.test_df is not None and test_id:
@@ -363,20 +339,31 @@ class _Inspection:
             test_ids = set(_present(self.sample_df[id_column]))
         else:
             test_ids = set()
-        train_dir, train_ext = home(train_ids)
-        test_dir, test_ext = home(test_ids)
+        train_dir, train_how = home(train_ids)
+        test_dir, test_how = home(test_ids)
         if train_dir is None and test_dir is None:
             self.notes.append(f"{len(self.images)} image files match no ids; they are ignored")
             return None
+        n_test = len(test_ids) if test_dir else 0
+        if test_dir is None and not test_ids and train_dir is not None:
+            # No table lists the test images: they are the other folder spelled like train's.
+            others = [(d, names) for d, how, names in homes if how == train_how and d != train_dir
+                      and train_dir not in d.parents and d not in train_dir.parents]
+            others.sort(key=lambda o: ("test" in _rel(o[0], self.raw).lower(), len(o[1])), reverse=True)
+            if others:
+                test_dir, test_how, n_test = others[0][0], train_how, len(others[0][1])
+                self.notes.append(f"test images: the {n_test} images under {_rel(test_dir, self.raw)}/, "
+                                  "which no table lists")
         same = train_dir == test_dir or None in (train_dir, test_dir)
         one = train_dir or test_dir
         assert one is not None
+        how = train_how if train_dir else test_how
         return ImageLayout(
-            kind="id_files", extension=ext, ids_include_extension=train_ext or test_ext,
+            kind="id_files", extension=ext, ids_include_extension=how == "name", ids_are_folders=how == "folder",
             image_dir=_rel(one, self.raw) if same else None,
             train_dir=None if same or train_dir is None else _rel(train_dir, self.raw),
             test_dir=None if same or test_dir is None else _rel(test_dir, self.raw),
-            n_train_images=len(train_ids) if train_dir else 0, n_test_images=len(test_ids) if test_dir else 0)
+            n_train_images=len(train_ids) if train_dir else 0, n_test_images=n_test)
 
     # ------------------------------------------------------------ targets
 
@@ -434,6 +421,29 @@ class _Inspection:
                                  f"the values of exactly one train-only column ({len(fits)} fit)")
         return fits[0]
 
+    def _default_metric(self, fmt: str, targets: list[TargetFact]) -> str:
+        """What a Kaggle expert assumes when the page names no metric: the submission's shape and
+        the target's values decide (probabilities → log loss, labels → accuracy, numbers → RMSE)."""
+        if fmt == "per_class_proba":
+            name, why = "logloss", "the submission holds one probability per class"
+        else:
+            values = self._labels(targets[0].column)
+            numbers = _numbers(values)
+            distinct = values.nunique()
+            continuous = numbers is not None and not _is_bool_like(values) and (
+                not bool((numbers == numbers.round()).all()) or distinct > _MAX_CLASSES)
+            shown = [v for t in targets for v in t.sample_values]
+            fractions = _numbers(pd.Series(shown, dtype=str)) if shown else None
+            probabilities = fractions is not None and len(fractions) and bool(((fractions > 0) & (fractions < 1)).any())
+            if continuous:
+                name, why = "rmse", f"target {targets[0].column!r} is continuous"
+            elif probabilities and distinct == 2:
+                name, why = "logloss", "the sample shows probabilities for a two-class target"
+            else:
+                name, why = "accuracy", f"target {targets[0].column!r} holds {distinct} classes"
+        self.notes.append(f"assumed metric: {name} — the description names no metric I recognise; {why}")
+        return name
+
     def _sample_fact(self, submitted: str, column: str) -> TargetFact:
         """The task is decided later, once the metric's kind is known; the sample shows how the
         submission writes values (e.g. False where train says FALSE)."""
@@ -478,6 +488,9 @@ class _Inspection:
             # A timestamp id (hourly rentals, daily sales) carries the seasonality a model needs.
             tabular.append(train_id)
             self.notes.append(f"the id column {train_id!r} holds timestamps: also used as a feature")
+        elif train_id and train_id == test_id and train_id in test_cols and self._is_text(self.train_df[train_id]):
+            text.append(train_id)
+            self.notes.append(f"the key column {train_id!r} is free text: also used as a feature")
         for c in (c for c in train_cols if c in test_cols and c not in skip):
             (text if self._is_text(self.train_df[c]) else tabular).append(c)
         return tabular, text

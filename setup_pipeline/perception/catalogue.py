@@ -1,0 +1,121 @@
+"""A catalogue of every file under raw/data: what each is (from content), and every table read.
+
+Archives are unpacked first, safely, into a folder beside them (`<name>_unpacked/`), once; the
+catalogue then lists their members like any other file. Only tables are opened in full: images
+and other per-row files are listed by path, so a folder of 10,000 images takes a directory walk.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import zipfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from agentk.kaggle.errors import KaggleError
+from agentk.kaggle.extract import extract_zip
+from setup_pipeline.perception.readers import IMAGE_EXTENSIONS, FileKind, UnreadableTable, file_kind, read_table
+
+UNPACKED_SUFFIX = "_unpacked"
+_MAX_ARCHIVE_BYTES = 20 * 2**30
+_TABLE_BYTES_LIMIT = 2 * 2**30  # bigger tables are listed, not read, during perception
+
+
+@dataclass
+class Table:
+    path: Path  # relative to raw/
+    frame: pd.DataFrame  # every cell as text
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.frame.columns)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+@dataclass
+class Catalogue:
+    raw: Path
+    tables: list[Table] = field(default_factory=list)
+    images: list[Path] = field(default_factory=list)  # absolute paths
+    texts: list[Path] = field(default_factory=list)  # description-like or per-row text files
+    others: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        parts = [f"{len(self.tables)} table(s)"]
+        if self.images:
+            exts = Counter(p.suffix.lower() for p in self.images)
+            parts.append(f"{len(self.images)} image(s) ({', '.join(e for e, _ in exts.most_common(3))})")
+        if self.texts:
+            parts.append(f"{len(self.texts)} text file(s)")
+        if self.others:
+            parts.append(f"{len(self.others)} other file(s)")
+        return ", ".join(parts)
+
+
+def _walk(root: Path) -> list[Path]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "__MACOSX")))
+        found += [Path(dirpath) / n for n in sorted(filenames) if not n.startswith(".")]
+    return found
+
+
+def unpack_archives(data: Path, notes: list[str]) -> None:
+    """Unpack every zip (and gzip of a non-table) under data/ beside itself; a bad archive is noted, not fatal."""
+    for path in _walk(data):
+        if path.name.lower().endswith(IMAGE_EXTENSIONS) or file_kind(path) != "archive":
+            continue
+        dest = path.with_name(path.name.split(".")[0] + UNPACKED_SUFFIX)
+        if dest.exists():
+            continue
+        try:
+            extract_zip(path, dest, max_bytes=_MAX_ARCHIVE_BYTES)
+            notes.append(f"unpacked {path.relative_to(data)} into {dest.relative_to(data)}/")
+        except (KaggleError, zipfile.BadZipFile, OSError) as exc:
+            shutil.rmtree(dest, ignore_errors=True)
+            notes.append(f"could not unpack {path.relative_to(data)}: {exc}")
+    for path in _walk(data):
+        if path.suffix.lower() == ".gz" and file_kind(path) == "other" and not path.with_suffix("").exists():
+            try:
+                with gzip.open(path, "rb") as src, open(path.with_suffix(""), "wb") as out:
+                    shutil.copyfileobj(src, out)
+            except (OSError, EOFError) as exc:
+                notes.append(f"could not gunzip {path.relative_to(data)}: {exc}")
+
+
+def build_catalogue(raw: Path) -> Catalogue:
+    """Every file under raw/data, by kind, with its tables read (cells as text)."""
+    raw = Path(raw)
+    catalogue = Catalogue(raw=raw)
+    data = raw / "data"
+    if not data.is_dir():
+        return catalogue
+    unpack_archives(data, catalogue.notes)
+    kinds: dict[FileKind, list[Path]] = {"table": [], "image": [], "archive": [], "text": [], "other": []}
+    for path in _walk(data):
+        kinds[file_kind(path)].append(path)
+    catalogue.images = kinds["image"]
+    catalogue.texts = kinds["text"]
+    catalogue.others = kinds["other"]
+    for path in kinds["table"]:
+        if path.stat().st_size > _TABLE_BYTES_LIMIT:
+            catalogue.notes.append(f"{path.relative_to(raw)} is over {_TABLE_BYTES_LIMIT >> 30} GB: not read")
+            continue
+        try:
+            frame = read_table(path)
+        except UnreadableTable as exc:
+            catalogue.notes.append(str(exc))
+            continue
+        if frame.columns.empty:
+            continue
+        catalogue.tables.append(Table(path.relative_to(raw), frame))
+    return catalogue

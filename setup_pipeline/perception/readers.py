@@ -1,0 +1,249 @@
+"""Read any table a competition ships into a frame of text cells, deciding the format from content.
+
+Every reader returns the cells as the file spells them (str; a missing cell is ""), so ids keep
+their leading zeros and labels their case; numbers are parsed later, by whoever needs them. The
+format comes from the first bytes (parquet and zip magic, gzip, JSON brackets), never from the
+extension alone; delimited text is sniffed for encoding, BOM, delimiter and decimal comma.
+
+Generated setup code imports `read_table` too, so the setup reads files exactly as perception did.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import re
+import zipfile
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+from charset_normalizer import from_bytes
+
+TableFormat = Literal["csv", "json", "jsonl", "parquet", "excel"]
+FileKind = Literal["table", "image", "archive", "text", "other"]
+
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")
+_SNIFF_BYTES = 64 * 1024
+_DELIMITERS = ",\t;|"
+_DECIMAL_COMMA = re.compile(r"^[+-]?\d+,\d+$")
+_PLAIN_NUMBER = re.compile(r"^[+-]?\d+$")
+
+
+class UnreadableTable(Exception):
+    """The file is not a table any reader understands; the message is one line."""
+
+
+def _head(path: Path) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(_SNIFF_BYTES)
+
+
+def _gunzip_head(path: Path) -> bytes:
+    with gzip.open(path, "rb") as fh:
+        return fh.read(_SNIFF_BYTES)
+
+
+def file_kind(path: Path) -> FileKind:
+    """What a file is, from its first bytes (extension for images, whose magic varies)."""
+    name = path.name.lower()
+    if name.endswith(IMAGE_EXTENSIONS):
+        return "image"
+    try:
+        head = _head(path)
+    except OSError:
+        return "other"
+    if head.startswith(b"PK\x03\x04"):
+        return "table" if _is_xlsx(path) else "archive"
+    if head.startswith(b"\x1f\x8b"):
+        try:
+            head = _gunzip_head(path)
+        except (OSError, EOFError):
+            return "other"
+        return "table" if _text_table_format(head, path.name) is not None else "other"
+    if head.startswith(b"PAR1"):
+        return "table"
+    if name.endswith((".md", ".txt", ".html", ".htm", ".pdf")) and not _looks_delimited(head):
+        return "text"
+    if _text_table_format(head, path.name) is not None:
+        return "table"
+    return "text" if _is_text(head) else "other"
+
+
+def _is_xlsx(path: Path) -> bool:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return "[Content_Types].xml" in archive.namelist() and any(n.startswith("xl/") for n in archive.namelist())
+    except (zipfile.BadZipFile, OSError):
+        return False
+
+
+def _is_text(head: bytes) -> bool:
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return True  # UTF-16: NUL bytes are half its characters
+    return bool(head) and b"\x00" not in head[:4096]
+
+
+def _decode(data: bytes) -> str:
+    """Text with any BOM removed; UTF-8 first (Kaggle's norm), else the detected encoding."""
+    for bom, codec in ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")):
+        if data.startswith(bom):
+            return data[len(bom):].decode(codec, errors="replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(data) - 3:  # a multi-byte character cut by the sniffing window
+            return data[: exc.start].decode("utf-8")
+    best = from_bytes(data).best()
+    return str(best) if best is not None else data.decode("latin-1")
+
+
+def _text_table_format(head: bytes, name: str = "") -> TableFormat | None:
+    if not _is_text(head):
+        return None
+    if name.lower().endswith((".csv", ".tsv", ".csv.gz", ".tsv.gz")) and len(_decode(head).splitlines()) >= 2:
+        return "csv"  # a one-column CSV (y_train) has no delimiter to sniff
+    text = _decode(head).lstrip()
+    if text.startswith("["):
+        return "json"
+    if text.startswith("{"):
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if len(lines) > 1 and all(line.startswith("{") for line in lines[:-1][:20]):
+            return "jsonl"
+        return "json"
+    return "csv" if _looks_delimited(head) else None
+
+
+def _records(text: str, delimiter: str, limit: int = 20) -> list[int]:
+    """Field counts of the first complete records (quoted fields may span lines)."""
+    counts = []
+    try:
+        for row in csv.reader(io.StringIO(text), delimiter=delimiter):
+            if row:
+                counts.append(len(row))
+            if len(counts) > limit:
+                break
+    except csv.Error:
+        return []
+    return counts[:-1] if len(counts) > limit else counts
+
+
+def _looks_delimited(head: bytes) -> bool:
+    return _delimiter(_decode(head)) is not None
+
+
+def _delimiter(text: str) -> str | None:
+    """The delimiter that splits every sampled record into the same number (>1) of fields."""
+    best = None
+    for delimiter in _DELIMITERS:
+        counts = _records(text, delimiter)
+        if len(counts) > 1 and counts[-1] != counts[0]:
+            counts = counts[:-1]  # the sniffing window may cut the last record
+        if counts and len(set(counts)) == 1 and counts[0] > 1 and (best is None or counts[0] > best[1]):
+            best = (delimiter, counts[0])
+    return best[0] if best else None
+
+
+def table_format(path: Path) -> TableFormat:
+    """The table format of `path`, from content; UnreadableTable when it is not a table."""
+    head = _head(path)
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if head.startswith(b"PK\x03\x04") and _is_xlsx(path):
+        return "excel"
+    if head.startswith(b"\x1f\x8b"):
+        head = _gunzip_head(path)
+    found = _text_table_format(head, path.name)
+    if found is None:
+        raise UnreadableTable(f"{path.name} is not a table (not delimited text, JSON, parquet or Excel)")
+    return found
+
+
+def _raw_bytes(path: Path) -> bytes:
+    data = path.read_bytes()
+    return gzip.decompress(data) if data.startswith(b"\x1f\x8b") else data
+
+
+def _as_text_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """Typed cells (JSON, parquet, Excel) as the text a CSV would hold; missing as ""."""
+    out = pd.DataFrame(index=frame.index)
+    for column in frame.columns:
+        values = frame[column]
+        if pd.api.types.is_float_dtype(values) and values.dropna().eq(values.dropna().round()).all():
+            # An integer column that gained NaNs reads as float: keep "3", not "3.0".
+            text = values.map(lambda v: "" if pd.isna(v) else str(int(v)))
+        else:
+            text = values.map(_cell_text)
+        out[str(column).strip()] = text
+    return out.reset_index(drop=True)
+
+
+def _cell_text(value: object) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def _read_delimited(data: bytes, nrows: int | None) -> pd.DataFrame:
+    text = _decode(data)
+    delimiter = _delimiter(text[:_SNIFF_BYTES]) or ","
+    frame = pd.read_csv(io.StringIO(text), sep=delimiter, dtype=str, keep_default_na=False, na_filter=False,
+                        nrows=nrows, skipinitialspace=False)
+    frame.columns = [str(c).strip().lstrip("\ufeff") for c in frame.columns]
+    if delimiter == ";":
+        frame = _undo_decimal_comma(frame)
+    return frame
+
+
+def _undo_decimal_comma(frame: pd.DataFrame) -> pd.DataFrame:
+    """`;`-separated files are European: "3,25" is 3.25 when the whole column reads that way."""
+    for column in frame.columns:
+        present = frame[column][frame[column].str.strip() != ""].str.strip()
+        if present.empty:
+            continue
+        comma = present.str.match(_DECIMAL_COMMA)
+        if comma.any() and (comma | present.str.match(_PLAIN_NUMBER)).all():
+            frame[column] = frame[column].str.replace(",", ".", regex=False)
+    return frame
+
+
+def _read_json(data: bytes, lines: bool) -> pd.DataFrame:
+    text = _decode(data)
+    if lines:
+        records = [json.loads(line) for line in text.splitlines() if line.strip()]
+        return pd.DataFrame.from_records(records)
+    payload = json.loads(text)
+    if isinstance(payload, dict):
+        # {"data": [...]} wraps the records; {"col": {row: value}} is pandas' column layout.
+        lists = [v for v in payload.values() if isinstance(v, list) and v and isinstance(v[0], dict)]
+        if len(lists) == 1:
+            payload = lists[0]
+        else:
+            return pd.DataFrame(payload)
+    if not isinstance(payload, list):
+        raise UnreadableTable("a JSON table must be a list of records or an object of columns")
+    return pd.DataFrame.from_records(payload)
+
+
+def read_table(path: str | Path, nrows: int | None = None) -> pd.DataFrame:
+    """The table in `path` with every cell as text ("" when missing), whatever its format."""
+    path = Path(path)
+    try:
+        fmt = table_format(path)
+        if fmt == "parquet":
+            frame = _as_text_cells(pd.read_parquet(path))
+        elif fmt == "excel":
+            frame = _as_text_cells(pd.read_excel(path, dtype=object))
+        elif fmt in ("json", "jsonl"):
+            frame = _as_text_cells(_read_json(_raw_bytes(path), lines=fmt == "jsonl"))
+        else:
+            frame = _read_delimited(_raw_bytes(path), nrows)
+    except UnreadableTable:
+        raise
+    except (ValueError, OSError, EOFError, ImportError, pd.errors.ParserError, json.JSONDecodeError) as exc:
+        raise UnreadableTable(f"cannot read {path.name}: {' '.join(str(exc).split())[:200]}") from exc
+    return frame.head(nrows) if nrows is not None else frame

@@ -1,0 +1,427 @@
+"""Which table is the sample submission, the test set and the training set, decided by structure.
+
+A Kaggle expert opening a folder asks: which file has one row per thing to predict and a
+placeholder answer (the sample)? Which table holds those keys (test)? Which table has the same
+features plus the answers (train), or the answers in a file of their own (`y_train`, `*_labels`)?
+Which tables add columns to both, matched by a key? Names only break ties.
+
+Every decision is recorded as an `Evidence` line, so the run can say what it assumed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+import pandas as pd
+
+from setup_pipeline.perception.catalogue import Catalogue
+from setup_pipeline.perception.recipe import Join, TableRecipe, assemble
+
+_SAMPLE_WORDS = ("sample", "submission", "submit", "example", "template")
+_TEST_WORDS = ("test", "score", "predict", "eval", "holdout", "unlabel")
+_TRAIN_WORDS = ("train", "label", "learn", "fit")
+_MATCH = 0.9  # share of one key's values found in the other's to call them the same key
+
+
+@dataclass
+class Logical:
+    """A table made of one file or of several parts with the same columns (`train_1`, `train_2`)."""
+
+    files: list[str]
+    frame: pd.DataFrame
+
+    @property
+    def name(self) -> str:
+        return self.files[0].lower()
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.frame.columns)
+
+    def values(self, column: str) -> set[str]:
+        cells = self.frame[column].astype(str).str.strip()
+        return set(cells[cells != ""])
+
+    def shows(self, words: tuple[str, ...]) -> bool:
+        stem = PurePosixPath(self.name).name
+        return any(w in stem for w in words)
+
+
+@dataclass
+class Roles:
+    train: TableRecipe | None = None
+    test: TableRecipe | None = None
+    train_frame: pd.DataFrame | None = None
+    test_frame: pd.DataFrame | None = None
+    sample: str | None = None  # relative to raw/
+    sample_frame: pd.DataFrame | None = None
+    key: str | None = None  # the submission's key column (sample's, or the description's)
+    test_key: str | None = None  # test column holding the key; None: rows matched by order
+    train_key: str | None = None
+    echo: dict[str, str] = field(default_factory=dict)  # submission column -> test column it repeats
+    header: list[str] | None = None  # the submission's columns, in order
+    evidence: list[str] = field(default_factory=list)
+
+    @property
+    def prediction_columns(self) -> list[str]:
+        return [c for c in (self.header or []) if c != self.key and c not in self.echo]
+
+
+def _family(path: str) -> str:
+    """Part files share a family: digits removed, and `part`/`chunk` words with them."""
+    stem = re.sub(r"\.(csv|tsv|txt|json|jsonl|parquet|xlsx|gz|zip)$", "", path.lower())
+    stem = re.sub(r"\.(csv|tsv|txt|json|jsonl|parquet)$", "", stem)
+    return re.sub(r"[-_ ]?(part|chunk|shard|batch)?[-_ ]?\d+", "#", stem)
+
+
+def group_parts(catalogue: Catalogue) -> list[Logical]:
+    groups: dict[tuple, list] = {}
+    for table in catalogue.tables:
+        key = (tuple(table.columns), _family(table.path.as_posix()))
+        groups.setdefault(key, []).append(table)
+    out = []
+    for members in groups.values():
+        members.sort(key=lambda t: [int(n) if n.isdigit() else n for n in re.split(r"(\d+)", t.path.as_posix())])
+        frame = pd.concat([m.frame for m in members], ignore_index=True) if len(members) > 1 else members[0].frame
+        out.append(Logical([m.path.as_posix() for m in members], frame))
+    return out
+
+
+def _overlap(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a) if a else 0.0
+
+
+def _unique(frame: pd.DataFrame, column: str) -> bool:
+    cells = frame[column].astype(str).str.strip()
+    return bool(len(cells)) and cells.is_unique and not (cells == "").any()
+
+
+def _constant(frame: pd.DataFrame, column: str) -> bool:
+    return frame[column].astype(str).str.strip().nunique() <= 1
+
+
+def _match_column(columns: list[str], name: str) -> str | None:
+    if name in columns:
+        return name
+    folded = [c for c in columns if c.lower() == name.lower()]
+    return folded[0] if len(folded) == 1 else None
+
+
+class _Decider:
+    def __init__(self, catalogue: Catalogue, header_hint: list[str] | None) -> None:
+        self.catalogue = catalogue
+        self.tables = group_parts(catalogue)
+        self.header_hint = header_hint
+        self.roles = Roles()
+        self._value_cache: dict[tuple[int, str], set[str]] = {}
+        self.image_names = {p.stem for p in catalogue.images} | {p.name for p in catalogue.images}
+        per_folder: dict = {}
+        for p in catalogue.images:
+            per_folder[p.parent] = per_folder.get(p.parent, 0) + 1
+        self.image_names |= {d.name for d, n in per_folder.items() if n <= 3}  # one folder per image
+
+    def image_key(self, table: Logical) -> str | None:
+        """The first column of `table` whose values name image files (with or without extension)."""
+        if not self.image_names:
+            return None
+        for column in table.columns:
+            if _unique(table.frame, column) and _overlap(self.values(table, column), self.image_names) >= _MATCH:
+                return column
+        return None
+
+    def values(self, table: Logical, column: str) -> set[str]:
+        key = (id(table), column)
+        if key not in self._value_cache:
+            self._value_cache[key] = table.values(column)
+        return self._value_cache[key]
+
+    def say(self, line: str) -> None:
+        self.roles.evidence.append(line)
+
+    # ------------------------------------------------------------ the sample submission
+
+    def key_match(self, table: Logical, others: list[Logical]) -> tuple[str, Logical, str, float] | None:
+        """The column of `table` whose values best match a column of another table."""
+        best = None
+        for column in table.columns:
+            if not _unique(table.frame, column):
+                continue
+            mine = self.values(table, column)
+            for other in others:
+                for theirs in other.columns:
+                    if other.frame[theirs].astype(str).str.strip().nunique() < 0.5 * len(mine):
+                        continue
+                    share = _overlap(mine, self.values(other, theirs))
+                    if share >= _MATCH and (best is None or share > best[3]):
+                        best = (column, other, theirs, share)
+            if best is not None:
+                return best  # the earliest matching column is the key
+        return best
+
+    def sample_score(self, table: Logical) -> int:
+        others = [t for t in self.tables if t is not table]
+        score = 2 if table.shows(_SAMPLE_WORDS) else 1 if table.shows(("format",)) else 0
+        match = self.key_match(table, others)
+        key = match[0] if match is not None else self.image_key(table)
+        if key is not None:
+            score += 2
+        rest = [c for c in table.columns if c != key]
+        if rest and all(_constant(table.frame, c) for c in rest):
+            score += 1
+        if len(table.columns) > 2 and not table.shows(_SAMPLE_WORDS) and key is None:
+            score -= 2
+        return score
+
+    def pick_sample(self) -> Logical | None:
+        scored = [(self.sample_score(t), t.shows(("sample",)), -len(t.columns), t) for t in self.tables]
+        scored = [s for s in scored if s[0] >= 3]
+        if not scored:
+            return None
+        scored.sort(key=lambda s: s[:3], reverse=True)
+        sample = scored[0][3]
+        if len(sample.files) > 1:
+            return None  # a sample is one file; parts are data
+        self.say(f"sample submission: {sample.files[0]} (score {scored[0][0]}: "
+                 f"{'named like one, ' if sample.shows(_SAMPLE_WORDS) else ''}keys found in another table)")
+        return sample
+
+    # ------------------------------------------------------------ the test table
+
+    def pick_test(self, sample: Logical | None, rest: list[Logical]) -> tuple[Logical | None, str | None]:
+        """The table of rows to predict and its key column (None: rows matched by order)."""
+        if sample is not None:
+            match = self.key_match(sample, rest)
+            key = match[0] if match else self.image_key(sample)
+            candidates = []
+            if key is not None:
+                keys = self.values(sample, key)
+                for table in rest:
+                    for column in table.columns:
+                        share = _overlap(keys, self.values(table, column))
+                        if share >= _MATCH:
+                            candidates.append((table, column, share))
+            self.roles.key = key or sample.columns[0]
+            self.roles.header = sample.columns
+            if candidates:
+                prediction = [c for c in sample.columns if c != key]
+                def rank(c: tuple[Logical, str, float]) -> tuple:
+                    table, column, share = c
+                    has_answers = sum(1 for p in prediction if p in table.columns and not _blank_for(table, column, keys, p))
+                    return (-has_answers, round(share, 2), -abs(len(table.frame) - len(sample.frame)), table.shows(_TEST_WORDS))
+                candidates.sort(key=rank, reverse=True)
+                table, column, _ = candidates[0]
+                self.say(f"test rows: {' + '.join(table.files)}, matched to the sample by {column!r}")
+                return table, column
+            same_rows = [t for t in rest if len(t.frame) == len(sample.frame)]
+            same_rows.sort(key=lambda t: t.shows(_TEST_WORDS), reverse=True)
+            if same_rows:
+                self.say(f"test rows: {' + '.join(same_rows[0].files)}, matched to the sample by row order "
+                         f"(no column holds the sample's {self.roles.key!r} values)")
+                return same_rows[0], None
+            return None, None
+        header = self.header_hint
+        if header:
+            self.roles.header = header
+            self.roles.key = header[0]
+            with_key = [t for t in rest if _match_column(t.columns, header[0])]
+            answers = [c for c in header[1:] if c != "..."]
+            pool = [t for t in with_key if not any(_match_column(t.columns, a) for a in answers)]
+            pool.sort(key=lambda t: (t.shows(_TEST_WORDS), -len(t.frame)), reverse=True)
+            if pool:
+                table = pool[0]
+                self.say(f"test rows: {' + '.join(table.files)}, the table with the submission's key "
+                         f"{header[0]!r} and no answer column")
+                return table, _match_column(table.columns, header[0])
+        # No sample and no example: test is the table whose columns another table extends.
+        pairs = []
+        for table in rest:
+            for other in rest:
+                if other is not table and set(table.columns) < set(other.columns):
+                    pairs.append((table.shows(_TEST_WORDS), len(table.columns), table))
+        if pairs:
+            pairs.sort(key=lambda p: p[:2], reverse=True)
+            table = pairs[0][2]
+            self.say(f"test rows: {' + '.join(table.files)}, whose columns another table extends")
+            return table, None
+        return None, None
+
+    # ------------------------------------------------------------ the training table
+
+    def pick_train(self, test: Logical | None, test_key: str | None, rest: list[Logical]) -> Logical | None:
+        if test is None:
+            pool = [t for t in rest if len(t.columns) >= 2 and (not self.image_names or self.image_key(t))]
+            pool.sort(key=lambda t: (t.shows(_TRAIN_WORDS), len(t.frame)), reverse=True)
+            return pool[0] if pool else None
+        features = [c for c in test.columns if c != test_key]
+        def rank(table: Logical) -> tuple:
+            shared = sum(1 for c in features if c in table.columns)
+            extra = sum(1 for c in table.columns if c not in test.columns)
+            keyed = bool(test_key and _match_column(table.columns, test_key))
+            return (shared, extra > 0, keyed, table.shows(_TRAIN_WORDS), len(table.frame))
+        pool = sorted(rest, key=rank, reverse=True)
+        if not pool:
+            return None
+        best = pool[0]
+        if features and not any(c in best.columns for c in features) and not (test_key and _match_column(best.columns, test_key)):
+            return None
+        return best
+
+    def answers_beside(self, train: Logical, test: Logical | None, train_key: str | None,
+                       rest: list[Logical]) -> tuple[Logical, str | None, str | None] | None:
+        """A table holding the training answers apart from the features: joined on the key, or row-aligned."""
+        test_columns = set(test.columns) if test is not None else set()
+        for table in rest:
+            own = [c for c in table.columns if c not in test_columns and c not in train.columns]
+            if not own:
+                continue
+            if train_key is not None:
+                for column in table.columns:
+                    if _overlap(self.values(train, train_key), self.values(table, column)) >= _MATCH and _unique(table.frame, column):
+                        return table, column, train_key
+            if len(table.frame) == len(train.frame):
+                return table, None, None
+        return None
+
+    def feature_tables(self, train: Logical, test: Logical | None, train_key: str | None, test_key: str | None,
+                       rest: list[Logical]) -> list[tuple[Logical, str]]:
+        """Tables that add columns to train and test rows, matched by their key."""
+        if train_key is None:
+            return []
+        found = []
+        train_keys = self.values(train, train_key)
+        test_keys = self.values(test, test_key) if test is not None and test_key else set()
+        for table in rest:
+            for column in table.columns:
+                theirs = self.values(table, column)
+                if _overlap(train_keys, theirs) >= _MATCH and (not test_keys or _overlap(test_keys, theirs) >= _MATCH):
+                    found.append((table, column))
+                    break
+        return found
+
+    # ------------------------------------------------------------ all together
+
+    def run(self) -> Roles:
+        roles = self.roles
+        sample = self.pick_sample()
+        rest = [t for t in self.tables if t is not sample]
+        if sample is not None:
+            roles.sample = sample.files[0]
+            roles.sample_frame = sample.frame
+        test, test_key = self.pick_test(sample, rest)
+        roles.test_key = test_key
+        targets = self.blank_targets(test, test_key, sample)
+        if targets:
+            roles.test = TableRecipe(files=test.files, rows="target_blank", target_columns=targets)
+            roles.train = TableRecipe(files=test.files, rows="target_present", target_columns=targets)
+            roles.train_key = test_key
+            self.say(f"one file holds train and test: {test.files[0]}; rows with a blank {targets[0]!r} are to predict")
+            self._frames(test, test)
+            return roles
+        if test is not None and sample is not None:
+            self._echo(sample, test, test_key)
+        others = [t for t in rest if t is not test]
+        train = self.pick_train(test, test_key, others)
+        if test is not None:
+            roles.test = TableRecipe(files=test.files)
+        if train is None:
+            self._frames(None, test)
+            return roles
+        roles.train = TableRecipe(files=train.files)
+        self.say(f"training rows: {' + '.join(train.files)}")
+        others = [t for t in others if t is not train]
+        train_key = _match_column(train.columns, test_key) if test_key else None
+        if train_key is None and roles.key:
+            train_key = _match_column(train.columns, roles.key)
+        roles.train_key = train_key
+        targets_here = [c for c in train.columns if test is None or c not in test.columns]
+        if not [c for c in targets_here if c != train_key]:
+            beside = self.answers_beside(train, test, train_key, others)
+            if beside is not None:
+                table, their_key, our_key = beside
+                columns = [c for c in table.columns if c != their_key and c not in train.columns]
+                if their_key is not None and our_key is not None:
+                    roles.train.joins.append(Join(file=table.files, on=our_key, other_on=their_key, columns=columns))
+                    self.say(f"training answers: {' + '.join(table.files)}, joined on {our_key!r}")
+                else:
+                    roles.train.beside, roles.train.beside_columns = table.files, columns
+                    self.say(f"training answers: {' + '.join(table.files)}, row by row beside the features")
+                others = [t for t in others if t is not table]
+        for table, column in self.feature_tables(train, test, train_key, test_key, others):
+            present = set(train.columns) | set(roles.train.beside_columns) | {c for j in roles.train.joins for c in j.columns}
+            columns = [c for c in table.columns if c != column and c not in present]
+            if not columns:
+                continue
+            roles.train.joins.append(Join(file=table.files, on=train_key, other_on=column, columns=columns))
+            if roles.test is not None and test_key:
+                roles.test.joins.append(Join(file=table.files, on=test_key, other_on=column, columns=columns))
+            self.say(f"more features: {' + '.join(table.files)} ({len(columns)} columns), joined on {column!r}")
+        self._frames(train, test)
+        return roles
+
+    def blank_targets(self, test: Logical | None, test_key: str | None, sample: Logical | None) -> list[str]:
+        """Columns of the test table left blank exactly on the rows to predict: one file holds train
+        and test, and these are the answers to fill in."""
+        if test is None:
+            return []
+        names = [c for c in (self.roles.header or []) if c != self.roles.key and c != "..."]
+        named = [c for c in names if c in test.columns]
+        if sample is not None and test_key is not None:
+            rows = test.frame[test_key].astype(str).str.strip().isin(self.values(sample, self.roles.key)).to_numpy()
+            if rows.all() or not rows.any():
+                return []
+            blank = []
+            for column in [c for c in test.columns if c != test_key]:
+                cells = test.frame[column].astype(str).str.strip().to_numpy() == ""
+                if cells[rows].all() and not cells[~rows].any():
+                    blank.append(column)
+            return [c for c in named if c in blank] or blank
+        return [c for c in named if _blank_for(test, "", set(), c)]
+
+    def _echo(self, sample: Logical, test: Logical, test_key: str | None) -> None:
+        """Sample columns that repeat a test column (after matching rows) are echoed, not predicted."""
+        key = self.roles.key
+        if test_key is not None:
+            left = sample.frame.assign(__k=sample.frame[key].astype(str).str.strip())
+            right = test.frame.assign(__k=test.frame[test_key].astype(str).str.strip()).drop_duplicates("__k")
+            aligned = left[["__k"]].merge(right, on="__k", how="left")
+        else:
+            aligned = test.frame if len(test.frame) == len(sample.frame) else None
+        if aligned is None:
+            return
+        for column in sample.columns:
+            if column == key:
+                continue
+            source = _match_column(test.columns, column)
+            if source is None:
+                continue
+            mine = sample.frame[column].astype(str).str.strip().to_numpy()
+            theirs = aligned[source].fillna("").astype(str).str.strip().to_numpy()
+            if len(mine) and (mine == theirs).mean() >= 0.95:
+                self.roles.echo[column] = source
+        if self.roles.echo:
+            self.say(f"echoed test columns in the submission: {', '.join(self.roles.echo)}")
+
+    def _frames(self, train: Logical | None, test: Logical | None) -> None:
+        loaded = {t.path.as_posix(): t.frame for t in self.catalogue.tables}
+        raw = self.catalogue.raw
+        self.roles.train_frame = assemble(raw, self.roles.train, loaded) if self.roles.train else None
+        self.roles.test_frame = assemble(raw, self.roles.test, loaded) if self.roles.test else None
+        if self.roles.test is not None and self.roles.test.rows == "target_blank":
+            # The blank answers of the rows to predict are not inputs.
+            self.roles.test_frame = self.roles.test_frame.drop(columns=self.roles.test.target_columns)
+
+
+def _blank_for(table: Logical, key: str, keys: set[str], column: str) -> bool:
+    """True when `column` is blank on the rows of `table` whose key is one of `keys` (or on some rows, without keys)."""
+    cells = table.frame[column].astype(str).str.strip()
+    if keys:
+        rows = table.frame[key].astype(str).str.strip().isin(keys)
+        return bool(rows.any()) and bool((cells[rows] == "").all())
+    return bool((cells == "").any())
+
+
+def decide_roles(catalogue: Catalogue, header_hint: list[str] | None) -> Roles:
+    """Roles of the catalogue's tables; `header_hint` is the description's submission example, if any."""
+    return _Decider(catalogue, header_hint).run()

@@ -1,0 +1,107 @@
+"""Tables in every format Kaggle ships read to the same text cells, whatever the extension says."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from setup_pipeline.perception.catalogue import build_catalogue
+from setup_pipeline.perception.readers import UnreadableTable, file_kind, read_table, table_format
+
+FRAME = pd.DataFrame({"id": ["007", "010", "123"], "price": [3.25, 10.0, -1.5], "city": ["Zürich", "Oslo", ""]})
+EXPECTED = {"id": ["007", "010", "123"], "price": ["3.25", "10.0", "-1.5"], "city": ["Zürich", "Oslo", ""]}
+
+
+def _csv(sep: str = ",", decimal: str = ".", newline: str = "\n") -> str:
+    return FRAME.to_csv(index=False, sep=sep, decimal=decimal, lineterminator=newline)
+
+
+def _check(frame: pd.DataFrame) -> None:
+    assert list(frame.columns) == ["id", "price", "city"]
+    got = {c: frame[c].tolist() for c in frame.columns}
+    got["price"] = [str(float(v)) for v in got["price"]]
+    assert got == EXPECTED
+
+
+@pytest.mark.parametrize("name,content", [
+    ("plain.csv", _csv().encode()),
+    ("bom_crlf.csv", ("\ufeff" + _csv(newline="\r\n")).encode()),
+    ("tabs.txt", _csv(sep="\t").encode()),
+    ("european.csv", _csv(sep=";", decimal=",").encode()),
+    ("latin1.csv", _csv().encode("latin-1")),
+    ("utf16.csv", _csv().encode("utf-16")),
+    ("wrong_extension.json", _csv().encode()),
+])
+def test_delimited_text_is_sniffed(tmp_path: Path, name: str, content: bytes) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    assert table_format(path) == "csv"
+    _check(read_table(path))
+
+
+def test_gzip_json_jsonl_parquet_excel(tmp_path: Path) -> None:
+    records = json.dumps([{"id": "007", "price": 3.25, "city": "Zürich"}, {"id": "010", "price": 10.0, "city": "Oslo"},
+                          {"id": "123", "price": -1.5, "city": None}])
+    (tmp_path / "a.csv.gz").write_bytes(gzip.compress(_csv().encode()))
+    (tmp_path / "b.json").write_text(records, encoding="utf-8")
+    (tmp_path / "c.jsonl").write_text(FRAME.to_json(orient="records", lines=True), encoding="utf-8")
+    (tmp_path / "d.data").write_text(json.dumps({"data": json.loads(records)}), encoding="utf-8")
+    FRAME.to_parquet(tmp_path / "e.parquet", index=False)
+    FRAME.to_excel(tmp_path / "f.xlsx", index=False)
+    formats = {p.name: table_format(p) for p in sorted(tmp_path.iterdir())}
+    assert formats == {"a.csv.gz": "csv", "b.json": "json", "c.jsonl": "jsonl", "d.data": "json",
+                       "e.parquet": "parquet", "f.xlsx": "excel"}
+    for path in sorted(tmp_path.iterdir()):
+        frame = read_table(path)
+        frame["city"] = frame["city"].replace("None", "")
+        _check(frame)
+
+
+def test_integer_columns_with_gaps_keep_their_spelling(tmp_path: Path) -> None:
+    pd.DataFrame({"n": [1, None, 3]}).to_parquet(tmp_path / "n.parquet")
+    assert read_table(tmp_path / "n.parquet")["n"].tolist() == ["1", "", "3"]
+
+
+def test_one_column_csv_and_multiline_quotes(tmp_path: Path) -> None:
+    (tmp_path / "y_train.csv").write_text("target\n0\n1\n1\n")
+    assert read_table(tmp_path / "y_train.csv")["target"].tolist() == ["0", "1", "1"]
+    text = 'id,excerpt\n1,"a long\nexcerpt, with commas"\n2,"short"\n'
+    (tmp_path / "texts.csv").write_text(text)
+    assert file_kind(tmp_path / "texts.csv") == "table"
+    assert read_table(tmp_path / "texts.csv")["excerpt"].tolist() == ["a long\nexcerpt, with commas", "short"]
+
+
+def test_not_a_table(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("Just a sentence about the data.\n")
+    (tmp_path / "blob.bin").write_bytes(bytes(range(256)) * 4)
+    assert file_kind(tmp_path / "notes.txt") == "text"
+    assert file_kind(tmp_path / "blob.bin") == "other"
+    with pytest.raises(UnreadableTable):
+        read_table(tmp_path / "blob.bin")
+
+
+def test_catalogue_unpacks_archives_once_and_safely(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("inner/train.csv", _csv())
+        archive.writestr("inner/img.png", b"\x89PNG\r\n\x1a\n")
+    (data / "bundle.zip").write_bytes(buffer.getvalue())
+    evil = io.BytesIO()
+    with zipfile.ZipFile(evil, "w") as archive:
+        archive.writestr("../escape.csv", _csv())
+    (data / "evil.zip").write_bytes(evil.getvalue())
+    catalogue = build_catalogue(tmp_path)
+    assert [t.path.as_posix() for t in catalogue.tables] == ["data/bundle_unpacked/inner/train.csv"]
+    assert [p.name for p in catalogue.images] == ["img.png"]
+    assert not (tmp_path / "escape.csv").exists() and not (data / "escape.csv").exists()
+    assert any("evil.zip" in note for note in catalogue.notes)
+    again = build_catalogue(tmp_path)  # the unpacked folder is reused, not unpacked twice
+    assert [t.path for t in again.tables] == [t.path for t in catalogue.tables]
