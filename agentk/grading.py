@@ -118,10 +118,12 @@ def _aligned(submission: pd.DataFrame, answer_keys: np.ndarray, id_column: str) 
     return sub.iloc[[row[k] for k in answer_keys]].reset_index(drop=True)
 
 
-def _column(sub: pd.DataFrame, column: str, numeric: bool) -> pd.Series:
+def _column(sub: pd.DataFrame, column: str, numeric: bool, blanks: bool = False) -> pd.Series:
     if column not in sub.columns:
         raise _Invalid(f"submission has no {column!r} column")
     values = sub[column]
+    if blanks:
+        return values.fillna("")
     if values.isna().any():
         raise _Invalid(f"column {column!r} has {int(values.isna().sum())} missing values")
     if not numeric:
@@ -136,7 +138,8 @@ def _column(sub: pd.DataFrame, column: str, numeric: bool) -> pd.Series:
 def _score_targets(metric: Metric, sub: pd.DataFrame, answers: pd.DataFrame, facts: GradingFacts) -> float:
     scores = []
     for column in facts.target_columns:
-        predicted = _column(sub, column, numeric=metric.kind != "label")
+        # A ranking row may be blank: the submission predicts no label for it.
+        predicted = _column(sub, column, numeric=metric.kind in ("value", "proba"), blanks=metric.kind == "ranking")
         truth = answers[column].to_numpy()
         if metric.kind == "proba":
             # A single column per target holds P(positive class) (Kaggle's binary AUC/log-loss format).

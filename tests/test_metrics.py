@@ -28,6 +28,8 @@ COMPETITIONS = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 REQUIRED = [
     "accuracy", "f1", "auc", "logloss", "multiclass_logloss", "rmse", "rmse_log", "rmsle",
     "mae", "mse", "r2", "quadratic_weighted_kappa", "mape", "macro_f1", "balanced_accuracy", "mcc", "medae",
+    "micro_f1", "weighted_f1", "linear_weighted_kappa", "gini", "brier", "pearson", "spearman", "kendall_tau",
+    "smape", "msle", "rmspe", "map_at_k", "top_k_accuracy", "top_k_error", "mean_f1", "mean_f2",
 ]
 
 
@@ -48,8 +50,9 @@ def test_registry_has_every_required_name_with_a_sane_direction() -> None:
     assert set(REQUIRED) <= set(METRICS)
     for name, metric in METRICS.items():
         assert metric.name == name
-        assert metric.kind in ("label", "proba", "value")
-    lower = {"logloss", "multiclass_logloss", "rmse", "rmse_log", "rmsle", "mae", "mse", "mape", "medae"}
+        assert metric.kind in ("label", "proba", "value", "ranking")
+    lower = {"logloss", "multiclass_logloss", "rmse", "rmse_log", "rmsle", "mae", "mse", "mape", "medae",
+             "brier", "smape", "msle", "rmspe", "top_k_error"}
     assert {n for n, m in METRICS.items() if not m.higher_is_better} == lower
 
 
@@ -87,17 +90,20 @@ def _case(name: str) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """(y_true, perfect prediction, predictions that get progressively worse) from real targets."""
     rng = np.random.default_rng(0)
     kind = METRICS[name].kind
-    if name == "quadratic_weighted_kappa":
+    if name in ("quadratic_weighted_kappa", "linear_weighted_kappa"):
         y = _train("playground-series-s3e5", ("Id", "quality"))["quality"].to_numpy()
         return y, y.copy(), [y + 1, y + 2]  # further off on an ordinal scale is worse
     if kind == "label":
         y = _titanic()["Survived"].to_numpy()
         return y, y.copy(), [_corrupt_labels(y, f, rng) for f in (0.1, 0.3)]
+    if kind == "ranking":
+        species = _train("leaf-classification", ("id", "species"))["species"].to_numpy(dtype=object)
+        return species, species.copy(), [_corrupt_labels(species, f, rng) for f in (0.1, 0.3)]
     if kind == "proba":
         species = _train("leaf-classification", ("id", "species"))["species"]
         classes = sorted(species.unique())
         y = species.map({c: i for i, c in enumerate(classes)}).to_numpy()
-        if name in ("auc", "logloss"):
+        if name in ("auc", "logloss", "gini", "brier"):
             y = (y < len(classes) // 2).astype(int)  # a binary task from real labels
         k = y.max() + 1
         onehot = np.eye(k)[y]
@@ -112,8 +118,7 @@ def _case(name: str) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     return y, y.copy(), [y * (1 + 0.05 * jitter), y * (1 + 0.3 * np.abs(jitter))]
 
 
-BEST = {"accuracy": 1, "balanced_accuracy": 1, "f1": 1, "macro_f1": 1, "mcc": 1,
-        "quadratic_weighted_kappa": 1, "auc": 1, "r2": 1}
+BEST = {name: 1 for name, m in METRICS.items() if m.higher_is_better}  # every higher-is-better metric tops at 1
 
 
 @pytest.mark.parametrize("name", sorted(METRICS))

@@ -1,0 +1,367 @@
+"""Which metric a Kaggle description names, and the phrase that names it.
+
+Reading order, most reliable first (the first tier that names a metric decides):
+
+1. a sentence of the evaluation section that talks about scoring ("Submissions are evaluated on ...");
+2. any other sentence of the evaluation section that names a metric ("## Metric\\nRMSLE.");
+3. a scoring sentence anywhere else (pages without an Evaluation heading say it in the overview);
+4. a metric named anywhere (low confidence).
+
+A metric the registry lacks ("mean Dice coefficient", "NDCG") is recognised too, so that its
+sentence wins and the answer is "unsupported" rather than a wrong registry name picked further down.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Source = Literal["evaluation_section", "scoring_sentence", "anywhere", "none"]
+
+EVIDENCE_CHARS = 200
+_CONFIDENCE = {"cue_in_section": 0.95, "section": 0.8, "scoring_sentence": 0.75, "anywhere": 0.35}
+# Deducted when the deciding sentence also names another metric (a formula, a comparison).
+_AMBIGUITY_PENALTY = 0.15
+
+
+@dataclass(frozen=True)
+class MetricGuess:
+    """What a description says about its metric.
+
+    `name` is a canonical registry name or None; `unsupported` names a metric the text clearly
+    uses but the registry lacks (then `name` is None). `evidence` is the deciding phrase
+    (at most 200 characters), `confidence` (0..1) how sure the reading is.
+    """
+
+    name: str | None
+    evidence: str
+    source: Source
+    confidence: float
+    unsupported: str | None = None
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    name: str | None  # registry name; None for a metric the registry does not have
+    label: str
+    regex: re.Pattern[str]
+    weak: bool = False  # an everyday word too: loses to any other metric in the same sentence
+
+
+def _p(name: str | None, regex: str, label: str = "", weak: bool = False) -> _Pattern:
+    return _Pattern(name, label or str(name), re.compile(regex), weak)
+
+
+# Priority order: where two matches overlap, the earlier pattern keeps the text, so specific
+# names ("root mean squared logarithmic error", "mean average precision at IoU thresholds")
+# come before the general ones they contain. Matched against `_plain` text: lower case, hyphens
+# and underscores as spaces, markup removed.
+_N = r"(\d[\d,]*|k)"  # the K of an @K metric
+_PATTERNS: tuple[_Pattern, ...] = (
+    # Metrics the registry lacks, wherever they contain a name it has.
+    _p(None, r"\b(two|three|four|several|multiple) (different )?(evaluation )?metrics\b", "a combination of metrics"),
+    _p(None, r"\brow ?wise (root mean squared? error|rmse)|\bmrrmse\b", "mean rowwise RMSE"),
+    _p(None, r"\b(root )?mean (squared?|absolute) scaled error|\brmsse\b|\bmase\b", "scaled error (RMSSE/MASE)"),
+    _p(None, r"pinball|quantile loss|\bwspl\b", "pinball (quantile) loss"),
+    _p(None, r"continuous ranked probability|\bcrps\b", "CRPS"),
+    _p(None, r"weighted (categori[sz]ation |classification |multi ?class )?accuracy", "weighted accuracy"),
+    _p(None, r"(balanced|weighted) (multi ?class )?(log(arithmic)? ?loss|cross ?entropy)", "weighted log loss"),
+    _p(None, r"precision ?recall (curve|auc)|\bpr ?auc\b|\bauc ?pr\b|\bauprc\b", "precision-recall AUC"),
+    _p(None, r"\bpartial (auc|area under)|\bp ?auc\b", "partial AUC"),
+    _p(None, r"average precision (at|over|across) (different |various |multiple |a range of )?"
+             r"(intersection over union|iou)", "mean average precision at IoU thresholds"),
+    _p(None, r"\bdice\b", "Dice coefficient"),
+    _p(None, r"intersection over union|\biou\b|jaccard", "intersection over union"),
+    _p(None, r"\bndcg\b|discounted cumulative gain", "NDCG"),
+    _p(None, rf"(?<!average )\b(recall|precision) ?(@ ?{_N}\b|at {_N}\b)", "recall/precision at K"),
+    _p(None, r"global average precision", "global average precision (GAP)"),
+    _p(None, r"percentile (distance )?errors?|haversine|great circle distance", "distance error"),
+    _p(None, r"\bbleu\b|\brouge\b|levenshtein|edit distance|word error rate", "text similarity"),
+    # Registry metrics, specific before general.
+    _p("rmsle", r"root mean squared? log(arithmic)? error|\brmsle\b"),
+    _p("rmse_log", r"(root mean squared? error|\brmse\b)( \(rmse\))? (between|of|on) (the )?(natural )?log"),
+    _p("rmspe", r"root mean squared? percent(age)? error|\brmspe\b"),
+    _p("rmse", r"mean column ?wise root mean squared? error|\bmcrmse\b"),
+    _p("msle", r"mean squared? log(arithmic)? error|\bmsle\b"),
+    _p("linear_weighted_kappa", r"linear(ly)? weighted (cohen'?s )?kappa"),
+    _p("quadratic_weighted_kappa",
+       r"quadratic(ally)? weighted (cohen'?s )?kappa|\bqwk\b|weighted kappa|cohen'?s kappa"),
+    _p("mcc", r"matthews'? correlation|\bmcc\b"),
+    _p("multiclass_logloss",
+       r"multi ?class [a-z ]{0,30}?(log(arithmic)? ?loss|cross ?entropy)|categorical cross ?entropy"),
+    # "Mean F1/F2" on Kaggle is the example-based score of multi-label rows, unless it is over classes.
+    _p("macro_f1", r"macro (averaged )?f ?1\b|\bf ?1 (score )?\(?macro|macro (averaged )?f (score|measure)"
+                   r"|mean f ?1 (score )?(across|over) (all )?(the )?([a-z0-9]+ )?(classes|labels|categories)"),
+    _p("mean_f2", r"mean f ?2\b|samples? averaged f ?2\b"
+                  r"|example based f ?(score|measure)?[^.]{0,25}\bbeta (of |= ?)?2\b"),
+    _p("mean_f1", r"mean f ?1\b|samples? averaged f ?(1|score|measure)\b|example based f ?(1|score|measure)\b"),
+    _p("micro_f1", r"micro (averaged )?f ?1\b|\bf ?1 (score )?\(?micro|micro (averaged )?f (score|measure)"),
+    _p("weighted_f1",
+       r"weighted (averaged? )?f ?1\b|\bf ?1 (score )?\(?weighted|weighted (averaged? )?f (score|measure)"),
+    _p(None, r"\bf ?(beta|β|0?\.5|2|3)( score| measure)?\b|\bf (score|measure) beta\b", "F-beta score"),
+    _p("balanced_accuracy", r"balanced accuracy"),
+    _p("gini", r"\bgini\b"),
+    _p("brier", r"\bbrier\b"),
+    _p("auc", r"area under (the )?(roc|receiver operating characteristic)|\broc\b|\bauc\b|\bauroc\b"),
+    _p("logloss", r"\blog(arithmic)? ?loss\b|cross ?entropy"),
+    _p("f1", r"\bf ?1\b|\bf (score|measure)\b"),
+    _p("smape", r"\bs ?mape\b|symmetric mean absolute percent(age)? error"),
+    _p("mape", r"mean absolute percent(age)? error|\bmape\b"),
+    _p("medae", r"median absolute error|\bmedae\b"),
+    _p("mae", r"mean absolute error|\bmae\b"),
+    _p("rmse", r"root mean squared? error|\brmse\b"),
+    _p("mse", r"mean squared? error|\bmse\b"),
+    _p("r2", r"coefficient of determination|\br ?squared\b|\br2\b|\br\^2|r²"),
+    _p("pearson", r"\bpearson"),
+    _p("spearman", r"\bspearman"),
+    _p("kendall_tau", r"\bkendall"),
+    _p("map_at_k", rf"mean average precision ?(@|at) ?{_N}\b|\bmap ?@ ?{_N}\b"),
+    _p(None, r"\b(mean )?average precision\b", "average precision"),
+    _p("top_k_error", r"\btop ?(\d+|k) (classification )?error|mean best error"
+                      r"|\berror (for|of) (that|each|an?|the) [a-z]+ is (0|zero)\b"),
+    _p("top_k_accuracy", r"\btop ?(\d+|k) (classification )?accuracy"),
+    # Run-together scrapes ("usingAccuracy Scorebetween") keep "accuracy score" without word breaks.
+    _p("accuracy", r"accuracy score|\baccuracy\b|(percentage|proportion|fraction|share) of [^.]{0,60}\bcorrect(ly)?\b",
+       weak=True),
+)
+
+# Words that make a sentence about scoring, not just about the data.
+_CUE_RE = re.compile(
+    r"\b(evaluat\w*|scored|scoring|scores? (is|are|will be|of)|metric\w*|measured|to measure|judged"
+    r"|ranked (by|on|using)|leaderboard (is|uses|will))"
+)
+# A metric mentioned after these words in its clause is not the one scored.
+_NEGATION_RE = re.compile(
+    r"\b(unlike|rather than|instead of|not|no longer|also report\w*|reported|previous\w*|prior|formerly"
+    r"|replac\w*|except|other than|in addition to|besides|changed? (\w+ ){0,4}from)\b"
+)
+_NEGATION_AFTER_RE = re.compile(r"^[^,;:()]*?\b(for reference|for information|(is|are|will) not (be )?used)\b")
+_CLAUSE_BREAK_RE = re.compile(r"[,;:()]|\b(but|whereas|while|however)\b")
+
+# ---------------------------------------------------------------------------------------------
+# Text preparation
+
+
+def _plain(text: str) -> tuple[str, list[int]]:
+    """Lower-case text with markup, URLs and hyphens turned into single spaces, and for each of
+    its characters the offset of the character in `text` it came from."""
+    # URLs can spell metric names; LaTeX's \( \) delimiters would split "\(F_1\)-score".
+    blanked = re.sub(r"\(https?://[^)]*\)|https?://\S+|\\[()\[\]]", lambda m: " " * len(m.group()), text)
+    chars: list[str] = []
+    offsets: list[int] = []
+    for i, char in enumerate(blanked):
+        char = " " if char in "-_‐–—*`$\\{}|#" or char.isspace() else char.lower()[0]
+        if char == " " and (not chars or chars[-1] == " "):
+            continue
+        chars.append(char)
+        offsets.append(i)
+    return "".join(chars), offsets
+
+
+def _without_code(text: str) -> str:
+    """The text with fenced code blocks blanked out (same length, so offsets still hold)."""
+    return re.sub(r"(?ms)^\s*(```|~~~).*?(^\s*\1|\Z)", lambda m: re.sub(r"[^\n]", " ", m.group()), text)
+
+
+_HEADING_RE = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_BOLD_LINE_RE = re.compile(r"^\s*\*\*(.+?)\*\*:?\s*$")
+_EVAL_TITLE_RE = re.compile(
+    r"^(\d+\.?\s*)?(evaluation( metrics?| criteria| and scoring)?|metrics?|scoring( metric)?)\s*:?$", re.IGNORECASE)
+# Plain-text section titles that end an evaluation section (the page's other tabs and sections).
+_END_TITLE_RE = re.compile(
+    r"^(dataset description|data description|data|the data|files|data files|data fields|columns|timeline"
+    r"|competition timeline|prizes?|acknowledg\w*|citation|rules|faq|frequently asked questions|overview"
+    r"|description|background|context|getting started|tutorials?|code requirements|kernels? requirements"
+    r"|important dates|resources|about\b.*)\s*:?$", re.IGNORECASE)
+
+
+def _heading(line: str) -> tuple[int, str] | None:
+    """(level, title) when the line is a heading: markdown (level 1..6), bold or plain (level 7)."""
+    match = _HEADING_RE.match(line)
+    if match:
+        return len(match.group(1)), match.group(2).strip("*: ")
+    match = _BOLD_LINE_RE.match(line)
+    if match:
+        return 7, match.group(1).strip(": ")
+    stripped = line.strip()
+    # Scraped pages keep headings as short lines of their own, without a full stop.
+    if stripped and len(stripped) <= 60 and len(stripped.split()) <= 6 and not stripped.endswith((".", ",", ";")):
+        return 7, stripped.rstrip(":")
+    return None
+
+
+def _section_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans (after the heading line) of every evaluation section."""
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(lines):
+        head = _heading(lines[i])
+        if head is None or not _EVAL_TITLE_RE.match(head[1]):
+            i += 1
+            continue
+        level, end = head[0], i + 1
+        while end < len(lines):
+            nxt = _heading(lines[end])
+            if nxt and ((nxt[0] <= level and nxt[0] < 7) or (nxt[0] == 7 and _END_TITLE_RE.match(nxt[1]))):
+                break
+            if level == 7 and nxt and nxt[0] < 7 and not _EVAL_TITLE_RE.match(nxt[1]):
+                break
+            end += 1
+        spans.append((starts[i + 1], starts[end]))
+        i = end
+    return spans
+
+
+def evaluation_section(description: str) -> str | None:
+    """The evaluation sections' text (markdown, bold or plain-line "Evaluation"/"Metric" headings,
+    each up to the next section), or None when the description has none."""
+    text = _without_code(description)
+    spans = _section_spans(text)
+    if not spans:
+        return None
+    return "\n\n".join(description[a:b].strip("\n") for a, b in spans)
+
+
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+(?=[^a-z\s])")
+
+
+def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Sentence spans in text[start:end]. A line break ends a sentence unless it only wraps a
+    long line of prose (the next line goes on in lower case)."""
+    spans: list[tuple[int, int]] = []
+    piece_start = start
+    for match in re.finditer(r"\n", text[start:end]):
+        cut = start + match.start()
+        line_start = text.rfind("\n", 0, cut) + 1
+        line = text[line_start:cut].rstrip()
+        following = text[cut + 1 : end].lstrip(" \t")
+        wrapped = len(line) >= 60 and not line.endswith((".", "!", "?", ":")) and following[:1].islower()
+        if not wrapped:
+            spans.extend(_split_piece(text, piece_start, cut))
+            piece_start = cut + 1
+    spans.extend(_split_piece(text, piece_start, end))
+    return spans
+
+
+def _split_piece(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    spans, cursor = [], start
+    for match in _SENTENCE_END_RE.finditer(text, start, end):
+        spans.append((cursor, match.start()))
+        cursor = match.end()
+    spans.append((cursor, end))
+    return [(a, b) for a, b in spans if text[a:b].strip()]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading one sentence
+
+
+@dataclass(frozen=True)
+class _Mention:
+    start: int  # in the plain sentence
+    end: int
+    pattern: _Pattern
+    negated: bool
+
+
+def _mentions(plain: str) -> list[_Mention]:
+    taken: list[tuple[int, int]] = []
+    found: list[_Mention] = []
+    for pattern in _PATTERNS:
+        for match in pattern.regex.finditer(plain):
+            a, b = match.span()
+            if any(a < y and x < b for x, y in taken):
+                continue
+            taken.append((a, b))
+            found.append(_Mention(a, b, pattern, _negated(plain, a, b)))
+    return sorted(found, key=lambda m: m.start)
+
+
+def _negated(plain: str, start: int, end: int) -> bool:
+    breaks = [m.end() for m in _CLAUSE_BREAK_RE.finditer(plain, 0, start)]
+    clause_before = plain[breaks[-1] if breaks else 0 : start]
+    for match in _NEGATION_RE.finditer(clause_before):
+        # "changed from log loss to Brier": only what stands between "from" and "to" is old.
+        if not (match.group().endswith("from") and re.search(r"\bto\b", clause_before[match.end() :])):
+            return True
+    return bool(_NEGATION_AFTER_RE.search(plain[end:]))
+
+
+def _choose(mentions: list[_Mention], cue_at: int | None) -> _Mention | None:
+    """The mention the scoring words point at: the first after the cue, else the last before it."""
+    candidates = [m for m in mentions if not m.negated]
+    if any(not m.pattern.weak for m in candidates):
+        candidates = [m for m in candidates if not m.pattern.weak]
+    if not candidates:
+        return None
+    if cue_at is None:
+        return candidates[0]
+    after = [m for m in candidates if m.end > cue_at]  # "two evaluation metrics" holds its own cue
+    return after[0] if after else candidates[-1]
+
+
+def _evidence(text: str, start: int, end: int, focus: int) -> str:
+    """The sentence, whitespace collapsed, cut to EVIDENCE_CHARS around the focus offset."""
+    a, b = start, end
+    if b - a > EVIDENCE_CHARS:
+        a = max(start, min(focus - EVIDENCE_CHARS // 3, end - EVIDENCE_CHARS))
+        b = a + EVIDENCE_CHARS
+    return " ".join(text[a:b].split())[:EVIDENCE_CHARS]
+
+
+def _read(text: str, span: tuple[int, int], need_cue: bool, tier: str, source: Source) -> MetricGuess | None:
+    plain, offsets = _plain(text[span[0] : span[1]])
+    cue = _CUE_RE.search(plain)
+    if need_cue and cue is None:
+        return None
+    mentions = _mentions(plain)
+    chosen = _choose(mentions, cue.start() if cue else None)
+    if chosen is None:
+        return None
+    others = {m.pattern.label for m in mentions if not m.negated and not m.pattern.weak} - {chosen.pattern.label}
+    confidence = _CONFIDENCE[tier] - (_AMBIGUITY_PENALTY if others else 0.0)
+    evidence = _evidence(text, span[0], span[1], span[0] + offsets[chosen.start])
+    if chosen.pattern.name is None:
+        return MetricGuess(None, evidence, source, confidence, unsupported=chosen.pattern.label)
+    return MetricGuess(chosen.pattern.name, evidence, source, confidence)
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API
+
+
+def infer_metric(description: str) -> MetricGuess:
+    """The metric a Kaggle description says submissions are scored by, with its evidence.
+
+    Plain "log loss" gives `logloss`; use `for_task` to upgrade it for more than two classes.
+    When nothing names a metric, `name` is None with confidence 0: the caller picks a default.
+    """
+    text = _without_code(description)
+    sections = _section_spans(text)
+    in_section = [s for a, b in sections for s in _sentences(text, a, b)]
+    for need_cue, tier in ((True, "cue_in_section"), (False, "section")):
+        for span in in_section:
+            guess = _read(text, span, need_cue, tier, "evaluation_section")
+            if guess is not None:
+                return guess
+    outside = [s for s in _sentences(text, 0, len(text)) if not any(a <= s[0] < b for a, b in sections)]
+    for span in outside:
+        guess = _read(text, span, True, "scoring_sentence", "scoring_sentence")
+        if guess is not None:
+            return guess
+    for span in outside:
+        guess = _read(text, span, False, "anywhere", "anywhere")
+        # "accuracy" outside any scoring sentence is everyday English ("forecast accuracy").
+        if guess is not None and guess.name != "accuracy":
+            return guess
+    return MetricGuess(None, "", "none", 0.0)
+
+
+def detect_metric(description: str) -> str | None:
+    """Canonical metric name named by a Kaggle description, or None (see `infer_metric`)."""
+    return infer_metric(description).name

@@ -1,0 +1,278 @@
+"""The metric functions, one signature for all: `fn(y_true, y_pred) -> float` (see the package docstring)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+from scipy import stats
+from sklearn import metrics as skm
+
+from agentk.metrics.labels import label_list, normalise_labels
+
+# Kaggle's log-loss clipping bound.
+PROBA_EPS = 1e-15
+# rmse_log takes log(prediction); a non-positive prediction is floored here rather than crashing.
+LOG_FLOOR = 1e-9
+
+MetricFn = Callable[[Any, Any], float]
+
+
+def _labels(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray]:
+    return normalise_labels(y_true), normalise_labels(y_pred)
+
+
+def floats(values: Any) -> np.ndarray:
+    return np.asarray(values, dtype=float).ravel()
+
+
+def label_metric(sk_fn: Callable[..., Any], **kwargs: Any) -> MetricFn:
+    def fn(y_true: Any, y_pred: Any) -> float:
+        return float(sk_fn(*_labels(y_true, y_pred), **kwargs))
+
+    return fn
+
+
+def value_metric(sk_fn: Callable[..., Any]) -> MetricFn:
+    def fn(y_true: Any, y_pred: Any) -> float:
+        return float(sk_fn(floats(y_true), floats(y_pred)))
+
+    return fn
+
+
+# ---------------------------------------------------------------------------------------------
+# Label metrics
+
+
+def _f1_positive(y_true: np.ndarray, y_pred: np.ndarray) -> str:
+    """The positive class for binary F1: "1"/"true" if seen, else the minority class of y_true.
+
+    Kaggle's binary F1 competitions label the positive class 1 (or True); when they do not,
+    the rarer class is almost always the one of interest. Ties go to the first label in sorted order.
+    """
+    seen = set(y_true) | set(y_pred)
+    for candidate in ("1", "true"):
+        if candidate in seen:
+            return candidate
+    classes, counts = np.unique(y_true.astype(str), return_counts=True)
+    return str(classes[int(np.argmin(counts))])
+
+
+def f1(y_true: Any, y_pred: Any) -> float:
+    t, p = _labels(y_true, y_pred)
+    if len(set(t) | set(p)) > 2:
+        # Binary F1 is undefined here; macro is what Kaggle's multi-class "F1" means.
+        return macro_f1(t, p)
+    return float(skm.f1_score(t, p, pos_label=_f1_positive(t, p), average="binary", zero_division=0))
+
+
+def macro_f1(y_true: Any, y_pred: Any) -> float:
+    return float(skm.f1_score(*_labels(y_true, y_pred), average="macro", zero_division=0))
+
+
+def _ints(values: Any) -> np.ndarray:
+    try:
+        numbers = np.array([float(v) for v in normalise_labels(values)])
+    except ValueError as exc:
+        raise ValueError(f"ordinal labels must be numbers ({exc})") from None
+    return np.rint(numbers).astype(int)
+
+
+def kappa(weights: str) -> MetricFn:
+    """Cohen's kappa on ordinal labels; predictions are rounded to the nearest integer label."""
+
+    def fn(y_true: Any, y_pred: Any) -> float:
+        return float(skm.cohen_kappa_score(_ints(y_true), _ints(y_pred), weights=weights))
+
+    return fn
+
+
+# ---------------------------------------------------------------------------------------------
+# Probability metrics
+
+
+def class_indices(y_true: Any, n_classes: int) -> np.ndarray:
+    keys = [{"true": "1", "false": "0"}.get(k, k) for k in normalise_labels(y_true)]
+    try:
+        idx = np.array([int(k) for k in keys], dtype=int)
+    except ValueError:
+        raise ValueError("proba metrics take y_true as class indices 0..K-1") from None
+    if len(idx) and (idx.min() < 0 or idx.max() >= n_classes):
+        raise ValueError(f"class index out of range for {n_classes} probability columns")
+    return idx
+
+
+def _proba_matrix(y_pred: Any) -> np.ndarray:
+    # Kaggle clips to [eps, 1 - eps], then rescales each row to sum to one.
+    p = np.clip(np.asarray(y_pred, dtype=float), PROBA_EPS, 1 - PROBA_EPS)
+    if p.ndim == 1:
+        return np.column_stack([1 - p, p])
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def log_loss(y_true: Any, y_pred: Any) -> float:
+    p = _proba_matrix(y_pred)
+    idx = class_indices(y_true, p.shape[1])
+    return float(-np.mean(np.log(p[np.arange(len(idx)), idx])))
+
+
+def auc(y_true: Any, y_pred: Any) -> float:
+    p = np.asarray(y_pred, dtype=float)
+    n_classes = 2 if p.ndim == 1 else p.shape[1]
+    idx = class_indices(y_true, n_classes)
+    if p.ndim == 2 and n_classes == 2:
+        p = p[:, 1]
+    if p.ndim == 1:
+        return float(skm.roc_auc_score(idx, p))
+    p = _proba_matrix(p)
+    return float(skm.roc_auc_score(idx, p, multi_class="ovr", labels=list(range(n_classes))))
+
+
+def gini(y_true: Any, y_pred: Any) -> float:
+    """Kaggle's normalised Gini: the Gini of the predictions over that of a perfect ordering,
+    which for a 0/1 target is exactly 2 * AUC - 1."""
+    return 2 * auc(y_true, y_pred) - 1
+
+
+def brier(y_true: Any, y_pred: Any) -> float:
+    """Mean squared error of the probabilities; with K columns, summed over classes per row
+    (Brier's original definition), so the binary case is not double-counted."""
+    p = np.asarray(y_pred, dtype=float)
+    if p.ndim == 1:
+        return float(np.mean((p - class_indices(y_true, 2)) ** 2))
+    onehot = np.eye(p.shape[1])[class_indices(y_true, p.shape[1])]
+    return float(np.mean(np.sum((p - onehot) ** 2, axis=1)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Value metrics
+
+
+def _positive_truth(y_true: Any, name: str, strict: bool) -> np.ndarray:
+    t = floats(y_true)
+    if (t <= 0).any() if strict else (t < 0).any():
+        raise ValueError(f"{name} needs {'positive' if strict else 'non-negative'} true values")
+    return t
+
+
+def rmse_log(y_true: Any, y_pred: Any) -> float:
+    t = _positive_truth(y_true, "rmse_log", strict=True)
+    p = np.clip(floats(y_pred), LOG_FLOOR, None)
+    return float(np.sqrt(np.mean((np.log(p) - np.log(t)) ** 2)))
+
+
+def msle(y_true: Any, y_pred: Any) -> float:
+    # Negative predictions are clipped to zero (Kaggle's scorer would reject them; a model's
+    # stray negative value should cost, not crash).
+    t = _positive_truth(y_true, "msle", strict=False)
+    p = np.clip(floats(y_pred), 0, None)
+    return float(np.mean((np.log1p(p) - np.log1p(t)) ** 2))
+
+
+def rmsle(y_true: Any, y_pred: Any) -> float:
+    return float(np.sqrt(msle(y_true, y_pred)))
+
+
+def smape(y_true: Any, y_pred: Any) -> float:
+    """Symmetric MAPE in percent (0..200) as Kaggle computes it: a row where truth and
+    prediction are both 0 counts as 0."""
+    t, p = floats(y_true), floats(y_pred)
+    denominator = np.abs(t) + np.abs(p)
+    ratio = np.divide(2 * np.abs(p - t), denominator, out=np.zeros_like(t), where=denominator != 0)
+    return float(100 * np.mean(ratio))
+
+
+def rmspe(y_true: Any, y_pred: Any) -> float:
+    t, p = floats(y_true), floats(y_pred)
+    if (t == 0).any():
+        raise ValueError("rmspe needs non-zero true values")
+    return float(np.sqrt(np.mean(((t - p) / t) ** 2)))
+
+
+def correlation(scipy_fn: Callable[..., Any]) -> MetricFn:
+    """A correlation coefficient; a constant prediction correlates with nothing and scores 0
+    rather than NaN, so it ranks below any informative model."""
+
+    def fn(y_true: Any, y_pred: Any) -> float:
+        t, p = floats(y_true), floats(y_pred)
+        if np.ptp(t) == 0 or np.ptp(p) == 0:
+            return 0.0
+        return float(scipy_fn(t, p)[0])
+
+    return fn
+
+
+pearson = correlation(stats.pearsonr)
+spearman = correlation(stats.spearmanr)
+kendall_tau = correlation(stats.kendalltau)
+
+
+# ---------------------------------------------------------------------------------------------
+# Ranking metrics: y_pred rows are ordered label lists, y_true rows a label or a set of labels
+
+
+def _rows(y_true: Any, y_pred: Any) -> tuple[list[list[str]], list[list[str]]]:
+    truth = [label_list(v) for v in np.asarray(y_true, dtype=object).ravel()]
+    predicted = [label_list(v) for v in _row_values(y_pred)]
+    if len(truth) != len(predicted):
+        raise ValueError(f"{len(truth)} true rows but {len(predicted)} predicted rows")
+    return truth, predicted
+
+
+def _row_values(y_pred: Any) -> list[Any]:
+    # A list of lists is one ranking per row; np.asarray would turn equal-length lists into a matrix.
+    if isinstance(y_pred, (list, tuple)):
+        return list(y_pred)
+    return list(np.asarray(y_pred, dtype=object).ravel())
+
+
+def _average_precision(actual: set[str], predicted: list[str], k: int) -> float:
+    """Kaggle's AP@K: a repeated correct label scores once; divided by min(|actual|, K)."""
+    if not actual or k == 0:
+        return 0.0
+    hits, total, seen = 0, 0.0, set()
+    for rank, label in enumerate(predicted[:k], start=1):
+        if label in actual and label not in seen:
+            hits += 1
+            total += hits / rank
+        seen.add(label)
+    return total / min(len(actual), k)
+
+
+def map_at_k(y_true: Any, y_pred: Any) -> float:
+    """Mean average precision at K, with K the longest list submitted (Kaggle cuts submissions
+    at K, so a well-formed submission gives exactly K labels per row)."""
+    truth, predicted = _rows(y_true, y_pred)
+    k = max((len(p) for p in predicted), default=0)
+    return float(np.mean([_average_precision(set(t), p, k) for t, p in zip(truth, predicted)]))
+
+
+def top_k_accuracy(y_true: Any, y_pred: Any) -> float:
+    """Share of rows where any of the submitted labels is a true label."""
+    truth, predicted = _rows(y_true, y_pred)
+    return float(np.mean([bool(set(t) & set(p)) for t, p in zip(truth, predicted)]))
+
+
+def top_k_error(y_true: Any, y_pred: Any) -> float:
+    """Kaggle's mean best error at K: per row 0 if any submitted label is right, else 1."""
+    return 1.0 - top_k_accuracy(y_true, y_pred)
+
+
+def _f_beta(actual: set[str], predicted: set[str], beta: float) -> float:
+    if not actual and not predicted:
+        return 1.0  # nothing to find and nothing claimed: a perfect row
+    hits = len(actual & predicted)
+    if hits == 0:
+        return 0.0
+    precision, recall = hits / len(predicted), hits / len(actual)
+    return (1 + beta**2) * precision * recall / (beta**2 * precision + recall)
+
+
+def mean_f_beta(beta: float) -> MetricFn:
+    """Example-based F-beta of multi-label rows (a set of labels each), averaged over rows."""
+
+    def fn(y_true: Any, y_pred: Any) -> float:
+        truth, predicted = _rows(y_true, y_pred)
+        return float(np.mean([_f_beta(set(t), set(p), beta) for t, p in zip(truth, predicted)]))
+
+    return fn

@@ -1,0 +1,117 @@
+"""The registry: every metric's canonical name, direction, input kind, function and aliases."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from sklearn import metrics as skm
+
+from agentk.errors import AgentKError
+from agentk.metrics import functions as F
+
+MetricKind = Literal["label", "proba", "value", "ranking"]
+
+
+class UnknownMetricError(AgentKError):
+    """A metric name that is neither a canonical name nor an alias."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    higher_is_better: bool
+    kind: MetricKind
+    fn: F.MetricFn
+    aliases: tuple[str, ...] = ()
+
+
+def _m(name: str, higher_is_better: bool, kind: MetricKind, fn: F.MetricFn, aliases: str = "") -> Metric:
+    return Metric(name, higher_is_better, kind, fn, tuple(aliases.split()))
+
+
+_REGISTERED = (
+    # Labels
+    _m("accuracy", True, "label", F.label_metric(skm.accuracy_score),
+       "acc classification_accuracy categorization_accuracy categorisation_accuracy accuracy_score "
+       "multiclass_accuracy"),
+    _m("balanced_accuracy", True, "label", F.label_metric(skm.balanced_accuracy_score),
+       "balanced_accuracy_score bacc"),
+    _m("f1", True, "label", F.f1, "f1_score f_score fscore f_measure binary_f1"),
+    _m("macro_f1", True, "label", F.macro_f1, "f1_macro macro_f1_score macro_averaged_f1 f_score_macro"),
+    # Pooled over all rows, so for single-label rows it equals accuracy.
+    _m("micro_f1", True, "label", F.label_metric(skm.f1_score, average="micro", zero_division=0),
+       "f1_micro micro_f1_score micro_averaged_f1"),
+    _m("weighted_f1", True, "label", F.label_metric(skm.f1_score, average="weighted", zero_division=0),
+       "f1_weighted weighted_f1_score weighted_averaged_f1"),
+    _m("mcc", True, "label", F.label_metric(skm.matthews_corrcoef),
+       "matthews_corrcoef matthews_correlation matthews_correlation_coefficient"),
+    _m("quadratic_weighted_kappa", True, "label", F.kappa("quadratic"),
+       "qwk kappa weighted_kappa quadratic_kappa cohen_kappa quadraticweightedkappa"),
+    _m("linear_weighted_kappa", True, "label", F.kappa("linear"), "lwk linear_kappa linear_weighted_cohen_kappa"),
+    # Probabilities
+    _m("auc", True, "proba", F.auc,
+       "roc_auc auroc roc_auc_score area_under_curve roc mean_columnwise_auc sklearn_roc_auc_score"),
+    _m("gini", True, "proba", F.gini, "normalized_gini normalised_gini gini_coefficient normalized_gini_index"),
+    _m("logloss", False, "proba", F.log_loss,
+       "log_loss binary_logloss binary_log_loss binary_crossentropy cross_entropy"),
+    _m("multiclass_logloss", False, "proba", F.log_loss,
+       "multi_logloss mlogloss multiclass_log_loss multi_class_log_loss multi_class_logloss "
+       "categorical_crossentropy multiclass_loss"),
+    _m("brier", False, "proba", F.brier, "brier_score brier_score_loss"),
+    # Values
+    _m("rmse", False, "value", F.value_metric(skm.root_mean_squared_error),
+       "root_mean_squared_error root_mean_square_error mcrmse"),
+    _m("rmse_log", False, "value", F.rmse_log, "log_rmse rmse_of_log rmse_of_logs"),
+    _m("rmsle", False, "value", F.rmsle, "root_mean_squared_log_error root_mean_squared_logarithmic_error"),
+    _m("msle", False, "value", F.msle, "mean_squared_log_error mean_squared_logarithmic_error"),
+    _m("mse", False, "value", F.value_metric(skm.mean_squared_error), "mean_squared_error"),
+    _m("mae", False, "value", F.value_metric(skm.mean_absolute_error), "mean_absolute_error l1"),
+    _m("medae", False, "value", F.value_metric(skm.median_absolute_error), "median_absolute_error"),
+    _m("mape", False, "value", F.value_metric(skm.mean_absolute_percentage_error), "mean_absolute_percentage_error"),
+    _m("smape", False, "value", F.smape, "symmetric_mean_absolute_percentage_error smape_plus_1"),
+    _m("rmspe", False, "value", F.rmspe, "root_mean_square_percentage_error root_mean_squared_percentage_error"),
+    _m("r2", True, "value", F.value_metric(skm.r2_score), "r2_score r_squared coefficient_of_determination"),
+    _m("pearson", True, "value", F.pearson, "pearsonr pearson_correlation meanpearson mean_pearson pearson_r"),
+    _m("spearman", True, "value", F.spearman, "spearmanr spearman_correlation spearman_rho"),
+    _m("kendall_tau", True, "value", F.kendall_tau, "kendall kendalltau kendall_tau_correlation"),
+    # Rankings and label sets (space-separated labels per row)
+    _m("map_at_k", True, "ranking", F.map_at_k, "map@k mapk map_k mean_average_precision_at_k"),
+    _m("top_k_accuracy", True, "ranking", F.top_k_accuracy, "top_k_acc topk_accuracy"),
+    _m("top_k_error", False, "ranking", F.top_k_error, "topk_error mean_best_error_at_k meanbesterroratk"),
+    _m("mean_f1", True, "ranking", F.mean_f_beta(1.0), "samples_f1 example_based_f1 mean_f_score"),
+    _m("mean_f2", True, "ranking", F.mean_f_beta(2.0), "samples_f2 example_based_f2"),
+)
+METRICS: dict[str, Metric] = {m.name: m for m in _REGISTERED}
+_LOOKUP: dict[str, Metric] = {key: m for m in _REGISTERED for key in (m.name, *m.aliases)}
+
+
+def _lookup_key(name: str) -> str:
+    return re.sub(r"[\s\-]+", "_", name.strip().lower())
+
+
+def get_metric(name: str) -> Metric:
+    """The metric for a canonical name or alias (case-, space- and hyphen-insensitive)."""
+    metric = _LOOKUP.get(_lookup_key(name))
+    if metric is None:
+        raise UnknownMetricError(f"unknown metric {name!r}; known metrics: {', '.join(sorted(METRICS))}")
+    return metric
+
+
+def for_task(name: str, n_classes: int | None) -> str:
+    """Canonical metric name adjusted to the number of classes (plain log loss / F1 on >2 classes)."""
+    canonical = get_metric(name).name
+    if n_classes is not None and n_classes > 2:
+        return {"logloss": "multiclass_logloss", "f1": "macro_f1"}.get(canonical, canonical)
+    return canonical
+
+
+def better(a: float, b: float, higher_is_better: bool) -> bool:
+    """True when score a is strictly better than b; NaN is never better and anything beats NaN."""
+    if math.isnan(a):
+        return False
+    if math.isnan(b):
+        return True
+    return a > b if higher_is_better else a < b

@@ -1,0 +1,106 @@
+"""Scoring labels, class probabilities and prediction frames in their raw form."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from agentk.metrics.functions import floats
+from agentk.metrics.labels import normalise_ids, normalise_labels
+from agentk.metrics.registry import get_metric
+
+# How many classes, best first, a probability matrix submits to a ranking metric: the K of most
+# Kaggle MAP@K / top-K classification competitions.
+RANKING_DEPTH = 3
+
+
+def _binary_positive(keys: Sequence[str]) -> int | None:
+    for candidate in ("1", "true"):
+        if candidate in keys:
+            return list(keys).index(candidate)
+    return None
+
+
+def _ranked(keys: Sequence[str], p: np.ndarray) -> np.ndarray:
+    order = np.argsort(-p, axis=1, kind="stable")[:, :RANKING_DEPTH]
+    return np.array([" ".join(keys[j] for j in row) for row in order], dtype=object)
+
+
+def score_class_probabilities(name: str, y_true: Any, proba: Any, classes: Sequence[Any]) -> float:
+    """Score raw true labels against an (n, K) probability matrix whose columns are `classes`.
+
+    Label metrics score the arg-max class, ranking metrics the `RANKING_DEPTH` most probable
+    classes. With two classes the positive class (for AUC) is the one that normalises to 1/true,
+    else the second column.
+    """
+    metric = get_metric(name)
+    if metric.kind == "value":
+        raise ValueError(f"{metric.name} scores values, not class probabilities")
+    keys = list(normalise_labels(list(classes)))
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"duplicate class columns: {list(classes)}")
+    p = np.asarray(proba, dtype=float)
+    # Ranking truth may be a set of labels per row (or blank), which only the metric can read.
+    truth = np.asarray(y_true, dtype=object).ravel() if metric.kind == "ranking" else normalise_labels(y_true)
+    if p.shape != (len(truth), len(keys)):
+        raise ValueError(f"probability matrix has shape {p.shape}, expected {(len(truth), len(keys))}")
+    if metric.kind == "label":
+        return metric.fn(truth, np.asarray(keys, dtype=object)[p.argmax(axis=1)])
+    if metric.kind == "ranking":
+        return metric.fn(truth, _ranked(keys, p))
+    position = {k: i for i, k in enumerate(keys)}
+    unknown = sorted(set(truth) - position.keys())
+    if unknown:
+        raise ValueError(f"no probability column for class(es) {', '.join(unknown[:5])}")
+    idx = np.array([position[k] for k in truth], dtype=int)
+    if len(keys) == 2:
+        positive = _binary_positive(keys)
+        if positive == 0:  # put the positive class second, where binary metrics expect it
+            p, idx = p[:, ::-1], 1 - idx
+    return metric.fn(idx, p)
+def score_positive_probability(name: str, y_true: Any, p_positive: Any) -> float:
+    """Score a proba metric from binary labels (0/1 or false/true) and P(positive) per row."""
+    metric = get_metric(name)
+    truth = normalise_labels(y_true)
+    seen = set(truth)
+    if not (seen <= {"0", "1"} or seen <= {"false", "true"}):
+        raise ValueError(f"cannot tell the positive class among labels {sorted(seen)[:5]}")
+    if metric.kind != "proba":
+        raise ValueError(f"{metric.name} does not score probabilities")
+    return metric.fn(np.isin(truth, ["1", "true"]).astype(int), floats(p_positive))
+
+
+def score_prediction_frame(
+    name: str, y_true: pd.DataFrame, y_pred: pd.DataFrame, target_columns: Sequence[str]
+) -> float:
+    """Score a prediction frame (see docs/architecture.md) against `id` + raw target columns.
+
+    Rows are aligned on `id` (ValueError when the id sets differ); the result is the mean of
+    the per-target scores.
+    """
+    metric = get_metric(name)
+    true_ids, pred_ids = normalise_ids(y_true["id"]), normalise_ids(y_pred["id"])
+    if len(set(pred_ids)) != len(pred_ids) or len(set(true_ids)) != len(true_ids):
+        raise ValueError("duplicated ids")
+    if set(true_ids) != set(pred_ids):
+        raise ValueError(f"ids differ: {len(set(true_ids) - set(pred_ids))} missing, "
+                         f"{len(set(pred_ids) - set(true_ids))} unexpected")
+    row = {k: i for i, k in enumerate(pred_ids)}
+    pred = y_pred.iloc[[row[k] for k in true_ids]].reset_index(drop=True)
+    scores = []
+    for target in target_columns:
+        truth = y_true[target].to_numpy()
+        prefix = f"{target}__proba__"
+        proba_cols = [c for c in pred.columns if str(c).startswith(prefix)]
+        if metric.kind == "label" or (metric.kind == "ranking" and not proba_cols):
+            scores.append(metric.fn(truth, pred[target].to_numpy()))
+        elif metric.kind == "value":
+            scores.append(metric.fn(floats(truth), floats(pred[target])))
+        elif proba_cols:
+            classes = [str(c)[len(prefix):] for c in proba_cols]
+            scores.append(score_class_probabilities(name, truth, pred[proba_cols].to_numpy(float), classes))
+        else:
+            scores.append(score_positive_probability(name, truth, pred[target]))
+    return float(np.mean(scores))
