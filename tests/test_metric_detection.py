@@ -15,7 +15,7 @@ Figures on the 108 pages:
 * after (33 metrics, `infer_metric`): 93 rows covered (87 whose metadata name maps to the registry,
   three of them with the text deciding the exact name, plus the 6 rows without metadata, read from
   the text); 92 detected right (98.9%). The miss is playground-series-s3e13, whose page misspells
-  its metric "MPA@3" (detection abstains). No wrong name on any page: the 15 uncovered pages all
+  its metric "MPA@3" (detection abstains, unsupported="mpa@3"). No wrong name on any page: the 15 uncovered pages all
   abstain, each with `unsupported` naming what the page uses.
 """
 

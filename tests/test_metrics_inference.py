@@ -147,3 +147,14 @@ def test_guess_is_frozen_and_evidence_is_short() -> None:
     assert guess.name == "mae" and len(guess.evidence) <= 200 and "mean absolute error" in guess.evidence
     with pytest.raises(dataclasses.FrozenInstanceError):
         guess.name = "rmse"  # type: ignore[misc]
+
+
+def test_an_unknown_metric_stated_in_the_evaluation_section_is_not_replaced_by_a_guess() -> None:
+    text = ("## Overview\nEarlier models were compared by RMSE.\n\n"
+            "## Evaluation\nSubmissions are evaluated on the Jensen-Shannon divergence between distributions.\n")
+    guess = infer_metric(text)
+    assert guess.name is None and guess.unsupported is not None and "jensen shannon" in guess.unsupported
+    assert guess.source == "evaluation_section"
+    # "As follows" states nothing: the overview's scoring sentence still decides.
+    text = "## Overview\nSubmissions are scored by log loss.\n\n## Evaluation\nSubmissions are evaluated as follows.\n"
+    assert infer_metric(text).name == "logloss"

@@ -9,6 +9,10 @@ Reading order, most reliable first (the first tier that names a metric decides):
 
 A metric the registry lacks ("mean Dice coefficient", "NDCG") is recognised too, so that its
 sentence wins and the answer is "unsupported" rather than a wrong registry name picked further down.
+For the same reason, an evaluation section that states "Submissions are evaluated on <something no
+pattern knows>" ends the search there (unsupported = that phrase) before tiers 3 and 4.
+Within a sentence, the metric the scoring words point at wins; one mentioned after "unlike",
+"rather than", "not", "also report", "changed from" (in its clause) does not.
 """
 
 from __future__ import annotations
@@ -135,6 +139,13 @@ _CUE_RE = re.compile(
 _NEGATION_RE = re.compile(
     r"\b(unlike|rather than|instead of|not|no longer|also report\w*|reported|previous\w*|prior|formerly"
     r"|replac\w*|except|other than|in addition to|besides|changed? (\w+ ){0,4}from)\b"
+)
+# "Submissions are evaluated on ...": when such a sentence in the evaluation section names nothing
+# known, the metric is one the registry lacks, and a name found further away would be a guess.
+_STATEMENT_RE = re.compile(
+    r"\b((submissions?|entries|predictions|this competition) (are|is|will be) (evaluated|scored|ranked|judged)"
+    r"( (on|by|using|with|based on|according to)\b)?|evaluation metric( for this competition)? (is|will be)"
+    r"|score will be)\s*(?P<rest>[^,;:(]{0,60})"
 )
 _NEGATION_AFTER_RE = re.compile(r"^[^,;:()]*?\b(for reference|for information|(is|are|will) not (be )?used)\b")
 _CLAUSE_BREAK_RE = re.compile(r"[,;:()]|\b(but|whereas|while|however)\b")
@@ -331,6 +342,17 @@ def _read(text: str, span: tuple[int, int], need_cue: bool, tier: str, source: S
     return MetricGuess(chosen.pattern.name, evidence, source, confidence)
 
 
+def _unnamed_statement(text: str, spans: list[tuple[int, int]]) -> MetricGuess | None:
+    """An abstention for an evaluation section that states a metric no pattern knows."""
+    for a, b in spans:
+        plain, _ = _plain(text[a:b])
+        match = _STATEMENT_RE.search(plain)
+        rest = match.group("rest").strip(" .") if match else ""
+        if rest and not rest.startswith(("as follows", "the following", "below", "as described")):
+            return MetricGuess(None, _evidence(text, a, b, a), "evaluation_section", 0.5, unsupported=rest)
+    return None
+
+
 # ---------------------------------------------------------------------------------------------
 # Public API
 
@@ -349,6 +371,9 @@ def infer_metric(description: str) -> MetricGuess:
             guess = _read(text, span, need_cue, tier, "evaluation_section")
             if guess is not None:
                 return guess
+    unnamed = _unnamed_statement(text, in_section)
+    if unnamed is not None:
+        return unnamed
     outside = [s for s in _sentences(text, 0, len(text)) if not any(a <= s[0] < b for a, b in sections)]
     for span in outside:
         guess = _read(text, span, True, "scoring_sentence", "scoring_sentence")
