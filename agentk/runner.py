@@ -152,10 +152,14 @@ def _solve(workspace: Workspace, config: RunConfig, events: EventLog) -> None:
     events.say(f"  solve: model race, HEBO tuning, blending; {config.folds}-fold CV, budget {config.time_budget_s:.0f} s")
     with events.status("solving …") as status:
         result = _run_solver(workspace, config, events, status)
-    if not result.ok:
-        raise SolveFailed(f"the solver failed: {result.error_summary(max_lines=1)}")
     plan = read_json_object(workspace.setup / "plan.json")
     problems = validate_against_setup(workspace, workspace.submission_path, plan)
+    if not result.ok:
+        if problems:
+            raise SolveFailed(f"the solver failed: {result.error_summary(max_lines=1)}")
+        # Each phase writes the best submission so far: a solver cut short still leaves a good one.
+        events.say(f"  [yellow]warning:[/] the solver stopped early ({result.error_summary(max_lines=1)}); "
+                   "keeping its best submission so far")
     if problems:
         raise SolveFailed(f"the submission is not valid: {problems[0]}")
     events.say(f"  submission: [green]valid[/] → {workspace.submission_path}")

@@ -115,7 +115,9 @@ def _value_problems(submission: pd.DataFrame, sample: pd.DataFrame | None, id_co
     for column in submission.columns:
         values = submission[column]
         missing = _is_missing(values)
-        if missing.any():
+        # An echoed input column may be blank where the sample itself is blank.
+        blank_in_sample = sample is not None and column in sample.columns and bool(_is_missing(sample[column]).any())
+        if missing.any() and not blank_in_sample:
             rows = np.flatnonzero(missing.to_numpy()).tolist()
             problems.append(f"column {column!r}: {len(rows)} missing value(s) (rows {_examples(rows)})")
         if sample is None or column not in sample.columns or column == (id_column or sample.columns[0]):

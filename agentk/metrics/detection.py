@@ -133,7 +133,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
 # Words that make a sentence about scoring, not just about the data.
 _CUE_RE = re.compile(
     r"\b(evaluat\w*|scored|scoring|scores? (is|are|will be|of)|metric\w*|measured|to measure|judged"
-    r"|ranked (by|on|using)|leaderboard (is|uses|will))"
+    r"|rank(ed)? (\w+ ){0,3}(by|on|using|according to)|compared (\w+ ){0,6}using|leaderboard (is|uses|will))"
 )
 # A metric mentioned after these words in its clause is not the one scored.
 _NEGATION_RE = re.compile(

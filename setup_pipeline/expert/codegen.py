@@ -42,6 +42,8 @@ def _read(facts: DataFacts, split: str, drop_missing_targets: bool) -> str:
                   "    if len(ids) != len(frame):",
                   "        raise ValueError(f'test has {len(frame)} rows but the sample {len(ids)}: rows cannot be matched by order')",
                   "    ids.index = frame.index  # test rows are the sample's rows, in order"]
+    elif split == "test" and facts.test_row_id_start is not None:
+        lines.append(f"    ids = pd.Series([str(i + {facts.test_row_id_start}) for i in range(len(frame))], index=frame.index)")
     else:
         lines.append(f"    ids = pd.Series([f'{split}_{{i}}' for i in range(len(frame))], index=frame.index)")
     return "\n".join(lines)

@@ -291,3 +291,23 @@ def _scan(lines: list[str], fenced: bool, seen_submission: bool) -> list[str] | 
         if _is_row(_fields(nxt), len(header)):
             return header
     return None
+
+
+def submission_example_rows(text: str, header: list[str]) -> list[dict[str, str]]:
+    """The example rows printed under the submission header, as {column: cell} (may be empty)."""
+    lines = text.splitlines()
+    wanted = [c for c in header if c != "..."]
+    for i, line in enumerate(lines):
+        cells = next(csv.reader([line.strip()]), [])
+        if [c.strip() for c in cells[: len(wanted)]] != wanted:
+            continue
+        rows = []
+        for follow in lines[i + 1:]:
+            if not follow.strip() or _FENCE.match(follow) or follow.strip() in _ELISION:
+                break
+            values = next(csv.reader([follow.strip()]), [])
+            if len(values) < len(wanted):
+                break
+            rows.append(dict(zip(wanted, (v.strip() for v in values))))
+        return rows
+    return []

@@ -17,8 +17,9 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from agentk import metrics
-from setup_pipeline.expert.description import submission_header
+from setup_pipeline.expert.description import submission_example_rows, submission_header
 from setup_pipeline.perception.catalogue import build_catalogue
+from setup_pipeline.perception.page_text import as_markdown
 from setup_pipeline.perception.recipe import TableRecipe
 from setup_pipeline.perception.roles import decide_roles
 
@@ -74,6 +75,7 @@ class DataFacts(BaseModel):
     train_id_column: str | None
     test_id_column: str | None  # None: test rows are matched to the sample by order
     echo_columns: dict[str, str] = Field(default_factory=dict)  # submission column -> test column repeated
+    test_row_id_start: int | None = None  # no key and no sample: test ids number the rows from here
     submission_format: Literal["per_target", "per_class_proba"]
     targets: list[TargetFact]
     submission_columns: list[str]
@@ -141,19 +143,27 @@ class _Inspection:
         self.raw, self.data = raw_dir, raw_dir / "data"
         self.notes: list[str] = []
         self.dropped: dict[str, str] = {}
+        self.metric_override: str | None = None
+        self.test_row_start: int | None = None
 
     # ------------------------------------------------------------ files
 
     def run(self) -> DataFacts:
         desc_path = self.raw / "description.md"
-        text = desc_path.read_text(encoding="utf-8", errors="replace") if desc_path.is_file() else ""
-        base_metric = metrics.detect_metric(text)
+        text = as_markdown(desc_path.read_text(encoding="utf-8", errors="replace") if desc_path.is_file() else "")
+        guess = metrics.infer_metric(text)
+        base_metric = guess.name
+        if guess.unsupported:
+            self.notes.append(f"the page names a metric I cannot compute ({guess.unsupported!r}): "
+                              "a metric is assumed from the data instead")
         if not self.data.is_dir():
             raise ExpertDeclined("there is no data/ folder next to the description")
         catalogue = build_catalogue(self.raw)
         self.notes += catalogue.notes
         self.images = catalogue.images
-        roles = decide_roles(catalogue, submission_header(text))
+        described = submission_header(text)
+        self.example_rows = submission_example_rows(text, described) if described else []
+        roles = decide_roles(catalogue, described)
         self.roles = roles
         self.notes += roles.evidence
         self.class_root = self._class_root()
@@ -177,8 +187,14 @@ class _Inspection:
             columns = header
         if base_metric is None:
             base_metric = self._default_metric(fmt, targets)
-        kind_metric = metrics.get_metric(base_metric)
-        targets = [self._task(t, kind_metric.kind, base_metric, fmt) for t in targets]
+        elif metrics.get_metric(base_metric).kind == "ranking" and (len(targets) > 1 or fmt == "per_class_proba"):
+            # Per-row label lists need one prediction column; several columns are scored one by one.
+            per_column = {"mean_f1": "f1", "mean_f2": "f1"}.get(base_metric, "accuracy")
+            self.notes.append(f"assumed metric: {per_column} per column — the page's {base_metric} scores label "
+                              f"lists, but the submission has {len(columns) - 1} prediction columns")
+            base_metric = per_column
+        targets = [self._fit_task(t, base_metric, fmt) for t in targets]
+        base_metric = self.metric_override or base_metric
         n_classes = max((len(t.classes) for t in targets if t.classes), default=None)
         metric = metrics.for_task(base_metric, n_classes)
         tabular, text_cols = self._features(train_id, test_id, [t.column for t in targets], image)
@@ -191,7 +207,7 @@ class _Inspection:
             train_table=roles.train, test_table=roles.test,
             sample_submission=roles.sample,
             id_column=id_column, train_id_column=train_id, test_id_column=test_id,
-            echo_columns=echo,
+            echo_columns=echo, test_row_id_start=self.test_row_start,
             submission_format=fmt, targets=targets, submission_columns=columns,
             tabular_columns=tabular, text_columns=text_cols, image=image,
             input_modalities=modalities,  # type: ignore[arg-type]
@@ -234,7 +250,13 @@ class _Inspection:
         if test_id is None and self.test_df is not None and id_column in test_cols:
             test_id = id_column
         if test_id is None and self.test_df is not None:
-            self.notes.append(f"test rows have no {id_column!r} column: they are matched to the submission by row order")
+            if self.sample_df is None:
+                shown = [row.get(id_column, "") for row in self.example_rows]
+                self.test_row_start = int(shown[0]) if shown and shown[0].isdigit() else 1
+                self.notes.append(f"assumed: test rows have no {id_column!r} column; they are numbered in file "
+                                  f"order from {self.test_row_start}, as the submission example counts")
+            else:
+                self.notes.append(f"test rows have no {id_column!r} column: they are matched to the sample by row order")
         train_id = roles.train_key if roles.train_key in train_cols else (_match(test_id or id_column, train_cols) if train_cols else None)
         if self.train_df is not None and train_id is None:
             self.notes.append(f"train has no {id_column!r} column: train rows are identified by position")
@@ -280,6 +302,9 @@ class _Inspection:
         with_ext = False
         if self.sample_df is not None and id_column in self.sample_df.columns:
             with_ext = bool(set(_present(self.sample_df[id_column])) & {p.name for p in self.images})
+        elif self.example_rows:
+            shown = [row.get(id_column, "") for row in self.example_rows]
+            with_ext = all(v.lower().endswith(IMAGE_EXTENSIONS) for v in shown if v) and any(shown)
         self.notes.append(f"labels are the folder names under {_rel(root, self.raw)}/; ids are image file "
                           f"names {'with' if with_ext else 'without'} the extension")
         return ImageLayout(kind="class_folders", train_dir=_rel(root, self.raw),
@@ -451,6 +476,19 @@ class _Inspection:
         values = list(_present(self.sample_df[submitted]).unique()[:5]) if shown and self.sample_df is not None else []
         return TargetFact(column=column, task="regression", sample_values=values)
 
+    def _fit_task(self, fact: TargetFact, metric: str, fmt: str) -> TargetFact:
+        """The target's task under the page's metric; when the values contradict the metric (a
+        score of numbers for word labels, say) the metric was misread: the data decides."""
+        try:
+            return self._task(fact, metrics.get_metric(metric).kind, metric, fmt)
+        except ExpertDeclined as exc:
+            if "single value" in exc.reason:
+                raise
+            assumed = self._default_metric(fmt, [fact])
+            self.notes.append(f"{exc.reason}: the metric does not fit the data")
+            self.metric_override = assumed
+            return self._task(fact, metrics.get_metric(assumed).kind, assumed, fmt)
+
     def _task(self, fact: TargetFact, kind: str, metric: str, fmt: str) -> TargetFact:
         if fmt == "per_class_proba":
             return fact
@@ -461,7 +499,8 @@ class _Inspection:
                 raise ExpertDeclined(f"metric {metric} scores numbers but target {fact.column!r} is not numeric")
             return fact.model_copy(update={"task": "regression", "classes": None})
         labels = sorted(set(values))
-        few = len(labels) <= _MAX_CLASSES and len(labels) * 5 <= max(len(values), 10)
+        # Under a label metric whole numbers are classes, as long as each class recurs.
+        few = len(labels) <= _MAX_CLASSES * 50 and len(labels) * 3 <= max(len(values), 10)
         integral = numbers is not None and bool((numbers == numbers.round()).all())
         if not (numbers is None or _is_bool_like(values) or (integral and few)):
             raise ExpertDeclined(f"metric {metric} scores labels but target {fact.column!r} looks continuous "

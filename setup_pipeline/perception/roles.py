@@ -206,11 +206,21 @@ class _Decider:
             self.roles.header = sample.columns
             if candidates:
                 prediction = [c for c in sample.columns if c != key]
+
+                def answers(c: tuple[Logical, str, float]) -> int:
+                    """Sample columns this table fills with other values than the sample's: the
+                    answers of training rows (restarting ids match train too). Echoes agree."""
+                    table, column, _ = c
+                    return sum(1 for p in prediction if p in table.columns and not _blank_for(table, column, keys, p)
+                               and not _agrees(sample, key, table, column, p))
+
                 def rank(c: tuple[Logical, str, float]) -> tuple:
                     table, column, share = c
-                    has_answers = sum(1 for p in prediction if p in table.columns and not _blank_for(table, column, keys, p))
-                    return (-has_answers, round(share, 2), -abs(len(table.frame) - len(sample.frame)), table.shows(_TEST_WORDS))
+                    return (-answers(c), round(share, 2), -abs(len(table.frame) - len(sample.frame)), table.shows(_TEST_WORDS))
                 candidates.sort(key=rank, reverse=True)
+                if answers(candidates[0]):
+                    candidates = []
+            if candidates:
                 table, column, _ = candidates[0]
                 self.say(f"test rows: {' + '.join(table.files)}, matched to the sample by {column!r}")
                 return table, column
@@ -223,17 +233,20 @@ class _Decider:
             return None, None
         header = self.header_hint
         if header:
-            self.roles.header = header
-            self.roles.key = header[0]
-            with_key = [t for t in rest if _match_column(t.columns, header[0])]
-            answers = [c for c in header[1:] if c != "..."]
-            pool = [t for t in with_key if not any(_match_column(t.columns, a) for a in answers)]
+            self.roles.header = [c for c in header if c != "..."] if header[-1] != "..." else header
+            key = self._header_key(header, rest)
+            self.roles.key = key
+            with_key = [t for t in rest if _match_column(t.columns, key)]
+            answers = [c for c in header if c not in (key, "...")]
+            # The rows to predict: a table without the answer columns, or one leaving them blank.
+            pool = [t for t in with_key if not all(_match_column(t.columns, a) for a in answers)
+                    or any(_blank_for(t, "", set(), a) for a in answers if a in t.columns)]
             pool.sort(key=lambda t: (t.shows(_TEST_WORDS), -len(t.frame)), reverse=True)
             if pool:
                 table = pool[0]
                 self.say(f"test rows: {' + '.join(table.files)}, the table with the submission's key "
-                         f"{header[0]!r} and no answer column")
-                return table, _match_column(table.columns, header[0])
+                         f"{key!r} and no answers")
+                return table, _match_column(table.columns, key)
         # No sample and no example: test is the table whose columns another table extends.
         pairs = []
         for table in rest:
@@ -321,6 +334,11 @@ class _Decider:
             return roles
         if test is not None and sample is not None:
             self._echo(sample, test, test_key)
+        elif test is not None and roles.header:
+            roles.echo = {c: found for c in roles.header if c not in (roles.key, "...")
+                          and (found := _match_column(test.columns, c)) and not _blank_for(test, "", set(), found)}
+            if roles.echo:
+                self.say(f"echoed test columns in the submission: {', '.join(roles.echo)}")
         others = [t for t in rest if t is not test]
         train = self.pick_train(test, test_key, others)
         if test is not None:
@@ -359,6 +377,15 @@ class _Decider:
             self.say(f"more features: {' + '.join(table.files)} ({len(columns)} columns), joined on {column!r}")
         self._frames(train, test)
         return roles
+
+    def _header_key(self, header: list[str], tables: list[Logical]) -> str:
+        """The example's key: its first column that is unique in a table (a prediction may come first)."""
+        for column in header:
+            for table in tables:
+                found = _match_column(table.columns, column)
+                if found and _unique(table.frame, found):
+                    return column
+        return header[0]
 
     def blank_targets(self, test: Logical | None, test_key: str | None, sample: Logical | None) -> list[str]:
         """Columns of the test table left blank exactly on the rows to predict: one file holds train
@@ -420,6 +447,17 @@ def _blank_for(table: Logical, key: str, keys: set[str], column: str) -> bool:
         rows = table.frame[key].astype(str).str.strip().isin(keys)
         return bool(rows.any()) and bool((cells[rows] == "").all())
     return bool((cells == "").any())
+
+
+def _agrees(sample: Logical, key: str, table: Logical, table_key: str, column: str) -> bool:
+    """True when the sample's `column` repeats the table's on the rows their keys match."""
+    mine = sample.frame.assign(__k=sample.frame[key].astype(str).str.strip())
+    theirs = table.frame.assign(__k=table.frame[table_key].astype(str).str.strip()).drop_duplicates("__k")
+    aligned = mine[["__k", column]].merge(theirs[["__k", column]], on="__k", how="inner", suffixes=("", "__t"))
+    if aligned.empty:
+        return False
+    same = aligned[column].astype(str).str.strip() == aligned[column + "__t"].astype(str).str.strip()
+    return bool(same.mean() >= 0.95)
 
 
 def decide_roles(catalogue: Catalogue, header_hint: list[str] | None) -> Roles:
