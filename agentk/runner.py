@@ -78,6 +78,8 @@ def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
                 SetupMDP(workspace, policy, events, budget, on_solver_line=_solver_printer(events), blame=blame).run(state, save)
             finally:
                 _remember(memory, competition.id, workspace, events)
+            for line in read_json_object(workspace.setup / "plan.json").get("assumptions") or []:
+                events.say(f"  [yellow]assumed[/] {line}")
             state.phase = "solve"
             save(state)
         if state.phase == "solve":
@@ -217,6 +219,7 @@ def _result(competition: Competition, workspace: Workspace, state: RunState) -> 
         "submission_path": str(workspace.submission_path) if valid else None,
         "metric": plan.get("metric"),
         "higher_is_better": plan.get("higher_is_better"),
+        "assumptions": plan.get("assumptions") or [],
         "validation_score": solve.get("validation_score"),
         "model": solve.get("model"),
         "test_score": report.score if report else None,

@@ -68,16 +68,17 @@ def test_unreadable_or_empty_train_csv(tmp_path: Path, content: str) -> None:
     assert_one_line_error(proc, "train.csv")
 
 
-def test_description_without_a_metric(tmp_path: Path) -> None:
+def test_description_without_a_metric_assumes_one(tmp_path: Path) -> None:
+    """No dead end: a page that names no metric still gets a submission, and the run says what it assumed."""
     source = copy_competition("playground-series-s3e5", tmp_path / "src")
     text = (source / "description.md").read_text()
     (source / "description.md").write_text(text.split("## Evaluation")[0])
-    before = files_outside_workspace(tmp_path)
-    proc = run_cli("run", str(source), "-w", str(tmp_path / "ws"), cwd=tmp_path)
-    assert_one_line_error(proc, "metric")
-    assert files_outside_workspace(tmp_path) == before
+    proc = run_cli("run", str(source), "-w", str(tmp_path / "ws"), "--time-budget", "10", "--folds", "2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "assumed metric: accuracy" in " ".join(proc.stdout.split())
     result = json.loads((tmp_path / "ws" / "playground-series-s3e5" / "result.json").read_text())
-    assert result["valid_submission"] is False and "metric" in result["error"]
+    assert result["valid_submission"] is True and result["metric"] == "accuracy"
+    assert any(line.startswith("metric: accuracy") for line in result["assumptions"])
 
 
 def test_test_ids_missing_from_the_sample(tmp_path: Path) -> None:

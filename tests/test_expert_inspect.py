@@ -307,11 +307,20 @@ def test_submission_id_named_differently_from_test(views: dict, tmp_path: Path) 
 # ---------------------------------------------------------------- declines
 
 
-def test_decline_without_metric(views: dict, tmp_path: Path) -> None:
+def test_a_page_without_a_metric_gets_an_assumed_one(views: dict, tmp_path: Path) -> None:
     raw = _copy_raw(views, "titanic", tmp_path / "raw")
     (raw / "description.md").write_text("# Passengers\n\nPredict who survived.\n")
-    with pytest.raises(ExpertDeclined, match="metric"):
-        inspect_competition(raw)
+    facts = inspect_competition(raw)
+    assert facts.metric == "accuracy"  # 0/1 labels in the sample: labels are scored
+    assert any(a.startswith("metric: accuracy") for a in facts.assumptions)
+
+
+def test_a_metric_that_contradicts_the_target_is_replaced(views: dict, tmp_path: Path) -> None:
+    raw = _copy_raw(views, "house-prices-advanced-regression-techniques", tmp_path / "raw")
+    (raw / "description.md").write_text("# Houses\n\n## Evaluation\n\nSubmissions are scored by accuracy.\n")
+    facts = inspect_competition(raw)
+    assert facts.metric == "rmse" and facts.targets[0].task == "regression"
+    assert any("does not fit" in a for a in facts.assumptions)
 
 
 def test_decline_without_train(views: dict, tmp_path: Path) -> None:

@@ -174,6 +174,9 @@ def target_transform(facts: DataFacts, classes: dict[str, list], scales: dict[st
     )
 
 
+TOP_K_MARK = "__top"  # a source "<target>__top3" is the 3 likeliest labels, space-separated
+
+
 def submission_format(facts: DataFacts, sources: dict[str, str]) -> str:
     """`sources` maps each predicted submission column to its prediction-frame column; echoed
     columns are copied from the test table; rows and columns follow the sample when there is one."""
@@ -204,7 +207,14 @@ def submission_format(facts: DataFacts, sources: dict[str, str]) -> str:
         "def format_submission(pred: pd.DataFrame) -> pd.DataFrame:",
         "    out = pd.DataFrame({ID_COLUMN: pred['id'].astype(str).str.strip().to_numpy()})",
         "    for column, source in SOURCES.items():",
-        "        out[column] = pred[source].to_numpy()",
+        f"        target, _, k = source.rpartition({TOP_K_MARK!r})",
+        "        if target and k.isdigit():  # a ranked list of labels, likeliest first",
+        "            proba = [c for c in pred.columns if c.startswith(target + '__proba__')]",
+        "            labels = np.array([c[len(target) + 9:] for c in proba], dtype=object)",
+        "            order = np.argsort(-pred[proba].to_numpy(float), axis=1, kind='stable')[:, :int(k)]",
+        "            out[column] = [' '.join(labels[row]) for row in order]",
+        "        else:",
+        "            out[column] = pred[source].to_numpy()",
     ]
     if facts.echo_columns:
         lines.append("    out = out.merge(_echoed(), on=ID_COLUMN, how='left')")

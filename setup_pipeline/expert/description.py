@@ -273,7 +273,7 @@ def _scan(lines: list[str], fenced: bool, seen_submission: bool) -> list[str] | 
             in_fence = not in_fence
             fence_start = i
             continue
-        if re.search(r"submi", line, re.I):
+        if re.search(r"submi|following format|contain a header|file (should|must) (contain|have|look)|for each .{1,60}predict", line, re.I):
             seen_submission = True
         if in_fence != fenced:
             continue

@@ -114,6 +114,7 @@ def _plan(facts: DataFacts) -> dict:
         "higher_is_better": facts.metric_higher_is_better,
         "submission_columns": facts.submission_columns,
         "sample_submission": facts.sample_submission,
+        "assumptions": facts.assumptions,
         "facts": facts.model_dump(mode="json"),
     }
 
@@ -121,7 +122,7 @@ def _plan(facts: DataFacts) -> dict:
 def _submission_sources(facts: DataFacts) -> dict[str, str]:
     """Submission column → prediction-frame column. Per-target submissions name their columns by
     position: the i-th column after the id holds the i-th target, whatever the train file calls it."""
-    columns = [c for c in facts.submission_columns if c != facts.id_column]
+    columns = [c for c in facts.submission_columns if c != facts.id_column and c not in facts.echo_columns]
     if facts.submission_format == "per_class_proba":
         label = facts.targets[0].column
         return {c: f"{label}__proba__{c}" for c in columns}
@@ -130,6 +131,8 @@ def _submission_sources(facts: DataFacts) -> dict[str, str]:
     for column, target in zip(columns, facts.targets):
         if kind == "proba" and target.task == "binary" and target.classes:
             sources[column] = f"{target.column}__proba__{_positive_label(target.classes)}"
+        elif kind == "ranking" and target.classes:
+            sources[column] = f"{target.column}{codegen.TOP_K_MARK}{facts.top_k or 3}"  # the k likeliest labels
         else:
             sources[column] = target.column
     return sources

@@ -76,6 +76,7 @@ class DataFacts(BaseModel):
     test_id_column: str | None  # None: test rows are matched to the sample by order
     echo_columns: dict[str, str] = Field(default_factory=dict)  # submission column -> test column repeated
     test_row_id_start: int | None = None  # no key and no sample: test ids number the rows from here
+    top_k: int | None = None  # ranking metrics (MAP@K): how many labels a row lists
     submission_format: Literal["per_target", "per_class_proba"]
     targets: list[TargetFact]
     submission_columns: list[str]
@@ -87,6 +88,8 @@ class DataFacts(BaseModel):
     metric_higher_is_better: bool
     dropped_columns: dict[str, str]
     notes: list[str]
+    assumptions: list[str] = Field(default_factory=list)  # decisions the run made without proof
+    evidence: dict[str, str] = Field(default_factory=dict)  # fact -> what decided it
 
 
 def inspect_competition(raw_dir: Path) -> DataFacts:
@@ -144,15 +147,26 @@ class _Inspection:
         self.notes: list[str] = []
         self.dropped: dict[str, str] = {}
         self.metric_override: str | None = None
+        self.assumptions: list[str] = []
+        self.evidence: dict[str, str] = {}
         self.test_row_start: int | None = None
 
     # ------------------------------------------------------------ files
+
+    def assume(self, line: str) -> None:
+        """A decision the files and page do not settle: the run goes on with it and says so."""
+        self.assumptions.append(line)
+        self.notes.append(f"assumed {line}")
 
     def run(self) -> DataFacts:
         desc_path = self.raw / "description.md"
         text = as_markdown(desc_path.read_text(encoding="utf-8", errors="replace") if desc_path.is_file() else "")
         guess = metrics.infer_metric(text)
         base_metric = guess.name
+        found_k = re.search(r"@\s*(\d{1,2})\b", guess.evidence or "")
+        self.top_k = int(found_k.group(1)) if found_k else None
+        if guess.name:
+            self.evidence["metric"] = f"{guess.name} ({guess.source}, confidence {guess.confidence:.2f}): {guess.evidence}"
         if guess.unsupported:
             self.notes.append(f"the page names a metric I cannot compute ({guess.unsupported!r}): "
                               "a metric is assumed from the data instead")
@@ -190,7 +204,7 @@ class _Inspection:
         elif metrics.get_metric(base_metric).kind == "ranking" and (len(targets) > 1 or fmt == "per_class_proba"):
             # Per-row label lists need one prediction column; several columns are scored one by one.
             per_column = {"mean_f1": "f1", "mean_f2": "f1"}.get(base_metric, "accuracy")
-            self.notes.append(f"assumed metric: {per_column} per column — the page's {base_metric} scores label "
+            self.assume(f"metric: {per_column} per column — the page's {base_metric} scores label "
                               f"lists, but the submission has {len(columns) - 1} prediction columns")
             base_metric = per_column
         targets = [self._fit_task(t, base_metric, fmt) for t in targets]
@@ -207,12 +221,13 @@ class _Inspection:
             train_table=roles.train, test_table=roles.test,
             sample_submission=roles.sample,
             id_column=id_column, train_id_column=train_id, test_id_column=test_id,
-            echo_columns=echo, test_row_id_start=self.test_row_start,
+            echo_columns=echo, test_row_id_start=self.test_row_start, top_k=self.top_k,
             submission_format=fmt, targets=targets, submission_columns=columns,
             tabular_columns=tabular, text_columns=text_cols, image=image,
             input_modalities=modalities,  # type: ignore[arg-type]
             metric=metric, metric_higher_is_better=bool(metrics.get_metric(metric).higher_is_better),
             dropped_columns=self.dropped, notes=self.notes,
+            assumptions=self.assumptions, evidence={**self.evidence, "tables": "; ".join(roles.evidence)},
         )
 
     # ------------------------------------------------------------ submission header and ids
@@ -246,17 +261,17 @@ class _Inspection:
             id_column = test_id
         if id_column is None:
             id_column = "id"
-            self.notes.append("assumed: no key column anywhere; test rows are numbered in file order as 'id'")
+            self.assume("ids: no key column anywhere; test rows are numbered in file order as 'id'")
         if test_id is None and self.test_df is not None and id_column in test_cols:
             test_id = id_column
         if test_id is None and self.test_df is not None:
             if self.sample_df is None:
                 shown = [row.get(id_column, "") for row in self.example_rows]
                 self.test_row_start = int(shown[0]) if shown and shown[0].isdigit() else 1
-                self.notes.append(f"assumed: test rows have no {id_column!r} column; they are numbered in file "
+                self.assume(f"ids: test rows have no {id_column!r} column; they are numbered in file "
                                   f"order from {self.test_row_start}, as the submission example counts")
             else:
-                self.notes.append(f"test rows have no {id_column!r} column: they are matched to the sample by row order")
+                self.assume(f"ids: test rows have no {id_column!r} column; they are matched to the sample's rows in order")
         train_id = roles.train_key if roles.train_key in train_cols else (_match(test_id or id_column, train_cols) if train_cols else None)
         if self.train_df is not None and train_id is None:
             self.notes.append(f"train has no {id_column!r} column: train rows are identified by position")
@@ -446,7 +461,8 @@ class _Inspection:
                                  f"the values of exactly one train-only column ({len(fits)} fit)")
         return fits[0]
 
-    def _default_metric(self, fmt: str, targets: list[TargetFact]) -> str:
+    def _default_metric(self, fmt: str, targets: list[TargetFact],
+                        reason: str = "the description names no metric I can compute") -> str:
         """What a Kaggle expert assumes when the page names no metric: the submission's shape and
         the target's values decide (probabilities → log loss, labels → accuracy, numbers → RMSE)."""
         if fmt == "per_class_proba":
@@ -466,7 +482,7 @@ class _Inspection:
                 name, why = "logloss", "the sample shows probabilities for a two-class target"
             else:
                 name, why = "accuracy", f"target {targets[0].column!r} holds {distinct} classes"
-        self.notes.append(f"assumed metric: {name} — the description names no metric I recognise; {why}")
+        self.assume(f"metric: {name} — {reason}; {why}")
         return name
 
     def _sample_fact(self, submitted: str, column: str) -> TargetFact:
@@ -484,8 +500,7 @@ class _Inspection:
         except ExpertDeclined as exc:
             if "single value" in exc.reason:
                 raise
-            assumed = self._default_metric(fmt, [fact])
-            self.notes.append(f"{exc.reason}: the metric does not fit the data")
+            assumed = self._default_metric(fmt, [fact], reason=f"the page's {metric} does not fit: {exc.reason}")
             self.metric_override = assumed
             return self._task(fact, metrics.get_metric(assumed).kind, assumed, fmt)
 

@@ -8,7 +8,9 @@ token budget, becomes `Decline(reason)`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
@@ -173,7 +175,10 @@ class HybridPolicy:
         if ctx.attempt <= 1 and not ctx.last_error:
             action = self.expert.act(stage, ctx)
             if isinstance(action, Fill):
-                return Fill(action.content, plan=_tagged("expert", action.plan))
+                doubt = expert_doubts(stage.name, ctx.workspace.setup)
+                if not doubt:
+                    return Fill(action.content, plan=_tagged("expert", action.plan))
+                return self._second_opinion(stage, ctx, action, doubt)
             declined = action.reason
         action = self.llm.act(stage, ctx)
         if isinstance(action, Decline):
@@ -181,6 +186,34 @@ class HybridPolicy:
             return Decline(f"{prefix}llm declined: {action.reason}", retryable=action.retryable)
         why = f"(expert declined: {declined}) " if declined else ""
         return Fill(action.content, plan=_tagged("llm", why + action.plan))
+
+
+    def _second_opinion(self, stage: StageSpec, ctx: StageContext, draft: Fill, doubt: str) -> Action:
+        """A stage the expert filled on an assumption goes to the LLM, with the draft to check."""
+        question = (f"The expert policy filled this stage on an assumption it could not verify: {doubt}. "
+                    f"Read the description and the data again and write the stage yourself. The expert's draft:\n"
+                    f"{draft.content[:4000]}")
+        action = self.llm.act(stage, replace(ctx, last_error=question))
+        if isinstance(action, Fill):
+            return Fill(action.content, plan=_tagged("llm", f"(expert unsure: {doubt}) {action.plan}"))
+        return Fill(draft.content, plan=_tagged("expert", f"{draft.plan} (the LLM gave no second opinion: {action.reason})"))
+
+
+# Which of the expert's assumptions bear on a stage (plan.json "assumptions" start with the fact).
+_DOUBTS = {"metric": ("metric:",), "submission_format": ("ids:",)}
+
+
+def expert_doubts(stage: str, setup_dir: Path) -> str:
+    """The expert's recorded assumptions that this stage depends on ("" when it was sure)."""
+    prefixes = _DOUBTS.get(stage)
+    plan_path = setup_dir / "plan.json"
+    if not prefixes or not plan_path.is_file():
+        return ""
+    try:
+        assumptions = json.loads(plan_path.read_text(encoding="utf-8")).get("assumptions") or []
+    except (json.JSONDecodeError, AttributeError):
+        return ""
+    return "; ".join(a for a in assumptions if isinstance(a, str) and a.startswith(prefixes))
 
 
 _FATAL = (LLMAuthError, ModelNotServed, LLMConfigError, BackendNotInstalled, LLMUnreachable)

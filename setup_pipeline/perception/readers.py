@@ -171,7 +171,8 @@ def _as_text_cells(frame: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(index=frame.index)
     for column in frame.columns:
         values = frame[column]
-        if pd.api.types.is_float_dtype(values) and values.dropna().eq(values.dropna().round()).all():
+        gaps = values.isna().any()
+        if gaps and pd.api.types.is_float_dtype(values) and values.dropna().eq(values.dropna().round()).all():
             # An integer column that gained NaNs reads as float: keep "3", not "3.0".
             text = values.map(lambda v: "" if pd.isna(v) else str(int(v)))
         else:

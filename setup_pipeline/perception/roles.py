@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+import numpy as np
 import pandas as pd
 
 from setup_pipeline.perception.catalogue import Catalogue
@@ -93,6 +94,12 @@ def _overlap(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a) if a else 0.0
 
 
+def _keys_agree(name: str, other_name: str, share: float) -> bool:
+    """Two columns hold the same key: most values shared under one name, all of them under two
+    (a feature counting 0..n can otherwise pass for row numbers 1..n)."""
+    return share >= (_MATCH if name.lower() == other_name.lower() else 1.0)
+
+
 def _unique(frame: pd.DataFrame, column: str) -> bool:
     cells = frame[column].astype(str).str.strip()
     return bool(len(cells)) and cells.is_unique and not (cells == "").any()
@@ -154,7 +161,7 @@ class _Decider:
                     if other.frame[theirs].astype(str).str.strip().nunique() < 0.5 * len(mine):
                         continue
                     share = _overlap(mine, self.values(other, theirs))
-                    if share >= _MATCH and (best is None or share > best[3]):
+                    if _keys_agree(column, theirs, share) and (best is None or share > best[3]):
                         best = (column, other, theirs, share)
             if best is not None:
                 return best  # the earliest matching column is the key
@@ -200,7 +207,7 @@ class _Decider:
                 for table in rest:
                     for column in table.columns:
                         share = _overlap(keys, self.values(table, column))
-                        if share >= _MATCH:
+                        if _keys_agree(key, column, share):
                             candidates.append((table, column, share))
             self.roles.key = key or sample.columns[0]
             self.roles.header = sample.columns
@@ -380,11 +387,16 @@ class _Decider:
 
     def _header_key(self, header: list[str], tables: list[Logical]) -> str:
         """The example's key: its first column that is unique in a table (a prediction may come first)."""
-        for column in header:
+        named = [c for c in header if c != "..."]
+        for column in named:
             for table in tables:
                 found = _match_column(table.columns, column)
                 if found and _unique(table.frame, found):
                     return column
+        # A key in no table numbers the rows (the answers are train columns).
+        absent = [c for c in named if not any(_match_column(t.columns, c) for t in tables)]
+        if len(absent) == 1 and len(named) > 1:
+            return absent[0]
         return header[0]
 
     def blank_targets(self, test: Logical | None, test_key: str | None, sample: Logical | None) -> list[str]:
@@ -423,9 +435,9 @@ class _Decider:
             source = _match_column(test.columns, column)
             if source is None:
                 continue
-            mine = sample.frame[column].astype(str).str.strip().to_numpy()
-            theirs = aligned[source].fillna("").astype(str).str.strip().to_numpy()
-            if len(mine) and (mine == theirs).mean() >= 0.95:
+            mine = sample.frame[column]
+            theirs = aligned[source].fillna("")
+            if len(mine) and _same_cells(mine, theirs).mean() >= 0.95:
                 self.roles.echo[column] = source
         if self.roles.echo:
             self.say(f"echoed test columns in the submission: {', '.join(self.roles.echo)}")
@@ -456,8 +468,17 @@ def _agrees(sample: Logical, key: str, table: Logical, table_key: str, column: s
     aligned = mine[["__k", column]].merge(theirs[["__k", column]], on="__k", how="inner", suffixes=("", "__t"))
     if aligned.empty:
         return False
-    same = aligned[column].astype(str).str.strip() == aligned[column + "__t"].astype(str).str.strip()
-    return bool(same.mean() >= 0.95)
+    return bool(_same_cells(aligned[column], aligned[column + "__t"]).mean() >= 0.95)
+
+
+def _same_cells(a: pd.Series, b: pd.Series) -> np.ndarray:
+    """Cell by cell equality of two text columns; numbers compare by value ("92" is "92.0")."""
+    left, right = a.astype(str).str.strip().to_numpy(), b.astype(str).str.strip().to_numpy()
+    same = left == right
+    x = pd.to_numeric(pd.Series(left), errors="coerce").to_numpy()
+    y = pd.to_numeric(pd.Series(right), errors="coerce").to_numpy()
+    close = np.isclose(x, y, rtol=1e-9, atol=0.0, equal_nan=False)
+    return same | close
 
 
 def decide_roles(catalogue: Catalogue, header_hint: list[str] | None) -> Roles:

@@ -1,0 +1,150 @@
+"""Table roles are decided by structure: which file is the sample, the test rows, the training rows,
+the answers kept apart, the extra features; names only break ties."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from agentk.sources import load_competition
+from setup_pipeline.expert.inspect import inspect_competition
+from setup_pipeline.perception.catalogue import build_catalogue
+from setup_pipeline.perception.roles import decide_roles
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+MAKE_VARIANTS = SHARED / "tools" / "make_variants.py"
+
+TRAIN = pd.DataFrame({"key": [f"k{i:03d}" for i in range(40)], "x": range(40), "colour": ["red", "blue"] * 20,
+                      "label": ["yes", "no", "no", "yes"] * 10})
+TEST = pd.DataFrame({"key": [f"t{i:03d}" for i in range(10)], "x": range(10), "colour": ["blue"] * 10})
+
+
+def _folder(tmp_path: Path, files: dict[str, pd.DataFrame], description: str = "Predict label.\n") -> Path:
+    raw = tmp_path / "raw"
+    for name, frame in files.items():
+        path = raw / "data" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if name.endswith(".json"):
+            path.write_text(frame.to_json(orient="records"))
+        elif name.endswith(".parquet"):
+            frame.to_parquet(path, index=False)
+        else:
+            frame.to_csv(path, index=False, sep="\t" if name.endswith(".tsv") else ",")
+    (raw / "description.md").write_text(description)
+    return raw
+
+
+def _roles(raw: Path, header: list[str] | None = None):
+    return decide_roles(build_catalogue(raw), header)
+
+
+def _sample(keys: pd.Series, column: str = "label", value: str = "no") -> pd.DataFrame:
+    return pd.DataFrame({"key": keys, column: value})
+
+
+def test_names_that_say_nothing(tmp_path: Path) -> None:
+    raw = _folder(tmp_path, {"flowers.csv": TRAIN, "flowers_to_score.json": TEST,
+                             "example_submission.csv": _sample(TEST["key"])})
+    roles = _roles(raw)
+    assert roles.sample == "data/example_submission.csv"
+    assert roles.test.files == ["data/flowers_to_score.json"] and roles.train.files == ["data/flowers.csv"]
+    assert roles.key == roles.test_key == roles.train_key == "key"
+    assert roles.prediction_columns == ["label"]
+
+
+def test_answers_in_a_file_of_their_own(tmp_path: Path) -> None:
+    by_key = _folder(tmp_path / "a", {"train_values.csv": TRAIN.drop(columns="label"), "train_labels.csv": TRAIN[["key", "label"]].iloc[::-1],
+                                      "test_values.csv": TEST, "submission_format.csv": _sample(TEST["key"])})
+    roles = _roles(by_key)
+    assert roles.train.joins[0].file == ["data/train_labels.csv"] and roles.train.joins[0].columns == ["label"]
+    assert roles.train_frame.set_index("key").loc["k003", "label"] == "yes"  # joined by key, not by position
+    by_row = _folder(tmp_path / "b", {"X_train.csv": TRAIN.drop(columns=["label"]), "y_train.csv": TRAIN[["label"]],
+                                      "X_test.csv": TEST, "sample_submission.csv": _sample(TEST["key"])})
+    roles = _roles(by_row)
+    assert roles.train.beside == ["data/y_train.csv"]
+    assert roles.train_frame["label"].tolist() == TRAIN["label"].tolist()
+
+
+def test_parts_and_a_second_feature_table(tmp_path: Path) -> None:
+    details = pd.concat([TRAIN, TEST])[["key"]].assign(height=range(50)).sample(frac=1, random_state=0)
+    raw = _folder(tmp_path, {"train/part-00000.csv": TRAIN.iloc[:20].drop(columns="colour"),
+                             "train/part-00001.csv": TRAIN.iloc[20:].drop(columns="colour"),
+                             "test.csv": TEST.drop(columns="colour"), "metadata.csv": details.assign(colour="c"),
+                             "sample_submission.csv": _sample(TEST["key"])})
+    roles = _roles(raw)
+    assert roles.train.files == ["data/train/part-00000.csv", "data/train/part-00001.csv"]
+    assert len(roles.train_frame) == 40
+    assert [j.columns for j in roles.train.joins] == [["height", "colour"]]
+    assert roles.test_frame.set_index("key").loc["t004", "height"] == str(details.set_index("key").loc["t004", "height"])
+
+
+def test_one_file_with_blank_answers(tmp_path: Path) -> None:
+    both = pd.concat([TRAIN, TEST.assign(label="")]).sample(frac=1, random_state=1)
+    raw = _folder(tmp_path, {"data.parquet": both, "sample_submission.csv": _sample(TEST["key"])})
+    roles = _roles(raw)
+    assert roles.train.rows == "target_present" and roles.test.rows == "target_blank"
+    assert len(roles.train_frame) == 40 and len(roles.test_frame) == 10
+    assert "label" not in roles.test_frame.columns
+
+
+def test_restarting_ids_and_echoed_columns(tmp_path: Path) -> None:
+    """Train and test ids both start at 1; the sample puts its prediction first and repeats a test column."""
+    train = TRAIN.assign(key=range(1, 41))
+    test = TEST.assign(key=range(1, 11))
+    sample = pd.DataFrame({"label": "no", "key": test["key"], "colour": test["colour"]})
+    raw = _folder(tmp_path, {"train.csv": train, "test.csv": test, "sample_submission.csv": sample})
+    roles = _roles(raw)
+    assert roles.test.files == ["data/test.csv"] and roles.train.files == ["data/train.csv"]
+    assert roles.key == "key" and roles.echo == {"colour": "colour"} and roles.prediction_columns == ["label"]
+
+
+def test_rows_matched_by_order(tmp_path: Path) -> None:
+    sample = pd.DataFrame({"row": range(1, 11), "label": "no"})
+    raw = _folder(tmp_path, {"train.csv": TRAIN.drop(columns="key"), "test.csv": TEST.drop(columns="key"),
+                             "sample_submission.csv": sample})
+    roles = _roles(raw)
+    assert roles.key == "row" and roles.test_key is None and roles.test.files == ["data/test.csv"]
+
+
+def test_no_sample_the_description_example_decides(tmp_path: Path) -> None:
+    page = ("Predict the label.\n\nThe file should contain a header and have the following format:\n\n"
+            "```\nlabel,key\nno,t000\nyes,t001\n```\n")
+    raw = _folder(tmp_path, {"train.tsv": TRAIN, "test.tsv": TEST}, page)
+    facts = inspect_competition(raw)
+    assert facts.id_column == "key" and facts.submission_columns == ["label", "key"]
+    assert [t.column for t in facts.targets] == ["label"] and facts.targets[0].task == "binary"
+    assert any(a.startswith("metric: accuracy") for a in facts.assumptions)
+
+
+@pytest.fixture(scope="module")
+def variants(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not MAKE_VARIANTS.is_file():
+        pytest.skip("../shared/tools is not beside the repository")
+    out = tmp_path_factory.mktemp("variants")
+    subprocess.run([sys.executable, str(MAKE_VARIANTS), str(out), "--n", "40", "--seed", "11"],
+                   check=True, capture_output=True, timeout=300)
+    return out
+
+
+def test_generated_variants_keys_and_targets(variants: Path, tmp_path: Path) -> None:
+    """Forty generated competitions (file formats, layouts, names, id conventions, submission shapes):
+    the key and the predicted columns match the grader's facts on every one."""
+    wrong = []
+    manifest = [json.loads(line) for line in (variants / "manifest.jsonl").read_text().splitlines()]
+    for entry in manifest:
+        folder = variants / entry["id"]
+        grading = tomllib.loads((folder / "competition.toml").read_text())["grading"]
+        raw = tmp_path / entry["id"]
+        load_competition(folder).prepare(raw)
+        facts = inspect_competition(raw)
+        predicted = [c for c in facts.submission_columns if c != facts.id_column and c not in facts.echo_columns]
+        expected = grading.get("target_columns") or []
+        if facts.id_column != grading["id_column"] or (expected and predicted != expected):
+            wrong.append(f"{entry['id']}: key {facts.id_column} predicted {predicted} vs {grading['id_column']} {expected}")
+    assert not wrong, "\n".join(wrong)
