@@ -114,22 +114,25 @@ def _without_evaluation(tmp_path: Path) -> Path:
     return copy
 
 
-def test_hybrid_uses_the_llm_only_where_the_expert_declines(tmp_path: Path) -> None:
+def test_hybrid_asks_the_llm_where_the_expert_assumed(tmp_path: Path) -> None:
+    """The page names no metric: the expert sets everything up on an assumed metric and says so;
+    the hybrid policy hands the metric stage, and only it, to the LLM with the expert's draft."""
     workspace = workspace_for(tmp_path, _without_evaluation(tmp_path))
-    replies = script("modalities", "plan_repaired", "train_input_map_tab", "train_target_map_fixed",
-                     "target_transform", "test_input_map_tab", "submission_format", "metric")
-    with ScriptedLLMServer(replies) as server:
+    with ScriptedLLMServer(script("metric")) as server:
         run_setup(workspace, HybridPolicy(ExpertPolicy(), LLMPolicy(client_for(server, workspace))))
         requests = server.chat_requests
     state = workspace.load_state()
     assert all(stage.passed for stage in state.stages.values()), {n: s.last_error for n, s in state.stages.items()}
     assert state.meta["meta_light_solve"].passed
     by_stage = {a["stage"]: a for a in attempts(workspace) if a["kind"] == "stage"}
-    assert by_stage["summarise"]["plan"].startswith("[expert] ")
-    assert by_stage["modalities"]["plan"].startswith("[llm] (expert declined: the description names no evaluation metric")
-    assert all(by_stage[s]["plan"].startswith("[llm] ") for s in ["plan", *CODE_STAGES])
-    assert json.loads((workspace.setup / "plan.json").read_text())["metric"] == "accuracy"  # named by the LLM
-    assert len(requests) == 8 and not any("DESCRIPTION" in prompt_of(r) for r in requests)  # no LLM summary
+    assert by_stage["metric"]["plan"].startswith("[llm] (expert unsure: metric: accuracy")
+    assert all(a["plan"].startswith("[expert] ") for name, a in by_stage.items() if name != "metric")
+    plan = json.loads((workspace.setup / "plan.json").read_text())
+    assert plan["metric"] == "accuracy" and plan["assumptions"][0].startswith("metric: accuracy")
+    assert len(requests) == 1
+    prompt = prompt_of(requests[0])
+    assert "could not verify" in prompt and "score_prediction_frame" in prompt  # the expert's draft is shown
+    assert "HIGHER_IS_BETTER = True" in (workspace.setup / "code_metric.py").read_text()
 
 
 def test_hybrid_on_titanic_is_the_expert_alone(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """`agentk run SRC --llm URL --model NAME` through the real CLI: the hybrid policy (the default when
-an LLM is configured) sets up a competition the expert declines, the run solves and grades it, token
-use lands in result.json, and a re-run replays from the response cache with zero calls."""
+an LLM is configured) sets up a competition whose page names no metric (the LLM checks the stage the
+expert filled on an assumption), the run solves and grades it, token use lands in result.json, and a
+re-run replays from the response cache with zero calls."""
 
 from __future__ import annotations
 
@@ -14,8 +15,7 @@ from llm_server import ScriptedLLMServer
 from test_llm_policy import MODEL, _without_evaluation, script
 
 AGENTK = [sys.executable, "-m", "agentk.cli"]
-REPLIES = ("modalities", "plan_repaired", "train_input_map_tab", "train_target_map_fixed",
-           "target_transform", "test_input_map_tab", "submission_format", "metric")
+REPLIES = ("metric",)
 
 
 def run(source: Path, ws: Path, base_url: str) -> subprocess.CompletedProcess[str]:

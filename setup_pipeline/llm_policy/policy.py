@@ -105,7 +105,7 @@ class LLMPolicy:
             return Decline(f"the LLM token budget is spent: {exc}")
         except _FATAL as exc:
             # Asking again cannot help: wrong key or model, nothing listening, no backend installed.
-            return Decline(f"the LLM cannot be used: {exc}")
+            return Decline(f"{UNUSABLE_LLM}: {exc}")
         except LLMError as exc:
             return Decline(f"the LLM call failed at stage {stage.name}: {type(exc).__name__}: {exc}", retryable=True)
 
@@ -196,6 +196,8 @@ class HybridPolicy:
         action = self.llm.act(stage, replace(ctx, last_error=question))
         if isinstance(action, Fill):
             return Fill(action.content, plan=_tagged("llm", f"(expert unsure: {doubt}) {action.plan}"))
+        if action.reason.startswith(UNUSABLE_LLM):
+            return action  # a configured LLM that cannot answer is the user's to fix: say so
         return Fill(draft.content, plan=_tagged("expert", f"{draft.plan} (the LLM gave no second opinion: {action.reason})"))
 
 
@@ -216,6 +218,7 @@ def expert_doubts(stage: str, setup_dir: Path) -> str:
     return "; ".join(a for a in assumptions if isinstance(a, str) and a.startswith(prefixes))
 
 
+UNUSABLE_LLM = "the LLM cannot be used"
 _FATAL = (LLMAuthError, ModelNotServed, LLMConfigError, BackendNotInstalled, LLMUnreachable)
 
 
