@@ -6,7 +6,7 @@ embedded with repr() so the generated files read on their own.
 
 from __future__ import annotations
 
-from setup_pipeline.expert.inspect import DataFacts
+from setup_pipeline.expert.inspect import DataFacts, ImageLayout
 
 _KEY = '''
 def _key(value) -> str:
@@ -76,6 +76,14 @@ def image_map(facts: DataFacts, split: str) -> str:
             "    paths = sorted(p for p in root.glob('*/*') if p.suffix.lower() in IMAGE_EXTENSIONS)\n"
             '    return pd.DataFrame({"id": [p.stem for p in paths], "image_path": [relative_to_setup(p) for p in paths]})\n'
         )
+    if split == "test" and _split_file(facts, split) is None and facts.sample_submission:
+        # The sample lists the test images: look each one up, wherever under the folder it sits.
+        folder = layout.test_dir or layout.image_dir
+        return (
+            _IMPORTS + "def build_map() -> pd.DataFrame:\n"
+            f"    ids = read_table(RAW / {facts.sample_submission!r})[{facts.id_column!r}].astype(str).str.strip()\n"
+            f"    root = RAW / {folder!r}\n" + _image_lookup(layout)
+        )
     if layout.kind == "class_folders" or _split_file(facts, split) is None:
         folder = (layout.test_dir if split == "test" else layout.train_dir) or layout.image_dir
         spelling = "p.name" if layout.ids_include_extension else "p.parent.name" if layout.ids_are_folders else "p.stem"
@@ -98,7 +106,13 @@ def image_map(facts: DataFacts, split: str) -> str:
     return (
         _IMPORTS + "def build_map() -> pd.DataFrame:\n"
         f"{_read(facts, split, drop_missing_targets=split == 'train')}\n"
-        f"    root = RAW / {folder!r}\n"
+        f"    root = RAW / {folder!r}\n" + _image_lookup(layout)
+    )
+
+
+def _image_lookup(layout: ImageLayout) -> str:
+    """Lines that find the image of every id in `ids` under `root` (by file name, stem or folder)."""
+    return (
         "    by_name = {}\n"
         "    for path in root.rglob('*'):\n"
         "        if path.suffix.lower() in IMAGE_EXTENSIONS:\n"
