@@ -107,7 +107,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _p("balanced_accuracy", r"balanced accuracy"),
     _p("gini", r"\bgini\b"),
     _p("brier", r"\bbrier\b"),
-    _p("auc", r"area under (the )?(roc|receiver operating characteristic)|\broc\b|\bauc\b|\bauroc\b"),
+    _p("auc", r"area under (the )?(roc|receiver operating characteristic)|\broc\b|\baucs?\b|\bauroc\b"),
     _p("logloss", r"\blog(arithmic)? ?loss\b|cross ?entropy"),
     _p("f1", r"\bf ?1\b|\bf (score|measure)\b"),
     _p("smape", r"\bs ?mape\b|symmetric mean absolute percent(age)? error"),

@@ -177,7 +177,7 @@ class _Inspection:
         self.images = catalogue.images
         described = submission_header(text)
         self.example_rows = submission_example_rows(text, described) if described else []
-        roles = decide_roles(catalogue, described)
+        roles = decide_roles(catalogue, described, self.example_rows)
         self.roles = roles
         self.notes += roles.evidence
         self.class_root = self._class_root()
@@ -361,10 +361,12 @@ class _Inspection:
                 per_id.setdefault(d.parent, set()).add(d.name)
         homes += [(g, "folder", names) for g, names in sorted(per_id.items(), key=lambda kv: -len(kv[1])) if len(names) > 1]
 
-        def home(ids: set[str]) -> tuple[Path | None, str]:
-            for d, how, names in homes:
-                if ids and len(ids & names) >= 0.9 * len(ids):
-                    return d, how
+        def home(ids: set[str], taken: Path | None = None) -> tuple[Path | None, str]:
+            fits = [(d, how) for d, how, names in homes if ids and len(ids & names) >= 0.9 * len(ids)]
+            # Restarting ids name files in both folders: the test ids' home is the one train does not use.
+            fits.sort(key=lambda f: (f[0] != taken, "test" in _rel(f[0], self.raw).lower()), reverse=True)
+            if fits:
+                return fits[0]
             # Spread over several folders (Kaggle splits large test sets): their common parent.
             for how, spell in (("stem", lambda p: p.stem), ("name", lambda p: p.name)):
                 matched = [p.parent for p in self.images if spell(p) in ids]
@@ -380,7 +382,7 @@ class _Inspection:
         else:
             test_ids = set()
         train_dir, train_how = home(train_ids)
-        test_dir, test_how = home(test_ids)
+        test_dir, test_how = home(test_ids, taken=train_dir)
         if train_dir is None and test_dir is None:
             self.notes.append(f"{len(self.images)} image files match no ids; they are ignored")
             return None

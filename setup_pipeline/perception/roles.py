@@ -117,8 +117,10 @@ def _match_column(columns: list[str], name: str) -> str | None:
 
 
 class _Decider:
-    def __init__(self, catalogue: Catalogue, header_hint: list[str] | None) -> None:
+    def __init__(self, catalogue: Catalogue, header_hint: list[str] | None,
+                 example_rows: list[dict[str, str]] | None = None) -> None:
         self.catalogue = catalogue
+        self.example_rows = example_rows or []
         self.tables = group_parts(catalogue)
         self.header_hint = header_hint
         self.roles = Roles()
@@ -167,11 +169,23 @@ class _Decider:
                 return best  # the earliest matching column is the key
         return best
 
+    def row_numbers(self, table: Logical, others: list[Logical]) -> str | None:
+        """A column counting the rows (from 0 or 1) of a table as long as another: rows matched by order."""
+        n = len(table.frame)
+        if not any(len(o.frame) == n for o in others):
+            return None
+        for column in table.columns:
+            cells = table.frame[column].astype(str).str.strip()
+            for start in (0, 1):
+                if cells.tolist() == [str(i) for i in range(start, start + n)]:
+                    return column
+        return None
+
     def sample_score(self, table: Logical) -> int:
         others = [t for t in self.tables if t is not table]
         score = 2 if table.shows(_SAMPLE_WORDS) else 1 if table.shows(("format",)) else 0
         match = self.key_match(table, others)
-        key = match[0] if match is not None else self.image_key(table)
+        key = match[0] if match is not None else self.image_key(table) or self.row_numbers(table, others)
         if key is not None:
             score += 2
         rest = [c for c in table.columns if c != key]
@@ -337,15 +351,14 @@ class _Decider:
             roles.train = TableRecipe(files=test.files, rows="target_present", target_columns=targets)
             roles.train_key = test_key
             self.say(f"one file holds train and test: {test.files[0]}; rows with a blank {targets[0]!r} are to predict")
+            if sample is None and roles.header:
+                self._echo_described(test, targets)
             self._frames(test, test)
             return roles
         if test is not None and sample is not None:
             self._echo(sample, test, test_key)
         elif test is not None and roles.header:
-            roles.echo = {c: found for c in roles.header if c not in (roles.key, "...")
-                          and (found := _match_column(test.columns, c)) and not _blank_for(test, "", set(), found)}
-            if roles.echo:
-                self.say(f"echoed test columns in the submission: {', '.join(roles.echo)}")
+            self._echo_described(test, [])
         others = [t for t in rest if t is not test]
         train = self.pick_train(test, test_key, others)
         if test is not None:
@@ -416,7 +429,10 @@ class _Decider:
                 if cells[rows].all() and not cells[~rows].any():
                     blank.append(column)
             return [c for c in named if c in blank] or blank
-        return [c for c in named if _blank_for(test, "", set(), c)]
+        blank = [c for c in named if _blank_for(test, "", set(), c)]
+        # Example rows show a placeholder answer (the same value on every row) and varied inputs.
+        shown = [c for c in blank if len(self.example_rows) >= 2 and len({r.get(c) for r in self.example_rows}) == 1]
+        return shown or blank
 
     def _echo(self, sample: Logical, test: Logical, test_key: str | None) -> None:
         """Sample columns that repeat a test column (after matching rows) are echoed, not predicted."""
@@ -441,6 +457,14 @@ class _Decider:
                 self.roles.echo[column] = source
         if self.roles.echo:
             self.say(f"echoed test columns in the submission: {', '.join(self.roles.echo)}")
+
+    def _echo_described(self, test: Logical, targets: list[str]) -> None:
+        """Without a sample, the example's columns that are test inputs (not answers) are echoed."""
+        roles = self.roles
+        roles.echo = {c: found for c in roles.header or [] if c not in (roles.key, "...") and c not in targets
+                      and (found := _match_column(test.columns, c)) and found not in targets}
+        if roles.echo:
+            self.say(f"echoed test columns in the submission: {', '.join(roles.echo)}")
 
     def _frames(self, train: Logical | None, test: Logical | None) -> None:
         loaded = {t.path.as_posix(): t.frame for t in self.catalogue.tables}
@@ -481,6 +505,8 @@ def _same_cells(a: pd.Series, b: pd.Series) -> np.ndarray:
     return same | close
 
 
-def decide_roles(catalogue: Catalogue, header_hint: list[str] | None) -> Roles:
-    """Roles of the catalogue's tables; `header_hint` is the description's submission example, if any."""
-    return _Decider(catalogue, header_hint).run()
+def decide_roles(catalogue: Catalogue, header_hint: list[str] | None,
+                 example_rows: list[dict[str, str]] | None = None) -> Roles:
+    """Roles of the catalogue's tables; `header_hint` and `example_rows` are the description's
+    submission example (its header and rows), if any."""
+    return _Decider(catalogue, header_hint, example_rows).run()
