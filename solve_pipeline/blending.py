@@ -9,6 +9,7 @@ score beats the best single solution; otherwise the best single solution is retu
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from scipy.optimize import minimize
 Task = Literal["binary", "multiclass", "regression"]
 Method = Literal["best_single", "weighted", "mlp"]
 _EPS = 1e-7
+PROBE_EPOCHS = 4  # the MLP's pace is measured on this many epochs when time is short
 
 
 @dataclass
@@ -40,6 +42,7 @@ class BlendResult:
     oof: np.ndarray
     test: np.ndarray
     blend_scores: dict[str, float] = field(default_factory=dict)  # nested-CV score per blender
+    dropped: dict[str, str] = field(default_factory=dict)  # blender -> why it did not fit the time left
 
 
 def _layout(pred: np.ndarray, task: Task) -> np.ndarray:
@@ -68,21 +71,38 @@ def _combine(preds: list[np.ndarray], weights: np.ndarray) -> np.ndarray:
     return sum(w * p for w, p in zip(weights, preds, strict=True))
 
 
-def fit_weights(preds: list[np.ndarray], y: np.ndarray, task: Task) -> np.ndarray:
+class _OutOfTime(Exception):
+    pass
+
+
+def fit_weights(preds: list[np.ndarray], y: np.ndarray, task: Task, deadline: float | None = None) -> np.ndarray:
     """Non-negative weights summing to 1 that minimise the surrogate loss of the average.
 
     A smooth surrogate rather than the competition metric, because metrics such as accuracy
     or AUC are piecewise constant in the weights and give the optimiser nothing to follow.
+    Past `deadline` (time.monotonic()) the search stops with the best weights it has seen.
     """
     m = len(preds)
     start = np.full(m, 1.0 / m)
+    seen = {"loss": np.inf, "w": start}
+
+    def loss(w: np.ndarray) -> float:
+        if deadline is not None and time.monotonic() > deadline:
+            raise _OutOfTime
+        value = _surrogate_loss(_combine(preds, w), y, task)
+        if value < seen["loss"] and np.all(np.isfinite(w)) and abs(np.sum(w) - 1.0) < 1e-6 and np.all(w >= -1e-9):
+            seen["loss"], seen["w"] = value, np.array(w, dtype=np.float64)
+        return value
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        found = minimize(lambda w: _surrogate_loss(_combine(preds, w), y, task), start,
-                         method="SLSQP", bounds=[(0.0, 1.0)] * m,
-                         constraints=[{"type": "eq", "fun": lambda w: np.sum(w) - 1.0}],
-                         options={"maxiter": 200, "ftol": 1e-10})
-    weights = np.clip(found.x if np.all(np.isfinite(found.x)) else start, 0.0, None)
+        try:
+            found = minimize(loss, start, method="SLSQP", bounds=[(0.0, 1.0)] * m,
+                             constraints=[{"type": "eq", "fun": lambda w: np.sum(w) - 1.0}],
+                             options={"maxiter": 200, "ftol": 1e-10}).x
+        except _OutOfTime:
+            found = seen["w"]
+    weights = np.clip(found if np.all(np.isfinite(found)) else start, 0.0, None)
     weights[weights < 1e-6] = 0.0
     return weights / weights.sum() if weights.sum() > 0 else start
 
@@ -100,8 +120,12 @@ def _stack_features(preds: list[np.ndarray], task: Task) -> np.ndarray:
 class _MLPBlender:
     """A small MLP over the solutions' predictions (scikit-learn fit/predict discipline)."""
 
-    def __init__(self, task: Task, n_classes: int, seed: int) -> None:
+    max_iter = 400
+
+    def __init__(self, task: Task, n_classes: int, seed: int, max_iter: int | None = None) -> None:
         self.task, self.n_classes, self.seed = task, n_classes, seed
+        if max_iter is not None:
+            self.max_iter = max_iter
 
     def fit(self, features: np.ndarray, y: np.ndarray) -> _MLPBlender:
         from sklearn.compose import TransformedTargetRegressor
@@ -109,7 +133,7 @@ class _MLPBlender:
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
 
-        net_args = {"hidden_layer_sizes": (16,), "alpha": 1e-2, "max_iter": 400,
+        net_args = {"hidden_layer_sizes": (16,), "alpha": 1e-2, "max_iter": self.max_iter,
                     "random_state": self.seed}
         if self.task == "regression":
             net = TransformedTargetRegressor(MLPRegressor(**net_args),
@@ -143,11 +167,13 @@ def _splits(y: np.ndarray, task: Task, folds: int, seed: int) -> list:
 
 def blend(solutions: list[Solution], y: np.ndarray, task: Task,
           score_fn: Callable[[np.ndarray, np.ndarray], float], higher_is_better: bool,
-          blend_after: int = 3, folds: int = 5, seed: int = 0) -> BlendResult:
+          blend_after: int = 3, folds: int = 5, seed: int = 0, deadline: float | None = None) -> BlendResult:
     """Blend when at least `blend_after` solutions exist and a blend beats the best single one.
 
     `score_fn(y, pred)` scores predictions in the solutions' layout (higher or lower better as
     `higher_is_better` says). `y` holds class indices 0..K-1 for classification.
+    With a `deadline` (time.monotonic()), a blender whose projected cost no longer fits the time
+    left is dropped (recorded in `dropped`); with none left, the best single solution stands.
     """
     if not solutions:
         raise ValueError("no solutions to blend")
@@ -171,16 +197,54 @@ def blend(solutions: list[Solution], y: np.ndarray, task: Task,
 
     n_classes = oofs[0].shape[1] if task == "multiclass" else (2 if task == "binary" else 0)
     splits = _splits(y, task, folds, seed)
-    nested = {"weighted": np.zeros_like(oofs[0]), "mlp": np.zeros_like(oofs[0])}
     features = _stack_features(oofs, task)
-    for train_idx, valid_idx in splits:
-        weights = fit_weights([p[train_idx] for p in oofs], y[train_idx], task)
-        nested["weighted"][valid_idx] = _combine([p[valid_idx] for p in oofs], weights)
-        mlp = _MLPBlender(task, n_classes, seed).fit(features[train_idx], y[train_idx])
-        nested["mlp"][valid_idx] = mlp.predict(features[valid_idx])
-    result.blend_scores = {name: float(score_fn(y, pred)) for name, pred in nested.items()}
+    nested = {"weighted": np.zeros_like(oofs[0]), "mlp": np.zeros_like(oofs[0])}
+    active = list(nested)
+    if deadline is not None:
+        # The MLP cannot be stopped once fitting: one fit's cost is projected from a few epochs
+        # first (an upper bound: it often converges before max_iter; the first fit also pays the
+        # imports, so the pace is the difference of two probes), and the MLP is left out when
+        # even one fit would not fit the time left. After each fold the measured pace decides.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _MLPBlender(task, n_classes, seed, max_iter=1).fit(features, y)
+            began = time.monotonic()
+            _MLPBlender(task, n_classes, seed, max_iter=1).fit(features, y)
+            one = time.monotonic() - began
+            _MLPBlender(task, n_classes, seed, max_iter=1 + PROBE_EPOCHS).fit(features, y)
+            more = time.monotonic() - began - one
+        per_epoch = max(more - one, 0.0) / PROBE_EPOCHS
+        per_fit = max(one - per_epoch, 0.0) + per_epoch * _MLPBlender.max_iter
+        if per_fit > deadline - time.monotonic():
+            active.remove("mlp")
+            result.dropped["mlp"] = f"one fit projected {per_fit:.0f} s, {max(deadline - time.monotonic(), 0):.0f} s left"
+    spent = dict.fromkeys(nested, 0.0)
+    for index, (train_idx, valid_idx) in enumerate(splits):
+        for name in list(active):
+            began = time.monotonic()
+            if name == "weighted":
+                weights = fit_weights([p[train_idx] for p in oofs], y[train_idx], task, deadline)
+                nested[name][valid_idx] = _combine([p[valid_idx] for p in oofs], weights)
+            else:
+                mlp = _MLPBlender(task, n_classes, seed).fit(features[train_idx], y[train_idx])
+                nested[name][valid_idx] = mlp.predict(features[valid_idx])
+            spent[name] += time.monotonic() - began
+        if deadline is None:
+            continue
+        # The folds still to go and the final refit, at the pace measured so far; the dearest
+        # blender goes first when they do not all fit.
+        for name in sorted(active, key=lambda b: -spent[b]):
+            left = deadline - time.monotonic()
+            need = sum(spent[b] / (index + 1) * (len(splits) - index) for b in active)
+            if need <= left and time.monotonic() <= deadline:
+                break
+            active.remove(name)
+            result.dropped[name] = f"needs ~{need:.0f} s more, {max(left, 0):.0f} s left"
+    if not active:
+        return result
+    result.blend_scores = {name: float(score_fn(y, nested[name])) for name in active}
 
-    full_weights = fit_weights(oofs, y, task)
+    full_weights = fit_weights(oofs, y, task, deadline)
     result.weights = {s.name: float(w) for s, w in zip(solutions, full_weights, strict=True)}
     winner = max(result.blend_scores, key=lambda name: sign * result.blend_scores[name])
     if sign * result.blend_scores[winner] <= sign * result.score:

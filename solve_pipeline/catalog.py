@@ -92,7 +92,8 @@ def race_candidates(features: FeatureSet, light: bool = False, fusion: str = "au
         candidates.append(_lightgbm_target_encoded())
     candidates += [_catboost(), _forest("extratrees"), _forest("random_forest")]
     if fusion == "on" or (fusion == "auto" and has_rich_inputs(features)):
-        embed_seconds = 240.0 if budget_s is None else max(10.0, EMBED_SHARE * budget_s)
+        # No floor: on a 10 s budget a 10 s embedding would be the whole budget.
+        embed_seconds = 240.0 if budget_s is None else EMBED_SHARE * budget_s
         candidates.append(_fusion(embed_seconds=embed_seconds))
     return candidates
 

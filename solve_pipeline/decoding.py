@@ -11,6 +11,7 @@ them (log loss, AUC) is unaffected.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -102,6 +103,16 @@ def fit_decoder(proba: np.ndarray, rows: np.ndarray, classes: Sequence[object] |
     return cut if _better(score(cut, rows), score(ARGMAX, rows), higher) else ARGMAX
 
 
+def fit_evaluations(n_classes: int, classes: Sequence[object] | None) -> int:
+    """How many metric calls one `fit_decoder` makes at most (its search's size)."""
+    if n_classes == 2:
+        return THRESHOLD_GRID + 1
+    class_values = numeric_classes(classes)
+    if class_values is None:
+        return 0
+    return 3 + CUTPOINT_SWEEPS * (len(class_values) - 1) * (CUTPOINT_GRID - 2)
+
+
 @dataclass(frozen=True)
 class DecodingChoice:
     decoder: Decoder
@@ -109,16 +120,53 @@ class DecodingChoice:
     # fitted on the other half, against argmax on the same halves): comparable with other models.
     score: float
     argmax_score: float
+    skipped: str | None = None  # why no search ran (it would not fit the time left)
+
+
+class _OutOfTime(Exception):
+    pass
 
 
 def choose_decoder(proba: np.ndarray, classes: Sequence[object] | None, score: Scorer, higher: bool,
-                   seed: int = 0) -> DecodingChoice:
-    """Fit on all rows; keep it only if the cross-fitted score beats argmax on the same rows."""
+                   seed: int = 0, deadline: float | None = None) -> DecodingChoice:
+    """Fit on all rows; keep it only if the cross-fitted score beats argmax on the same rows.
+
+    With a `deadline` (time.monotonic()), a search whose metric calls would not fit the time left
+    (projected from one full-rows call: 99 ordinal classes mean ~7,600 calls) is not started, and
+    one that still runs past the deadline is abandoned: argmax stays."""
     n = len(proba)
     everything = np.arange(n)
+    began = time.monotonic()
     argmax_score = score(ARGMAX, everything)
+    per_call = time.monotonic() - began
     if n < 20:
         return DecodingChoice(ARGMAX, argmax_score, argmax_score)
+    if deadline is not None:
+        # Two half-row fits and four checks, then (if it wins) one full-rows fit; a half-rows
+        # call costs about half a full one, plus the metric's fixed overhead.
+        calls = fit_evaluations(proba.shape[1], classes)
+        projected = per_call * (0.6 * (2 * calls + 4) + calls)
+        left = deadline - time.monotonic()
+        if calls and projected > left:
+            reason = f"~{3 * calls + 4} metric calls need ~{projected:.0f} s, {max(left, 0):.0f} s left"
+            return DecodingChoice(ARGMAX, argmax_score, argmax_score, skipped=reason)
+
+        def timed(decoder: Decoder, rows: np.ndarray) -> float:
+            if time.monotonic() > deadline:
+                raise _OutOfTime
+            return score(decoder, rows)
+    else:
+        timed = score
+    try:
+        return _cross_fitted(proba, classes, timed, higher, seed, argmax_score)
+    except _OutOfTime:
+        return DecodingChoice(ARGMAX, argmax_score, argmax_score, skipped="the deadline passed mid-search")
+
+
+def _cross_fitted(proba: np.ndarray, classes: Sequence[object] | None, score: Scorer, higher: bool,
+                  seed: int, argmax_score: float) -> DecodingChoice:
+    n = len(proba)
+    everything = np.arange(n)
     halves = np.array_split(np.random.default_rng(seed).permutation(n), 2)
     crossed = []
     for fit_rows, check_rows in ((halves[0], halves[1]), (halves[1], halves[0])):

@@ -107,6 +107,13 @@ def _quiet() -> contextlib.ExitStack:
     return stack
 
 
+SUGGEST_GUESS_S = 10.0  # a model-based suggest's cost until one is measured (2-12 s on 2 busy cores)
+
+
+def suggest_cost(measured: float | None) -> float:
+    return SUGGEST_GUESS_S if measured is None else measured
+
+
 def tune(objective: Callable[[dict[str, Any]], float], space: list[SearchParam],
          config: HeboConfig, on_trial: Callable[[Trial], None] | None = None,
          known: list[Trial] | None = None) -> TuningResult:
@@ -155,15 +162,37 @@ def _tune(objective: Callable[[dict[str, Any]], float], space: list[SearchParam]
         trials.append(trial)
     n_known = len(trials)
 
+    # A model-based suggest (GP fit + acquisition search) measured 2-12 s on a busy 2-core
+    # machine: a new trial starts only when its suggest and a typical trial, at the pace seen
+    # so far, still fit the time left (the first new trial always runs).
+    suggest_s: float | None = None  # the dearest model-based suggest so far
+    trial_s = [t.seconds for t in trials]
     for _ in range(config.n_trials):
-        if len(trials) > n_known and config.max_time_s is not None and \
-                time.monotonic() - start >= config.max_time_s:
-            break
-        suggestion = _suggest(optimizer)
+        if len(trials) > n_known and config.max_time_s is not None:
+            spent = time.monotonic() - start
+            model_based = optimizer.X.shape[0] >= config.n_initial
+            upcoming = suggest_cost(suggest_s) if model_based else 0.0
+            upcoming += float(np.median(trial_s)) if trial_s else 0.0
+            if spent + upcoming >= config.max_time_s:
+                # A trial may still fit without the model's suggest: a random point instead.
+                if not model_based or spent + upcoming - suggest_cost(suggest_s) >= config.max_time_s:
+                    break
+                suggestion = optimizer.space.sample(1)
+            else:
+                suggestion = None
+        else:
+            suggestion = None
+        began = time.monotonic()
+        model_based = optimizer.X.shape[0] >= config.n_initial and suggestion is None
+        if suggestion is None:
+            suggestion = _suggest(optimizer)
+        if model_based:
+            suggest_s = max(suggest_s or 0.0, time.monotonic() - began)
         row = suggestion.iloc[0].to_dict()
         params = {name: by_name[name].to_python(value) for name, value in row.items()}
         trial = _run_trial(objective, params)
         trials.append(trial)
+        trial_s.append(trial.seconds)
 
         if trial.error is None:
             loss = sign * float(trial.score)

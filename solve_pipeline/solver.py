@@ -40,7 +40,7 @@ from solve_pipeline.cv import (  # noqa: E402
 )
 from solve_pipeline.baseline_models import default_candidates  # noqa: E402
 from solve_pipeline.dataset import build_features  # noqa: E402
-from solve_pipeline.decoding import Decoder, choose_decoder  # noqa: E402
+from solve_pipeline.decoding import Decoder, choose_decoder, fit_evaluations  # noqa: E402
 from solve_pipeline.outputs import (  # noqa: E402
     check_against_formatter, clear_candidates, formatted_submission, ranked_candidates,
     save_prediction_frames, write_candidate, write_csv_atomic, write_json_atomic,
@@ -52,6 +52,9 @@ LIGHT_MAX_ROWS = 600
 RACE_SHARE = 0.6
 TUNE_UNTIL = 0.85
 REVIVE_UNTIL = 0.93
+BLEND_UNTIL = 1.0  # less the decoding's projected need; a blender whose cost does not fit is dropped
+DECODE_UNTIL = 1.0  # the decoder search is only started when its projected metric calls fit
+DECODE_RESERVE_MAX = 0.05  # of the budget: a search dearer than this is not waited for
 HARD_STOP = 0.97  # the race's first finisher may run this far when nothing else has finished
 
 
@@ -200,6 +203,7 @@ class Solver:
             return {"skipped": f"{len(solutions)} solutions < blend_after={self.options.blend_after}"}
         blended: dict[str, Predictions] = {}
         report: dict[str, Any] = {}
+        deadline = self.at(BLEND_UNTIL) - self._decode_reserve()
         for spec in self.ctx.targets:
             task = spec.task if spec.task in ("binary", "multiclass") else "regression"
             held = {t: p.oof for t, p in self.state.best.items()}
@@ -211,9 +215,12 @@ class Solver:
             result = blending.blend(
                 [blending.Solution(r.name, r.oof[spec.column], r.test[spec.column]) for r in solutions],
                 self.ctx.y[spec.column], task, score_fn, self.higher,
-                blend_after=self.options.blend_after, seed=self.ctx.seed)
+                blend_after=self.options.blend_after, seed=self.ctx.seed, deadline=deadline)
             report[spec.column] = {"method": result.method, "score": result.score, "weights": result.weights,
                                    "single_scores": result.single_scores, "blend_scores": result.blend_scores}
+            if result.dropped:
+                report[spec.column]["dropped"] = result.dropped
+                emit("blend_dropped", target=spec.column, dropped=result.dropped)
             if result.method != "best_single":
                 oof, test = (blending.as_class_matrix(a, task) for a in (result.oof, result.test))
                 if spec.is_classification:
@@ -225,6 +232,19 @@ class Solver:
         self.state.phases["blend"] = round(self.state.elapsed(), 2)
         return report
 
+
+    def _decode_reserve(self) -> float:
+        """Seconds the decoding search after the blend will need (one metric call timed), kept
+        from the blend when modest; a search dearer than DECODE_RESERVE_MAX is not waited for."""
+        if self.ctx.surrogate or self.options.time_budget is None or not self.state.best:
+            return 0.0
+        calls = sum(3 * fit_evaluations(s.n_classes, s.classes) for s in self.ctx.targets if s.is_classification)
+        if not calls:
+            return 0.0
+        began = time.monotonic()
+        score_outputs(self.ctx, None, {t: p.oof for t, p in self.state.best.items()})
+        need = (time.monotonic() - began) * calls
+        return need if need <= DECODE_RESERVE_MAX * self.options.time_budget else 0.0
 
     def decode(self) -> dict[str, Any]:
         """Per classification target, a threshold or ordinal cut points instead of argmax, when a
@@ -244,9 +264,13 @@ class Solver:
                        oofs: dict = oofs, held: dict = held) -> float:
                 return score_outputs(self.ctx, rows, {t: o[rows] for t, o in oofs.items()}, {**held, column: decoder})
 
-            choice = choose_decoder(decoded[spec.column].oof, spec.classes, scorer, self.higher, self.ctx.seed)
+            choice = choose_decoder(decoded[spec.column].oof, spec.classes, scorer, self.higher, self.ctx.seed,
+                                    deadline=self.at(DECODE_UNTIL))
             report[spec.column] = {"decoder": asdict(choice.decoder), "score": choice.score,
                                    "argmax_score": choice.argmax_score}
+            if choice.skipped is not None:
+                report[spec.column]["skipped"] = choice.skipped
+                emit("decoding_skipped", target=spec.column, reason=choice.skipped)
             if choice.decoder.kind != "argmax" and is_better(choice.score, score, self.higher):
                 current = decoded[spec.column]
                 decoded[spec.column] = replace(current, model=f"{current.model}_{choice.decoder.kind}",
