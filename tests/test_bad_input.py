@@ -75,7 +75,7 @@ def test_description_without_a_metric_assumes_one(tmp_path: Path) -> None:
     (source / "description.md").write_text(text.split("## Evaluation")[0])
     proc = run_cli("run", str(source), "-w", str(tmp_path / "ws"), "--time-budget", "10", "--folds", "2", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "assumed metric: accuracy" in " ".join(proc.stdout.split())
+    assert "assumed metric: accuracy" in " ".join((proc.stdout + proc.stderr).split())
     result = json.loads((tmp_path / "ws" / "playground-series-s3e5" / "result.json").read_text())
     assert result["valid_submission"] is True and result["metric"] == "accuracy"
     assert any(line.startswith("metric: accuracy") for line in result["assumptions"])

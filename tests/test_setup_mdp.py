@@ -105,10 +105,8 @@ def test_failed_meta_test_returns_to_the_earliest_stage_it_covers(tmp_path: Path
 
 def test_a_declining_policy_fails_setup_with_its_reason(tmp_path: Path) -> None:
     workspace = _workspace(tmp_path, "titanic")
-    description = workspace.raw / "description.md"
-    text = description.read_text()
-    description.write_text(text.split("## Evaluation")[0] + "## Data\nSee the files.\n")
-    with pytest.raises(SetupFailed, match="metric"):
+    (workspace.raw / "data" / "train.csv").unlink()  # nothing to learn from: the expert must decline
+    with pytest.raises(SetupFailed, match="no training data"):
         _run(workspace, ExpertPolicy())
     record = _attempts(workspace)[-1]
     assert record["declined"] and record["stage"] == "modalities"

@@ -6,7 +6,8 @@ embedded with repr() so the generated files read on their own.
 
 from __future__ import annotations
 
-from setup_pipeline.expert.inspect import DataFacts, ImageLayout
+from setup_pipeline.expert.images import ImageLayout
+from setup_pipeline.expert.inspect import DataFacts
 
 _KEY = '''
 def _key(value) -> str:
@@ -93,7 +94,6 @@ def image_map(facts: DataFacts, split: str) -> str:
             "    paths = sorted(p for p in root.rglob('*') if p.suffix.lower() in IMAGE_EXTENSIONS)\n"
             f'    return pd.DataFrame({{"id": [{spelling} for p in paths], "image_path": [relative_to_setup(p) for p in paths]}})\n'
         )
-    file = _split_file(facts, split)
     if layout.path_column:
         return (
             _IMPORTS + "def build_map() -> pd.DataFrame:\n"

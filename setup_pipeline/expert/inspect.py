@@ -7,9 +7,7 @@ numbers are parsed only to judge what a column is.
 
 from __future__ import annotations
 
-import os
 import re
-from collections import Counter
 from pathlib import Path
 from typing import Literal
 
@@ -18,12 +16,12 @@ from pydantic import BaseModel, Field
 
 from agentk import metrics
 from setup_pipeline.expert.description import submission_example_rows, submission_header
+from setup_pipeline.expert.images import ImageLayout, ImageLayouts, present
 from setup_pipeline.perception.catalogue import build_catalogue
 from setup_pipeline.perception.page_text import as_markdown
 from setup_pipeline.perception.recipe import TableRecipe
 from setup_pipeline.perception.roles import decide_roles
 
-IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")
 _BOOL_WORDS = {"true", "false", "yes", "no", "t", "f", "y", "n"}
 _NA_WORDS = {"na", "nan", "n/a", "null", "none", "?"}
 _MAX_CLASSES = 20
@@ -35,27 +33,6 @@ class ExpertDeclined(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-class ImageLayout(BaseModel):
-    """Where the images are; every path is relative to raw/.
-
-    Image file for an id: class_folders → `<train_dir>/<label>/<id><ext>` and `<test_dir>/<id><ext>`;
-    id_files → `<image_dir or train_dir/test_dir>/<id>` plus `extension` unless
-    `ids_include_extension`; with `path_column`, `<path_base>/<value of path_column>`.
-    """
-
-    kind: Literal["class_folders", "id_files"]
-    train_dir: str | None = None
-    test_dir: str | None = None
-    image_dir: str | None = None
-    extension: str  # the dominant one, lower-case with the dot
-    ids_include_extension: bool = False
-    ids_are_folders: bool = False  # each image sits in a folder named by its id
-    path_column: str | None = None
-    path_base: str | None = None
-    n_train_images: int = 0
-    n_test_images: int = 0
 
 
 class TargetFact(BaseModel):
@@ -100,12 +77,6 @@ def inspect_competition(raw_dir: Path) -> DataFacts:
 # ---------------------------------------------------------------- small value helpers
 
 
-def _present(series: pd.Series) -> pd.Series:
-    """Non-missing cells as stripped text."""
-    values = series.astype(str).str.strip()
-    return values[values != ""]
-
-
 def _numbers(values: pd.Series) -> pd.Series | None:
     """The values as numbers if (nearly) all of them are numbers, else None.
 
@@ -127,10 +98,6 @@ def _sorted_labels(labels: list[str]) -> list[str]:
     return sorted(labels)
 
 
-def _rel(path: Path, root: Path) -> str:
-    return path.relative_to(root).as_posix()
-
-
 def _match(column_or_name: str, columns: list[str]) -> str | None:
     """The column of `columns` named `column_or_name`, ignoring case if there is no exact one."""
     if column_or_name in columns:
@@ -139,7 +106,7 @@ def _match(column_or_name: str, columns: list[str]) -> str | None:
     return folded[0] if len(folded) == 1 else None
 
 
-class _Inspection:
+class _Inspection(ImageLayouts):
     """One inspection; state is kept on the instance so each step stays a short method."""
 
     def __init__(self, raw_dir: Path) -> None:
@@ -277,142 +244,12 @@ class _Inspection:
             self.notes.append(f"train has no {id_column!r} column: train rows are identified by position")
         return id_column, train_id, test_id
 
-    # ------------------------------------------------------------ images
-
-    def _class_root(self) -> Path | None:
-        """A folder named like train whose sub-folders (the classes) each hold images."""
-        holders = Counter(p.parent for p in self.images)
-        roots = {d.parent for d in holders if d.parent != d}
-        candidates = []
-        for root in roots:
-            if "train" not in _rel(root, self.raw).lower():
-                continue
-            kids = [k for k in root.iterdir() if k.is_dir() and not k.name.startswith(".")]
-            counts = sorted(holders.get(k, 0) for k in kids)
-            # A class holds several images; one folder per image names an id, not a class.
-            if len(kids) >= 2 and counts[0] and counts[len(counts) // 2] >= 2:
-                candidates.append(root)
-        candidates.sort(key=lambda r: (len(r.parts), -sum(holders[k] for k in holders if k.parent == r)))
-        return candidates[0] if candidates else None
-
-    def _image_layout(self, id_column: str, train_id: str | None, test_id: str | None) -> ImageLayout | None:
-        if not self.images:
-            return None
-        ext = Counter(p.suffix.lower() for p in self.images).most_common(1)[0][0]
-        if len({p.suffix.lower() for p in self.images}) > 1:
-            self.notes.append(f"images have several extensions; {ext} is the most common")
-        if self.class_root is not None:
-            return self._class_layout(id_column, ext)
-        return self._path_column_layout(ext) or self._id_file_layout(id_column, train_id, test_id, ext)
-
-    def _class_layout(self, id_column: str, ext: str) -> ImageLayout:
-        root = self.class_root
-        assert root is not None
-        train_imgs = [p for p in self.images if p.parent.parent == root]
-        flat = Counter(p.parent for p in self.images if root not in p.parents)
-        tests = sorted((d for d in flat if "test" in _rel(d, self.raw).lower()), key=lambda d: -flat[d])
-        stems = [p.stem for p in train_imgs]
-        if len(set(stems)) < len(stems):
-            self.notes.append("some training image names repeat across class folders: ids are not unique")
-        with_ext = False
-        if self.sample_df is not None and id_column in self.sample_df.columns:
-            with_ext = bool(set(_present(self.sample_df[id_column])) & {p.name for p in self.images})
-        elif self.example_rows:
-            shown = [row.get(id_column, "") for row in self.example_rows]
-            with_ext = all(v.lower().endswith(IMAGE_EXTENSIONS) for v in shown if v) and any(shown)
-        self.notes.append(f"labels are the folder names under {_rel(root, self.raw)}/; ids are image file "
-                          f"names {'with' if with_ext else 'without'} the extension")
-        return ImageLayout(kind="class_folders", train_dir=_rel(root, self.raw),
-                           test_dir=_rel(tests[0], self.raw) if tests else None, extension=ext,
-                           ids_include_extension=with_ext, n_train_images=len(train_imgs),
-                           n_test_images=flat[tests[0]] if tests else 0)
-
-    def _path_column_layout(self, ext: str) -> ImageLayout | None:
-        """A train column whose cells are relative paths of existing image files."""
-        if self.train_df is None:
-            return None
-        for column in self.train_df.columns:
-            values = _present(self.train_df[column])
-            if values.empty or not values.str.lower().str.endswith(IMAGE_EXTENSIONS).mean() >= 0.9:
-                continue
-            assert self.train_path is not None
-            for base in (self.train_path.parent, self.data, self.raw):
-                if all((base / v).is_file() for v in values.head(20)):
-                    self.dropped[column] = "image file paths: used as the image input"
-                    n_test = len(self.test_df) if self.test_df is not None and column in self.test_df else 0
-                    return ImageLayout(kind="id_files", extension=ext, path_column=column,
-                                       path_base=_rel(base, self.raw) if base != self.raw else ".",
-                                       n_train_images=len(values), n_test_images=n_test)
-        return None
-
-    def _id_file_layout(self, id_column: str, train_id: str | None, test_id: str | None,
-                        ext: str) -> ImageLayout | None:
-        """Folders whose image file names (with or without extension), or whose one-image
-        sub-folders, are named by the ids of a table."""
-        homes: list[tuple[Path, str, set[str]]] = []  # (folder, how ids are spelled, the names found)
-        by_dir: dict[Path, list[Path]] = {}
-        for p in self.images:
-            by_dir.setdefault(p.parent, []).append(p)
-        for d, paths in sorted(by_dir.items(), key=lambda kv: -len(kv[1])):
-            homes += [(d, "stem", {p.stem for p in paths}), (d, "name", {p.name for p in paths})]
-        per_id: dict[Path, set[str]] = {}
-        for d, paths in by_dir.items():
-            if len(paths) <= 3 and d.parent != d:
-                per_id.setdefault(d.parent, set()).add(d.name)
-        homes += [(g, "folder", names) for g, names in sorted(per_id.items(), key=lambda kv: -len(kv[1])) if len(names) > 1]
-
-        def home(ids: set[str], taken: Path | None = None) -> tuple[Path | None, str]:
-            fits = [(d, how) for d, how, names in homes if ids and len(ids & names) >= 0.9 * len(ids)]
-            # Restarting ids name files in both folders: the test ids' home is the one train does not use.
-            fits.sort(key=lambda f: (f[0] != taken, "test" in _rel(f[0], self.raw).lower()), reverse=True)
-            if fits:
-                return fits[0]
-            # Spread over several folders (Kaggle splits large test sets): their common parent.
-            for how, spell in (("stem", lambda p: p.stem), ("name", lambda p: p.name)):
-                matched = [p.parent for p in self.images if spell(p) in ids]
-                if ids and len(matched) >= 0.9 * len(ids):
-                    return Path(os.path.commonpath(matched)), how
-            return None, "stem"
-
-        train_ids = set(_present(self.train_df[train_id])) if self.train_df is not None and train_id else set()
-        if self.test_df is not None and test_id:
-            test_ids = set(_present(self.test_df[test_id]))
-        elif self.sample_df is not None and id_column in self.sample_df.columns:
-            test_ids = set(_present(self.sample_df[id_column]))
-        else:
-            test_ids = set()
-        train_dir, train_how = home(train_ids)
-        test_dir, test_how = home(test_ids, taken=train_dir)
-        if train_dir is None and test_dir is None:
-            self.notes.append(f"{len(self.images)} image files match no ids; they are ignored")
-            return None
-        n_test = len(test_ids) if test_dir else 0
-        if test_dir is None and not test_ids and train_dir is not None:
-            # No table lists the test images: they are the other folder spelled like train's.
-            others = [(d, names) for d, how, names in homes if how == train_how and d != train_dir
-                      and train_dir not in d.parents and d not in train_dir.parents]
-            others.sort(key=lambda o: ("test" in _rel(o[0], self.raw).lower(), len(o[1])), reverse=True)
-            if others:
-                test_dir, test_how, n_test = others[0][0], train_how, len(others[0][1])
-                self.notes.append(f"test images: the {n_test} images under {_rel(test_dir, self.raw)}/, "
-                                  "which no table lists")
-        same = train_dir == test_dir or None in (train_dir, test_dir)
-        one = train_dir or test_dir
-        assert one is not None
-        how = train_how if train_dir else test_how
-        return ImageLayout(
-            kind="id_files", extension=ext, ids_include_extension=how == "name", ids_are_folders=how == "folder",
-            image_dir=_rel(one, self.raw) if same else None,
-            train_dir=None if same or train_dir is None else _rel(train_dir, self.raw),
-            test_dir=None if same or test_dir is None else _rel(test_dir, self.raw),
-            n_train_images=len(train_ids) if train_dir else 0, n_test_images=n_test)
-
     # ------------------------------------------------------------ targets
 
     def _labels(self, column: str) -> pd.Series:
         if self.train_df is None:  # class folders: the folder name is the label
             return pd.Series([p.parent.name for p in self.images if p.parent.parent == self.class_root])
-        return _present(self.train_df[column])
+        return present(self.train_df[column])
 
     def _targets(self, header: list[str] | None, id_column: str, train_id: str | None,
                  test_id: str | None) -> tuple[str, list[TargetFact], list[str]]:
@@ -491,7 +328,7 @@ class _Inspection:
         """The task is decided later, once the metric's kind is known; the sample shows how the
         submission writes values (e.g. False where train says FALSE)."""
         shown = self.sample_df is not None and submitted in self.sample_df.columns
-        values = list(_present(self.sample_df[submitted]).unique()[:5]) if shown and self.sample_df is not None else []
+        values = list(present(self.sample_df[submitted]).unique()[:5]) if shown and self.sample_df is not None else []
         return TargetFact(column=column, task="regression", sample_values=values)
 
     def _fit_task(self, fact: TargetFact, metric: str, fmt: str) -> TargetFact:
@@ -553,7 +390,7 @@ class _Inspection:
 
     @staticmethod
     def _is_timestamp(series: pd.Series) -> bool:
-        values = _present(series).head(500)
+        values = present(series).head(500)
         if values.empty or _numbers(values) is not None:
             return False
         parsed = pd.to_datetime(values, errors="coerce", format="mixed")
@@ -562,7 +399,7 @@ class _Inspection:
     @staticmethod
     def _is_text(series: pd.Series) -> bool:
         """Long, mostly unique free text; names, codes and categories stay tabular."""
-        values = _present(series)
+        values = present(series)
         if values.empty or _numbers(values) is not None or _is_bool_like(values):
             return False
         words = values.str.split().str.len().mean()
