@@ -5,49 +5,24 @@ placeholder answer (the sample)? Which table holds those keys (test)? Which tabl
 features plus the answers (train), or the answers in a file of their own (`y_train`, `*_labels`)?
 Which tables add columns to both, matched by a key? Names only break ties.
 
-Every decision is recorded as an `Evidence` line, so the run can say what it assumed.
+Every decision is recorded as an evidence line, so the run can say how it read the folder.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 
-import numpy as np
 import pandas as pd
 
 from setup_pipeline.perception.catalogue import Catalogue
 from setup_pipeline.perception.recipe import Join, TableRecipe, assemble
+from setup_pipeline.perception.tables import (
+    MATCH, Logical, agrees, blank_for, group_parts, is_constant, is_unique, keys_agree, match_column, overlap, same_cells,
+)
 
 _SAMPLE_WORDS = ("sample", "submission", "submit", "example", "template")
 _TEST_WORDS = ("test", "score", "predict", "eval", "holdout", "unlabel")
 _TRAIN_WORDS = ("train", "label", "learn", "fit")
-_MATCH = 0.9  # share of one key's values found in the other's to call them the same key
-
-
-@dataclass
-class Logical:
-    """A table made of one file or of several parts with the same columns (`train_1`, `train_2`)."""
-
-    files: list[str]
-    frame: pd.DataFrame
-
-    @property
-    def name(self) -> str:
-        return self.files[0].lower()
-
-    @property
-    def columns(self) -> list[str]:
-        return list(self.frame.columns)
-
-    def values(self, column: str) -> set[str]:
-        cells = self.frame[column].astype(str).str.strip()
-        return set(cells[cells != ""])
-
-    def shows(self, words: tuple[str, ...]) -> bool:
-        stem = PurePosixPath(self.name).name
-        return any(w in stem for w in words)
 
 
 @dataclass
@@ -70,52 +45,6 @@ class Roles:
         return [c for c in (self.header or []) if c != self.key and c not in self.echo]
 
 
-def _family(path: str) -> str:
-    """Part files share a family: digits removed, and `part`/`chunk` words with them."""
-    stem = re.sub(r"\.(csv|tsv|txt|json|jsonl|parquet|xlsx|gz|zip)$", "", path.lower())
-    stem = re.sub(r"\.(csv|tsv|txt|json|jsonl|parquet)$", "", stem)
-    return re.sub(r"[-_ ]?(part|chunk|shard|batch)?[-_ ]?\d+", "#", stem)
-
-
-def group_parts(catalogue: Catalogue) -> list[Logical]:
-    groups: dict[tuple, list] = {}
-    for table in catalogue.tables:
-        key = (tuple(table.columns), _family(table.path.as_posix()))
-        groups.setdefault(key, []).append(table)
-    out = []
-    for members in groups.values():
-        members.sort(key=lambda t: [int(n) if n.isdigit() else n for n in re.split(r"(\d+)", t.path.as_posix())])
-        frame = pd.concat([m.frame for m in members], ignore_index=True) if len(members) > 1 else members[0].frame
-        out.append(Logical([m.path.as_posix() for m in members], frame))
-    return out
-
-
-def _overlap(a: set[str], b: set[str]) -> float:
-    return len(a & b) / len(a) if a else 0.0
-
-
-def _keys_agree(name: str, other_name: str, share: float) -> bool:
-    """Two columns hold the same key: most values shared under one name, all of them under two
-    (a feature counting 0..n can otherwise pass for row numbers 1..n)."""
-    return share >= (_MATCH if name.lower() == other_name.lower() else 1.0)
-
-
-def _unique(frame: pd.DataFrame, column: str) -> bool:
-    cells = frame[column].astype(str).str.strip()
-    return bool(len(cells)) and cells.is_unique and not (cells == "").any()
-
-
-def _constant(frame: pd.DataFrame, column: str) -> bool:
-    return frame[column].astype(str).str.strip().nunique() <= 1
-
-
-def _match_column(columns: list[str], name: str) -> str | None:
-    if name in columns:
-        return name
-    folded = [c for c in columns if c.lower() == name.lower()]
-    return folded[0] if len(folded) == 1 else None
-
-
 class _Decider:
     def __init__(self, catalogue: Catalogue, header_hint: list[str] | None,
                  example_rows: list[dict[str, str]] | None = None) -> None:
@@ -136,7 +65,7 @@ class _Decider:
         if not self.image_names:
             return None
         for column in table.columns:
-            if _unique(table.frame, column) and _overlap(self.values(table, column), self.image_names) >= _MATCH:
+            if is_unique(table.frame, column) and overlap(self.values(table, column), self.image_names) >= MATCH:
                 return column
         return None
 
@@ -155,15 +84,15 @@ class _Decider:
         """The column of `table` whose values best match a column of another table."""
         best = None
         for column in table.columns:
-            if not _unique(table.frame, column):
+            if not is_unique(table.frame, column):
                 continue
             mine = self.values(table, column)
             for other in others:
                 for theirs in other.columns:
                     if other.frame[theirs].astype(str).str.strip().nunique() < 0.5 * len(mine):
                         continue
-                    share = _overlap(mine, self.values(other, theirs))
-                    if _keys_agree(column, theirs, share) and (best is None or share > best[3]):
+                    share = overlap(mine, self.values(other, theirs))
+                    if keys_agree(column, theirs, share) and (best is None or share > best[3]):
                         best = (column, other, theirs, share)
             if best is not None:
                 return best  # the earliest matching column is the key
@@ -189,7 +118,7 @@ class _Decider:
         if key is not None:
             score += 2
         rest = [c for c in table.columns if c != key]
-        if rest and all(_constant(table.frame, c) for c in rest):
+        if rest and all(is_constant(table.frame, c) for c in rest):
             score += 1
         if len(table.columns) > 2 and not table.shows(_SAMPLE_WORDS) and key is None:
             score -= 2
@@ -220,8 +149,8 @@ class _Decider:
                 keys = self.values(sample, key)
                 for table in rest:
                     for column in table.columns:
-                        share = _overlap(keys, self.values(table, column))
-                        if _keys_agree(key, column, share):
+                        share = overlap(keys, self.values(table, column))
+                        if keys_agree(key, column, share):
                             candidates.append((table, column, share))
             self.roles.key = key or sample.columns[0]
             self.roles.header = sample.columns
@@ -232,8 +161,8 @@ class _Decider:
                     """Sample columns this table fills with other values than the sample's: the
                     answers of training rows (restarting ids match train too). Echoes agree."""
                     table, column, _ = c
-                    return sum(1 for p in prediction if p in table.columns and not _blank_for(table, column, keys, p)
-                               and not _agrees(sample, key, table, column, p))
+                    return sum(1 for p in prediction if p in table.columns and not blank_for(table, column, keys, p)
+                               and not agrees(sample, key, table, column, p))
 
                 def rank(c: tuple[Logical, str, float]) -> tuple:
                     table, column, share = c
@@ -257,17 +186,17 @@ class _Decider:
             self.roles.header = [c for c in header if c != "..."] if header[-1] != "..." else header
             key = self._header_key(header, rest)
             self.roles.key = key
-            with_key = [t for t in rest if _match_column(t.columns, key)]
+            with_key = [t for t in rest if match_column(t.columns, key)]
             answers = [c for c in header if c not in (key, "...")]
             # The rows to predict: a table without the answer columns, or one leaving them blank.
-            pool = [t for t in with_key if not all(_match_column(t.columns, a) for a in answers)
-                    or any(_blank_for(t, "", set(), a) for a in answers if a in t.columns)]
+            pool = [t for t in with_key if not all(match_column(t.columns, a) for a in answers)
+                    or any(blank_for(t, "", set(), a) for a in answers if a in t.columns)]
             pool.sort(key=lambda t: (t.shows(_TEST_WORDS), -len(t.frame)), reverse=True)
             if pool:
                 table = pool[0]
                 self.say(f"test rows: {' + '.join(table.files)}, the table with the submission's key "
                          f"{key!r} and no answers")
-                return table, _match_column(table.columns, key)
+                return table, match_column(table.columns, key)
         # No sample and no example: test is the table whose columns another table extends.
         pairs = []
         for table in rest:
@@ -292,13 +221,13 @@ class _Decider:
         def rank(table: Logical) -> tuple:
             shared = sum(1 for c in features if c in table.columns)
             extra = sum(1 for c in table.columns if c not in test.columns)
-            keyed = bool(test_key and _match_column(table.columns, test_key))
+            keyed = bool(test_key and match_column(table.columns, test_key))
             return (shared, extra > 0, keyed, table.shows(_TRAIN_WORDS), len(table.frame))
         pool = sorted(rest, key=rank, reverse=True)
         if not pool:
             return None
         best = pool[0]
-        if features and not any(c in best.columns for c in features) and not (test_key and _match_column(best.columns, test_key)):
+        if features and not any(c in best.columns for c in features) and not (test_key and match_column(best.columns, test_key)):
             return None
         return best
 
@@ -312,7 +241,7 @@ class _Decider:
                 continue
             if train_key is not None:
                 for column in table.columns:
-                    if _overlap(self.values(train, train_key), self.values(table, column)) >= _MATCH and _unique(table.frame, column):
+                    if overlap(self.values(train, train_key), self.values(table, column)) >= MATCH and is_unique(table.frame, column):
                         return table, column, train_key
             if len(table.frame) == len(train.frame):
                 return table, None, None
@@ -329,7 +258,7 @@ class _Decider:
         for table in rest:
             for column in table.columns:
                 theirs = self.values(table, column)
-                if _overlap(train_keys, theirs) >= _MATCH and (not test_keys or _overlap(test_keys, theirs) >= _MATCH):
+                if overlap(train_keys, theirs) >= MATCH and (not test_keys or overlap(test_keys, theirs) >= MATCH):
                     found.append((table, column))
                     break
         return found
@@ -369,9 +298,9 @@ class _Decider:
         roles.train = TableRecipe(files=train.files)
         self.say(f"training rows: {' + '.join(train.files)}")
         others = [t for t in others if t is not train]
-        train_key = _match_column(train.columns, test_key) if test_key else None
+        train_key = match_column(train.columns, test_key) if test_key else None
         if train_key is None and roles.key:
-            train_key = _match_column(train.columns, roles.key)
+            train_key = match_column(train.columns, roles.key)
         roles.train_key = train_key
         targets_here = [c for c in train.columns if test is None or c not in test.columns]
         if not [c for c in targets_here if c != train_key]:
@@ -403,11 +332,11 @@ class _Decider:
         named = [c for c in header if c != "..."]
         for column in named:
             for table in tables:
-                found = _match_column(table.columns, column)
-                if found and _unique(table.frame, found):
+                found = match_column(table.columns, column)
+                if found and is_unique(table.frame, found):
                     return column
         # A key in no table numbers the rows (the answers are train columns).
-        absent = [c for c in named if not any(_match_column(t.columns, c) for t in tables)]
+        absent = [c for c in named if not any(match_column(t.columns, c) for t in tables)]
         if len(absent) == 1 and len(named) > 1:
             return absent[0]
         return header[0]
@@ -429,7 +358,7 @@ class _Decider:
                 if cells[rows].all() and not cells[~rows].any():
                     blank.append(column)
             return [c for c in named if c in blank] or blank
-        blank = [c for c in named if _blank_for(test, "", set(), c)]
+        blank = [c for c in named if blank_for(test, "", set(), c)]
         # Example rows show a placeholder answer (the same value on every row) and varied inputs.
         shown = [c for c in blank if len(self.example_rows) >= 2 and len({r.get(c) for r in self.example_rows}) == 1]
         return shown or blank
@@ -448,12 +377,12 @@ class _Decider:
         for column in sample.columns:
             if column == key:
                 continue
-            source = _match_column(test.columns, column)
+            source = match_column(test.columns, column)
             if source is None:
                 continue
             mine = sample.frame[column]
             theirs = aligned[source].fillna("")
-            if len(mine) and _same_cells(mine, theirs).mean() >= 0.95:
+            if len(mine) and same_cells(mine, theirs).mean() >= 0.95:
                 self.roles.echo[column] = source
         if self.roles.echo:
             self.say(f"echoed test columns in the submission: {', '.join(self.roles.echo)}")
@@ -462,7 +391,7 @@ class _Decider:
         """Without a sample, the example's columns that are test inputs (not answers) are echoed."""
         roles = self.roles
         roles.echo = {c: found for c in roles.header or [] if c not in (roles.key, "...") and c not in targets
-                      and (found := _match_column(test.columns, c)) and found not in targets}
+                      and (found := match_column(test.columns, c)) and found not in targets}
         if roles.echo:
             self.say(f"echoed test columns in the submission: {', '.join(roles.echo)}")
 
@@ -474,35 +403,6 @@ class _Decider:
         if self.roles.test is not None and self.roles.test.rows == "target_blank":
             # The blank answers of the rows to predict are not inputs.
             self.roles.test_frame = self.roles.test_frame.drop(columns=self.roles.test.target_columns)
-
-
-def _blank_for(table: Logical, key: str, keys: set[str], column: str) -> bool:
-    """True when `column` is blank on the rows of `table` whose key is one of `keys` (or on some rows, without keys)."""
-    cells = table.frame[column].astype(str).str.strip()
-    if keys:
-        rows = table.frame[key].astype(str).str.strip().isin(keys)
-        return bool(rows.any()) and bool((cells[rows] == "").all())
-    return bool((cells == "").any())
-
-
-def _agrees(sample: Logical, key: str, table: Logical, table_key: str, column: str) -> bool:
-    """True when the sample's `column` repeats the table's on the rows their keys match."""
-    mine = sample.frame.assign(__k=sample.frame[key].astype(str).str.strip())
-    theirs = table.frame.assign(__k=table.frame[table_key].astype(str).str.strip()).drop_duplicates("__k")
-    aligned = mine[["__k", column]].merge(theirs[["__k", column]], on="__k", how="inner", suffixes=("", "__t"))
-    if aligned.empty:
-        return False
-    return bool(_same_cells(aligned[column], aligned[column + "__t"]).mean() >= 0.95)
-
-
-def _same_cells(a: pd.Series, b: pd.Series) -> np.ndarray:
-    """Cell by cell equality of two text columns; numbers compare by value ("92" is "92.0")."""
-    left, right = a.astype(str).str.strip().to_numpy(), b.astype(str).str.strip().to_numpy()
-    same = left == right
-    x = pd.to_numeric(pd.Series(left), errors="coerce").to_numpy()
-    y = pd.to_numeric(pd.Series(right), errors="coerce").to_numpy()
-    close = np.isclose(x, y, rtol=1e-9, atol=0.0, equal_nan=False)
-    return same | close
 
 
 def decide_roles(catalogue: Catalogue, header_hint: list[str] | None,
