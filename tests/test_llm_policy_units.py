@@ -46,7 +46,7 @@ def test_data_view_elides_long_listings_and_keeps_the_budget(tmp_path: Path) -> 
     pd.DataFrame({"id": range(50, 60)}).to_csv(raw / "data" / "test.csv", index=False)
     view = build_data_view(raw, max_chars=3000, max_entries=5)
     assert "images/  (40 files)" in view and "... <35 additional files>" in view and "img_039.png" not in view
-    assert "### data/train.csv\nrows: 50, columns: 3" in view
+    assert "### data/train.csv\nformat: csv (read it with setup_pipeline.perception.readers.read_table), rows: 50, columns: 3" in view
     assert "label: " in view and "w: float64" in view  # dtypes
     assert view.count("dog") + view.count("cat") == 5  # the head: five rows
     assert len(build_data_view(raw, max_chars=700)) <= 700
@@ -175,3 +175,14 @@ def test_covered_code_reads_each_stage_hole(titanic: Workspace) -> None:
     (titanic.setup / "modalities.json").write_text('{"input_modalities": ["tabular"]}')
     got = covered_code(titanic, [MODALITIES, TARGET_MAP, TARGET_TRANSFORM])  # transform not written yet
     assert got == [("modalities", '{"input_modalities": ["tabular"]}'), ("train_target_map", TARGET_CODE.strip("\n"))]
+
+
+def test_data_view_shows_tables_in_any_format_as_written(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    (raw / "data").mkdir(parents=True)
+    frame = pd.DataFrame({"id": ["007", "010"], "x": [1.5, 2.5]})
+    (raw / "data" / "train.jsonl").write_text(frame.to_json(orient="records", lines=True))
+    frame.to_parquet(raw / "data" / "test.parquet", index=False)
+    view = build_data_view(raw)
+    assert "### data/train.jsonl\nformat: jsonl" in view and "### data/test.parquet\nformat: parquet" in view
+    assert "007" in view  # the head shows cells as written, leading zeros kept

@@ -1,19 +1,20 @@
 """A compact, bounded view of raw/ for prompts (Agent K, section 3.1.2: the DATA-VIEW entry).
 
 Three parts: a directory tree whose long listings are elided ("... <N additional files>"), then
-for each table (CSV) its shape, dtypes and first rows. The whole view fits a character budget, so
+for each table (any format perception reads: CSV, JSON, parquet, ...) its shape, dtypes and first rows. The whole view fits a character budget, so
 a competition with 100k images or 40 tables cannot crowd the rest of the prompt out.
 """
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pandas as pd
 
 from agentk.llm.memory import truncate_middle
+from setup_pipeline.perception.readers import IMAGE_EXTENSIONS, UnreadableTable, file_kind, read_table, table_format
 
-TABLE_SUFFIXES = {".csv", ".tsv"}
 _SKIP_NAMES = {"description.md"}  # the description has its own memory entry
 
 
@@ -81,26 +82,31 @@ def _row_count(path: Path, max_bytes: int = 200_000_000) -> str:
 
 
 def table_summary(path: Path, root: Path, *, rows: int = 5, max_width: int = 160) -> str:
-    """Shape, dtypes and head of one table. Dtypes are inferred from the first 2000 rows."""
+    """Format, shape, dtypes and head of one table (any format perception reads). Dtypes are
+    inferred from the first 2000 rows."""
     rel = path.relative_to(root).as_posix()
-    sep = "\t" if path.suffix.lower() == ".tsv" else ","
     try:
-        sample = pd.read_csv(path, sep=sep, nrows=2000, low_memory=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
-        return f"### {rel}\nunreadable as a table: {' '.join(str(exc).split())[:200]}"
+        fmt = table_format(path)
+        cells = read_table(path, nrows=2000)
+    except UnreadableTable as exc:
+        return f"### {rel}\nunreadable as a table: {exc}"
+    # Typed as a CSV reader would see them, so the model writes code for what pandas gives it.
+    sample = pd.read_csv(io.StringIO(cells.to_csv(index=False)), low_memory=False)
     dtypes = ", ".join(f"{c}: {t}" for c, t in sample.dtypes.astype(str).items())
     with pd.option_context("display.width", max_width, "display.max_columns", 30, "display.max_colwidth", 40):
-        head = sample.head(rows).to_string(index=False)
+        head = cells.head(rows).to_string(index=False)  # as written: ids keep their leading zeros
     head = "\n".join(line[:max_width] for line in head.splitlines())
     return (
-        f"### {rel}\nrows: {_row_count(path)}, columns: {sample.shape[1]}\n"
+        f"### {rel}\nformat: {fmt} (read it with setup_pipeline.perception.readers.read_table), "
+        f"rows: {_row_count(path) if fmt == 'csv' else len(read_table(path))}, columns: {sample.shape[1]}\n"
         f"dtypes: {truncate_middle(dtypes, 1200)}\nhead:\n{head}"
     )
 
 
 def tables(raw: Path, *, max_tables: int = 8) -> list[Path]:
     """Tables under raw/, shallowest first (train/test/sample before nested annotation files)."""
-    found = [p for p in raw.rglob("*") if p.is_file() and p.suffix.lower() in TABLE_SUFFIXES]
+    found = [p for p in raw.rglob("*") if p.is_file() and p.name not in _SKIP_NAMES
+             and not p.name.lower().endswith(IMAGE_EXTENSIONS) and file_kind(p) == "table"]
     found.sort(key=lambda p: (len(p.relative_to(raw).parts), p.as_posix()))
     return found[:max_tables]
 
