@@ -125,3 +125,16 @@ def test_a_resumed_setup_skips_the_stages_that_passed(tmp_path: Path) -> None:
     _run(workspace, ExpertPolicy())
     rerun = [r["stage"] for r in _attempts(workspace)[before:]]
     assert rerun[0] == "train_target_map" and "summarise" not in rerun
+
+
+def test_an_unexpected_failure_of_the_expert_is_a_one_line_decline(tmp_path: Path) -> None:
+    """Data its rules never met must not become a traceback wall: one line, the trace in the logs."""
+    from setup_pipeline.policy import Decline
+    from setup_pipeline.stages import TARGET_MAP
+
+    workspace = _workspace(tmp_path, "titanic")
+    (workspace.setup / "plan.json").write_text(json.dumps({"facts": {"train_file": 3}}))  # not DataFacts
+    action = ExpertPolicy().act(TARGET_MAP, StageContext(workspace, attempt=1))
+    assert isinstance(action, Decline) and "rules failed on this data" in action.reason
+    assert "\n" not in action.reason
+    assert "Traceback" in (workspace.logs / "expert_errors.log").read_text()

@@ -7,6 +7,7 @@ stage's code from those facts. Where it cannot decide it declines with a reason.
 from __future__ import annotations
 
 import json
+import traceback
 
 from agentk.metrics import get_metric, normalise_labels
 from setup_pipeline.expert import codegen
@@ -30,6 +31,13 @@ class ExpertPolicy:
             return self._act(stage, ctx)
         except ExpertDeclined as exc:
             return Decline(exc.reason)
+        except Exception as exc:  # noqa: BLE001 - data the rules never met: say so in one line, keep the trace
+            trace = ctx.workspace.logs / "expert_errors.log"
+            trace.parent.mkdir(parents=True, exist_ok=True)
+            with trace.open("a", encoding="utf-8") as fh:
+                fh.write(f"--- stage {stage.name}\n{traceback.format_exc()}\n")
+            return Decline(f"the expert's rules failed on this data ({type(exc).__name__}: "
+                           f"{' '.join(str(exc).split())[:200]}); details in logs/expert_errors.log")
 
     # ---- facts ----------------------------------------------------------------------------
 
