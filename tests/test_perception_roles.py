@@ -148,3 +148,13 @@ def test_generated_variants_keys_and_targets(variants: Path, tmp_path: Path) -> 
         if facts.id_column != grading["id_column"] or (expected and predicted != expected):
             wrong.append(f"{entry['id']}: key {facts.id_column} predicted {predicted} vs {grading['id_column']} {expected}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_a_renamed_prediction_among_several_train_only_columns(tmp_path: Path) -> None:
+    """The sample calls it `prediction`; train has two columns test lacks; the page says which is predicted."""
+    train = TRAIN.assign(score=[float(i) for i in range(40)], error=0.5)
+    page = "Predict the `score` of each item.\n\n## Evaluation\n\nSubmissions are scored on the RMSE.\n"
+    raw = _folder(tmp_path, {"train.csv": train, "test.csv": TEST, "sample_submission.csv": _sample(TEST["key"], "prediction", "0")}, page)
+    facts = inspect_competition(raw)
+    assert [t.column for t in facts.targets] == ["score"] and facts.submission_columns == ["key", "prediction"]
+    assert any(a.startswith("target: 'score'") for a in facts.assumptions)

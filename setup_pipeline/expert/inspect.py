@@ -142,6 +142,7 @@ class _Inspection(ImageLayouts):
         catalogue = build_catalogue(self.raw)
         self.notes += catalogue.notes
         self.images = catalogue.images
+        self.page = text
         described = submission_header(text)
         self.example_rows = submission_example_rows(text, described) if described else []
         roles = decide_roles(catalogue, described, self.example_rows)
@@ -257,11 +258,12 @@ class _Inspection(ImageLayouts):
         test_cols = list(self.test_df.columns) if self.test_df is not None else []
         only_train = [c for c in train_cols if c not in test_cols and c not in (train_id, test_id)]
         if not header:
-            if len(only_train) != 1:
-                raise ExpertDeclined(f"no sample submission or submission example, and train has "
-                                     f"{len(only_train)} columns missing from test ({', '.join(only_train)})")
-            self.notes.append(f"no submission header found: predicting {only_train[0]!r}, the one column missing from test")
-            return "per_target", [self._sample_fact(only_train[0], only_train[0])], [id_column, only_train[0]]
+            if not only_train:
+                raise ExpertDeclined("no sample submission or submission example, and train has no column "
+                                     "missing from test to predict")
+            target = self._likely_target(only_train)
+            self.notes.append(f"no submission header found: predicting {target!r}, a column missing from test")
+            return "per_target", [self._sample_fact(target, target)], [id_column, target]
         named = [c for c in header[1:] if c != "..."]
         elided = "..." in header
         in_train = [_match(c, train_cols) for c in named]
@@ -271,12 +273,12 @@ class _Inspection(ImageLayouts):
         if self.train_df is None and len(named) == 1 and not elided:
             if named[0] not in set(self._labels("")):
                 return "per_target", [self._sample_fact(named[0], named[0])], header
-        if self.train_df is not None and len(named) == 1 and len(only_train) == 1 and not elided \
-                and named[0] not in set(self._labels(only_train[0])):
+        if self.train_df is not None and len(named) == 1 and only_train and not elided \
+                and not any(named[0] in set(self._labels(c)) for c in only_train):
             # One prediction column under another name (e.g. "prediction" for train's "target").
-            self.notes.append(f"submission column {named[0]!r} holds train's {only_train[0]!r}, "
-                              "the one column missing from test")
-            return "per_target", [self._sample_fact(named[0], only_train[0])], header
+            target = self._likely_target(only_train)
+            self.notes.append(f"submission column {named[0]!r} holds train's {target!r}, a column missing from test")
+            return "per_target", [self._sample_fact(named[0], target)], header
         label = self._label_column(named, only_train)
         labels = sorted(set(self._labels(label)))
         classes = _sorted_labels(labels) if elided else named
@@ -288,6 +290,22 @@ class _Inspection(ImageLayouts):
             self.notes.append(f"train labels without a submission column: {', '.join(missing[:10])}")
         fact = TargetFact(column=label, task="multiclass" if len(classes) > 2 else "binary", classes=classes)
         return "per_class_proba", [fact], [header[0], *classes]
+
+    def _likely_target(self, candidates: list[str]) -> str:
+        """The train-only column a page asks to predict: named in a sentence about predicting, or
+        named like a target; an assumption when several could be (commonlit's standard_error)."""
+        if len(candidates) == 1:
+            return candidates[0]
+        sentences = [x.lower() for x in re.split(r"(?<=[.!?])\s+|\n", self.page) if re.search(r"predict|target|forecast", x, re.I)]
+
+        def score(column: str) -> tuple:
+            named = sum(bool(re.search(rf"(?<![\w]){re.escape(column.lower())}(?![\w])", x)) for x in sentences)
+            hint = bool(re.search(r"target|label|class|outcome|^y$", column, re.I))
+            return (named, hint, candidates.index(column))
+        target = max(candidates, key=score)
+        self.assume(f"target: {target!r} of the train-only columns {', '.join(candidates)} — "
+                    "the one the page speaks of predicting")
+        return target
 
     def _label_column(self, named: list[str], only_train: list[str]) -> str:
         if self.train_df is None:
