@@ -340,13 +340,15 @@ def test_decline_readme_only(views: dict, tmp_path: Path) -> None:
     assert "\n" not in info.value.reason and info.value.reason == str(info.value)
 
 
-def test_decline_ambiguous_target(views: dict, tmp_path: Path) -> None:
+def test_several_train_only_columns_the_page_names_the_target(views: dict, tmp_path: Path) -> None:
+    """No sample and no example: of casual, registered and count, the page asks for the count."""
     raw = _copy_raw(views, "bike-sharing-demand", tmp_path / "raw")
     (raw / "data/sampleSubmission.csv").unlink()
     text = (raw / "description.md").read_text()
     (raw / "description.md").write_text(text.split("### Submission format")[0])
-    with pytest.raises(ExpertDeclined, match="3 columns missing from test"):
-        inspect_competition(raw)
+    facts = inspect_competition(raw)
+    assert [t.column for t in facts.targets] == ["count"]
+    assert any(a.startswith("target: 'count'") for a in facts.assumptions)
 
 
 # ---------------------------------------------------------------- description reading
