@@ -158,3 +158,18 @@ def test_a_renamed_prediction_among_several_train_only_columns(tmp_path: Path) -
     facts = inspect_competition(raw)
     assert [t.column for t in facts.targets] == ["score"] and facts.submission_columns == ["key", "prediction"]
     assert any(a.startswith("target: 'score'") for a in facts.assumptions)
+
+
+def test_a_table_with_several_rows_per_key_is_aggregated(tmp_path: Path) -> None:
+    """Past loans per customer (not every customer has one): averaged numbers, the usual word, a count."""
+    keys = list(TRAIN["key"][:30]) + list(TEST["key"][:8])
+    loans = pd.DataFrame({"key": [k for k in keys for _ in range(2)], "amount": [10.0, 30.0] * len(keys),
+                          "kind": ["car", "car"] * len(keys)})
+    raw = _folder(tmp_path, {"train.csv": TRAIN, "test.csv": TEST, "loans.csv": loans,
+                             "sample_submission.csv": _sample(TEST["key"])})
+    roles = _roles(raw)
+    assert roles.train.joins[0].aggregate and roles.train.joins[0].count_column == "loans_rows"
+    row = roles.train_frame.set_index("key").loc["k001"]
+    assert float(row["amount"]) == 20.0 and row["kind"] == "car" and row["loans_rows"] == "2"
+    assert roles.train_frame.set_index("key").loc["k035", "loans_rows"] == ""  # no loans: blank, not zero rows read
+    assert len(roles.test_frame) == 10 and roles.test_frame["loans_rows"].tolist()[:8] == ["2"] * 8

@@ -22,6 +22,10 @@ class Join(BaseModel):
     on: str  # key column in the frame
     other_on: str  # key column in the joined table
     columns: list[str]  # the joined table's columns to bring in
+    # Several rows per key (a customer's past loans): numbers averaged, words by their most common
+    # value, and the number of rows as `count_column`.
+    aggregate: bool = False
+    count_column: str | None = None
 
 
 class TableRecipe(BaseModel):
@@ -49,6 +53,25 @@ def _read_parts(raw: Path, files: list[str], loaded: dict[str, pd.DataFrame] | N
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
+def _aggregate(other: pd.DataFrame, join: Join) -> pd.DataFrame:
+    """One row per key: the mean of number columns, the most common value of the others, a row count."""
+    grouped = other.groupby("__key__", sort=False)
+    out = pd.DataFrame({"__key__": list(grouped.groups)})
+    for column in join.columns:
+        cells = other[column].astype(str).str.strip()
+        numbers = pd.to_numeric(cells.where(cells != ""), errors="coerce")
+        present = cells != ""
+        if present.any() and numbers[present].notna().mean() >= 0.95:
+            values = numbers.groupby(other["__key__"], sort=False).mean()
+            out[column] = out["__key__"].map(values).map(lambda v: "" if pd.isna(v) else repr(float(v)))
+        else:
+            modes = cells[present].groupby(other["__key__"][present], sort=False).agg(lambda v: v.value_counts().index[0])
+            out[column] = out["__key__"].map(modes).fillna("")
+    if join.count_column:
+        out[join.count_column] = out["__key__"].map(grouped.size()).astype(str)
+    return out
+
+
 def _blank(frame: pd.DataFrame, columns: list[str]) -> pd.Series:
     return frame[columns].apply(lambda c: c.astype(str).str.strip() == "").all(axis=1)
 
@@ -67,12 +90,12 @@ def assemble(raw: str | Path, recipe: TableRecipe | dict, loaded: dict[str, pd.D
             frame[column] = beside[column].to_numpy()
     for join in recipe.joins:
         other = _read_parts(raw, join.file, loaded)
-        other = other.drop_duplicates(subset=[join.other_on])
         other = other[[join.other_on, *join.columns]].rename(columns={join.other_on: "__key__"})
-        keys = frame[join.on].astype(str).str.strip()
         other["__key__"] = other["__key__"].astype(str).str.strip()
+        other = _aggregate(other, join) if join.aggregate else other.drop_duplicates(subset=["__key__"])
+        keys = frame[join.on].astype(str).str.strip()
         merged = pd.DataFrame({"__key__": keys}).merge(other, on="__key__", how="left")
-        for column in join.columns:
+        for column in [c for c in other.columns if c != "__key__"]:
             frame[column] = merged[column].fillna("").to_numpy()
     if recipe.rows != "all":
         blank = _blank(frame, recipe.target_columns)

@@ -11,6 +11,7 @@ Every decision is recorded as an evidence line, so the run can say how it read t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 import pandas as pd
 
@@ -258,7 +259,10 @@ class _Decider:
         for table in rest:
             for column in table.columns:
                 theirs = self.values(table, column)
-                if overlap(train_keys, theirs) >= MATCH and (not test_keys or overlap(test_keys, theirs) >= MATCH):
+                # Under the key's own name, half the rows having details is enough (not every
+                # customer has past loans); under another name the keys must all be there.
+                need = 0.5 if column.lower() == train_key.lower() else MATCH
+                if overlap(train_keys, theirs) >= need and (not test_keys or overlap(test_keys, theirs) >= need):
                     found.append((table, column))
                     break
         return found
@@ -320,10 +324,14 @@ class _Decider:
             columns = [c for c in table.columns if c != column and c not in present]
             if not columns:
                 continue
-            roles.train.joins.append(Join(file=table.files, on=train_key, other_on=column, columns=columns))
+            many = not is_unique(table.frame, column)
+            count = f"{PurePosixPath(table.files[0]).name.split('.')[0]}_rows" if many else None
+            spec = {"file": table.files, "other_on": column, "columns": columns, "aggregate": many, "count_column": count}
+            roles.train.joins.append(Join(on=train_key, **spec))
             if roles.test is not None and test_key:
-                roles.test.joins.append(Join(file=table.files, on=test_key, other_on=column, columns=columns))
-            self.say(f"more features: {' + '.join(table.files)} ({len(columns)} columns), joined on {column!r}")
+                roles.test.joins.append(Join(on=test_key, **spec))
+            self.say(f"more features: {' + '.join(table.files)} ({len(columns)} columns), joined on {column!r}"
+                     + (" (several rows per key: averaged, with a row count)" if many else ""))
         self._frames(train, test)
         return roles
 
