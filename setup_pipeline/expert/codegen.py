@@ -6,6 +6,7 @@ embedded with repr() so the generated files read on their own.
 
 from __future__ import annotations
 
+from setup_pipeline.expert import row_files
 from setup_pipeline.expert.images import ImageLayout
 from setup_pipeline.expert.inspect import DataFacts
 
@@ -58,9 +59,10 @@ def table_map(facts: DataFacts, split: str, columns: list[str], fill_text: bool)
     file = _split_file(facts, split)
     assert file is not None
     fill = '.fillna("").astype(str)' if fill_text else ""
+    per_row = row_files.read_lines(facts.row_files, split) if fill_text and facts.row_files else ""
     return (
         _IMPORTS + "def build_map() -> pd.DataFrame:\n"
-        f"{_read(facts, split, drop_missing_targets=split == 'train')}\n"
+        f"{_read(facts, split, drop_missing_targets=split == 'train')}\n" + per_row +
         f"    out = frame[{columns!r}].copy(){fill}\n"
         '    out.insert(0, "id", ids.to_numpy())\n'
         "    return out.reset_index(drop=True)\n"

@@ -17,7 +17,8 @@ from pydantic import BaseModel, Field
 from agentk import metrics
 from setup_pipeline.expert.description import submission_example_rows, submission_header
 from setup_pipeline.expert.images import ImageLayout, ImageLayouts, present
-from setup_pipeline.perception.catalogue import build_catalogue
+from setup_pipeline.expert.row_files import RowFiles, find_row_files
+from setup_pipeline.perception.catalogue import Catalogue, build_catalogue
 from setup_pipeline.perception.page_text import as_markdown
 from setup_pipeline.perception.recipe import TableRecipe
 from setup_pipeline.perception.roles import decide_roles
@@ -54,6 +55,7 @@ class DataFacts(BaseModel):
     echo_columns: dict[str, str] = Field(default_factory=dict)  # submission column -> test column repeated
     test_row_id_start: int | None = None  # no key and no sample: test ids number the rows from here
     top_k: int | None = None  # ranking metrics (MAP@K): how many labels a row lists
+    row_files: RowFiles | None = None  # a text file per row, named by its id
     submission_format: Literal["per_target", "per_class_proba"]
     targets: list[TargetFact]
     submission_columns: list[str]
@@ -180,6 +182,9 @@ class _Inspection(ImageLayouts):
         n_classes = max((len(t.classes) for t in targets if t.classes), default=None)
         metric = metrics.for_task(base_metric, n_classes)
         tabular, text_cols = self._features(train_id, test_id, [t.column for t in targets], image)
+        row_files = self._row_files(catalogue, id_column, train_id, test_id)
+        if row_files is not None:
+            text_cols.append(row_files.column)
         modalities = [m for m, on in (("tabular", tabular), ("text", text_cols), ("image", image)) if on]
         if not modalities:
             raise ExpertDeclined("no input features: train and test share no columns besides the id and no images were found")
@@ -189,7 +194,7 @@ class _Inspection(ImageLayouts):
             train_table=roles.train, test_table=roles.test,
             sample_submission=roles.sample,
             id_column=id_column, train_id_column=train_id, test_id_column=test_id,
-            echo_columns=echo, test_row_id_start=self.test_row_start, top_k=self.top_k,
+            echo_columns=echo, test_row_id_start=self.test_row_start, top_k=self.top_k, row_files=row_files,
             submission_format=fmt, targets=targets, submission_columns=columns,
             tabular_columns=tabular, text_columns=text_cols, image=image,
             input_modalities=modalities,  # type: ignore[arg-type]
@@ -405,6 +410,14 @@ class _Inspection(ImageLayouts):
         for c in (c for c in train_cols if c in test_cols and c not in skip):
             (text if self._is_text(self.train_df[c]) else tabular).append(c)
         return tabular, text
+
+    def _row_files(self, catalogue: Catalogue, id_column: str, train_id: str | None, test_id: str | None) -> RowFiles | None:
+        if self.train_df is None or self.test_df is None or not train_id or not test_id:
+            return None
+        if not (catalogue.texts or catalogue.others):
+            return None
+        return find_row_files(self.raw, catalogue.texts, catalogue.others, set(present(self.train_df[train_id])),
+                              set(present(self.test_df[test_id])), self.notes)
 
     @staticmethod
     def _is_timestamp(series: pd.Series) -> bool:

@@ -65,7 +65,8 @@ def file_kind(path: Path) -> FileKind:
         return "table" if _text_table_format(head, path.name) is not None else "other"
     if head.startswith(b"PAR1"):
         return "table"
-    if name.endswith((".md", ".txt", ".html", ".htm", ".pdf")) and not _looks_delimited(head):
+    # Prose has commas too: a .txt is a table only when several lines split alike.
+    if name.endswith((".md", ".txt", ".html", ".htm", ".pdf")) and not _looks_delimited(head, min_records=3):
         return "text"
     if _text_table_format(head, path.name) is not None:
         return "table"
@@ -130,18 +131,19 @@ def _records(text: str, delimiter: str, limit: int = 20) -> list[int]:
     return counts[:-1] if len(counts) > limit else counts
 
 
-def _looks_delimited(head: bytes) -> bool:
-    return _delimiter(_decode(head)) is not None
+def _looks_delimited(head: bytes, min_records: int = 2) -> bool:
+    return _delimiter(_decode(head), min_records) is not None
 
 
-def _delimiter(text: str) -> str | None:
+def _delimiter(text: str, min_records: int = 2) -> str | None:
     """The delimiter that splits every sampled record into the same number (>1) of fields."""
     best = None
     for delimiter in _DELIMITERS:
         counts = _records(text, delimiter)
         if len(counts) > 1 and counts[-1] != counts[0]:
             counts = counts[:-1]  # the sniffing window may cut the last record
-        if counts and len(set(counts)) == 1 and counts[0] > 1 and (best is None or counts[0] > best[1]):
+        # A header and at least one row: a single line of prose with commas is not a table.
+        if len(counts) >= min_records and len(set(counts)) == 1 and counts[0] > 1 and (best is None or counts[0] > best[1]):
             best = (delimiter, counts[0])
     return best[0] if best else None
 
