@@ -175,7 +175,7 @@ class _Inspection(ImageLayouts):
             # Per-row label lists need one prediction column; several columns are scored one by one.
             per_column = {"mean_f1": "f1", "mean_f2": "f1"}.get(base_metric, "accuracy")
             self.assume(f"metric: {per_column} per column — the page's {base_metric} scores label "
-                              f"lists, but the submission has {len(columns) - 1} prediction columns")
+                        f"lists, but the submission has {len(columns) - 1} prediction columns")
             base_metric = per_column
         targets = [self._fit_task(t, base_metric, fmt) for t in targets]
         base_metric = self.metric_override or base_metric
