@@ -138,3 +138,21 @@ def test_an_unexpected_failure_of_the_expert_is_a_one_line_decline(tmp_path: Pat
     assert isinstance(action, Decline) and "rules failed on this data" in action.reason
     assert "\n" not in action.reason
     assert "Traceback" in (workspace.logs / "expert_errors.log").read_text()
+
+
+def test_labels_spelled_otherwise_after_a_csv_round_trip(tmp_path: Path) -> None:
+    """Train in JSON says "TRUE"/"FALSE"; the maps read them back as booleans; the submission's
+    probability of TRUE still finds its prediction column, first time."""
+    workspace = _workspace(tmp_path, "titanic")
+    data = workspace.raw / "data"
+    train = pd.read_csv(data / "train.csv")
+    train["Survived"] = train["Survived"].map({1: "TRUE", 0: "FALSE"})
+    (data / "train.json").write_text(train.to_json(orient="records"))
+    (data / "train.csv").unlink()
+    sample = pd.read_csv(data / "gender_submission.csv").assign(Survived=0.5)
+    sample.to_csv(data / "gender_submission.csv", index=False)
+    (workspace.raw / "description.md").write_text("# Titanic\n\n## Evaluation\n\nSubmissions are scored on the area under the ROC curve.\n")
+    _run(workspace, ExpertPolicy())
+    state = workspace.load_state()
+    assert state.stage("submission_format").passed and state.stage("submission_format").attempts == 1
+    assert state.meta["meta_light_solve"].passed
