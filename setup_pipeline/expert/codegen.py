@@ -199,29 +199,12 @@ def submission_format(facts: DataFacts, sources: dict[str, str]) -> str:
     sample = facts.sample_submission
     lines = [
         _IMPORTS.rstrip("\n"),
-        "from agentk.metrics import normalise_labels",
         "",
         f"ID_COLUMN = {facts.id_column!r}",
         f"SOURCES = {sources!r}  # submission column -> prediction frame column",
         f"ECHO = {facts.echo_columns!r}  # submission column -> the test column it repeats",
         f"COLUMNS = {facts.submission_columns!r}",
         f"SAMPLE = {sample!r}  # rows follow the sample's order when there is one",
-        "",
-        "",
-    ]
-    lines += [
-        "def _column(pred: pd.DataFrame, source: str) -> str:",
-        '    """The prediction column for `source`; a class label may come back from the CSV round trip',
-        '    spelled otherwise (TRUE read as True, 1 as 1.0)."""',
-        "    if source in pred.columns:",
-        "        return source",
-        "    target, mark, label = source.partition('__proba__')",
-        "    wanted = normalise_labels([label])[0] if mark else None",
-        "    for column in pred.columns:",
-        "        head, found, other = str(column).partition('__proba__')",
-        "        if found and head == target and normalise_labels([other])[0] == wanted:",
-        "            return column",
-        "    raise KeyError(f'no prediction column for {source!r} among {list(pred.columns)[:8]}')",
         "",
         "",
     ]
@@ -247,7 +230,7 @@ def submission_format(facts: DataFacts, sources: dict[str, str]) -> str:
         "            order = np.argsort(-pred[proba].to_numpy(float), axis=1, kind='stable')[:, :int(k)]",
         "            out[column] = [' '.join(labels[row]) for row in order]",
         "        else:",
-        "            out[column] = pred[_column(pred, source)].to_numpy()",
+        "            out[column] = pred[source].to_numpy()",
     ]
     if facts.echo_columns:
         lines.append("    out = out.merge(_echoed(), on=ID_COLUMN, how='left')")

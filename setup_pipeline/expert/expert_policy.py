@@ -69,7 +69,8 @@ class ExpertPolicy:
         if name == "target_transform":
             return Fill(self._target_transform(facts, ctx), plan="label-encode classes; rescale regression targets for log metrics")
         if name == "submission_format":
-            return Fill(codegen.submission_format(facts, _submission_sources(facts)), plan="rename prediction columns to the submission's")
+            sources = _submission_sources(facts, _frame_classes(ctx))
+            return Fill(codegen.submission_format(facts, sources), plan="rename prediction columns to the submission's")
         if name == "metric":
             return Fill(codegen.metric(facts), plan=f"score with {facts.metric}")
         return Decline(f"the expert policy has no rule for stage {name!r}")
@@ -127,18 +128,34 @@ def _plan(facts: DataFacts) -> dict:
     }
 
 
-def _submission_sources(facts: DataFacts) -> dict[str, str]:
+def _frame_classes(ctx: StageContext) -> dict[str, list[str]]:
+    """Each target's classes as the prediction frame names them (target_info.json, written by the
+    target transform from the target map: "TRUE" in a raw file may read back as True there)."""
+    path = ctx.workspace.setup / "target_info.json"
+    info = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"targets": []}
+    return {t["column"]: [str(c) for c in t["classes"]] for t in info["targets"] if t.get("classes")}
+
+
+def _as_named(label: str, classes: list[str]) -> str:
+    """`label` spelled as in `classes` when one of them is the same label."""
+    key = normalise_labels([label])[0]
+    return next((c for c in classes if normalise_labels([c])[0] == key), label)
+
+
+def _submission_sources(facts: DataFacts, frame_classes: dict[str, list[str]]) -> dict[str, str]:
     """Submission column → prediction-frame column. Per-target submissions name their columns by
     position: the i-th column after the id holds the i-th target, whatever the train file calls it."""
     columns = [c for c in facts.submission_columns if c != facts.id_column and c not in facts.echo_columns]
     if facts.submission_format == "per_class_proba":
         label = facts.targets[0].column
-        return {c: f"{label}__proba__{c}" for c in columns}
+        classes = frame_classes.get(label, [])
+        return {c: f"{label}__proba__{_as_named(c, classes)}" for c in columns}
     kind = get_metric(facts.metric).kind
     sources = {}
     for column, target in zip(columns, facts.targets):
         if kind == "proba" and target.task == "binary" and target.classes:
-            sources[column] = f"{target.column}__proba__{_positive_label(target.classes)}"
+            classes = frame_classes.get(target.column) or target.classes
+            sources[column] = f"{target.column}__proba__{_positive_label(classes)}"
         elif kind == "ranking" and target.classes:
             sources[column] = f"{target.column}{codegen.TOP_K_MARK}{facts.top_k or 3}"  # the k likeliest labels
         else:
