@@ -158,7 +158,7 @@ class _Inspection(ImageLayouts):
         self.test_df = roles.test_frame
         self.sample_df = roles.sample_frame
         self.train_path = self.raw / roles.train.files[0] if roles.train else None
-        header = self._header(text)
+        header = self._header(described)
         id_column, train_id, test_id = self._ids(header)
         image = self._image_layout(id_column, train_id, test_id)
         if self.test_df is None and (image is None or not image.n_test_images):
@@ -205,8 +205,8 @@ class _Inspection(ImageLayouts):
 
     # ------------------------------------------------------------ submission header and ids
 
-    def _header(self, text: str) -> list[str] | None:
-        described = submission_header(text)
+    def _header(self, described: list[str] | None) -> list[str] | None:
+        """The submission's columns: the sample's header, else the page's example (`described`)."""
         if self.sample_df is None:
             return described
         header = list(self.sample_df.columns)

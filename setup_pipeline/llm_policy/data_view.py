@@ -87,18 +87,20 @@ def table_summary(path: Path, root: Path, *, rows: int = 5, max_width: int = 160
     rel = path.relative_to(root).as_posix()
     try:
         fmt = table_format(path)
-        cells = read_table(path, nrows=2000)
+        # Delimited text is parsed for its head only and its lines counted; other formats are
+        # read whole anyway, so their length comes from the same read.
+        cells = read_table(path, nrows=2000 if fmt == "csv" else None)
     except UnreadableTable as exc:
         return f"### {rel}\nunreadable as a table: {exc}"
     # Typed as a CSV reader would see them, so the model writes code for what pandas gives it.
-    sample = pd.read_csv(io.StringIO(cells.to_csv(index=False)), low_memory=False)
+    sample = pd.read_csv(io.StringIO(cells.head(2000).to_csv(index=False)), low_memory=False)
     dtypes = ", ".join(f"{c}: {t}" for c, t in sample.dtypes.astype(str).items())
     with pd.option_context("display.width", max_width, "display.max_columns", 30, "display.max_colwidth", 40):
         head = cells.head(rows).to_string(index=False)  # as written: ids keep their leading zeros
     head = "\n".join(line[:max_width] for line in head.splitlines())
     return (
         f"### {rel}\nformat: {fmt} (read it with setup_pipeline.perception.readers.read_table), "
-        f"rows: {_row_count(path) if fmt == 'csv' else len(read_table(path))}, columns: {sample.shape[1]}\n"
+        f"rows: {_row_count(path) if fmt == 'csv' else len(cells)}, columns: {sample.shape[1]}\n"
         f"dtypes: {truncate_middle(dtypes, 1200)}\nhead:\n{head}"
     )
 
