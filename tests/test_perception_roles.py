@@ -172,3 +172,16 @@ def test_a_table_with_several_rows_per_key_is_aggregated(tmp_path: Path) -> None
     assert float(row["amount"]) == 20.0 and row["kind"] == "car" and row["loans_rows"] == "2"
     assert roles.train_frame.set_index("key").loc["k035", "loans_rows"] == ""  # no loans: blank, not zero rows read
     assert len(roles.test_frame) == 10 and roles.test_frame["loans_rows"].tolist()[:8] == ["2"] * 8
+
+
+def test_no_key_no_sample_answers_apart(tmp_path: Path) -> None:
+    """X_train, y_train and X_test alike, no sample, an example keyed by row numbers: X_test is the test."""
+    page = ("Predict the label.\n\nThe file should contain a header and have the following format:\n\n"
+            "```\nlabel,row\nno,1\nno,2\n```\n")
+    train = pd.DataFrame({"x": [i * 1.37 for i in range(40)], "colour": ["red", "blue", "green", "red"] * 10})
+    test = pd.DataFrame({"x": [i * 2.11 + 0.5 for i in range(10)], "colour": ["blue", "red"] * 5})
+    raw = _folder(tmp_path, {"X_train.csv": train, "y_train.csv": TRAIN[["label"]], "X_test.csv": test}, page)
+    roles = _roles(raw, ["label", "row"])
+    assert roles.test.files == ["data/X_test.csv"] and roles.train.beside == ["data/y_train.csv"]
+    facts = inspect_competition(raw)
+    assert facts.id_column == "row" and facts.test_row_id_start == 1 and [t.column for t in facts.targets] == ["label"]

@@ -198,16 +198,20 @@ class _Decider:
                 self.say(f"test rows: {' + '.join(table.files)}, the table with the submission's key "
                          f"{key!r} and no answers")
                 return table, match_column(table.columns, key)
-        # No sample and no example: test is the table whose columns another table extends.
+        # No key to follow: test is the table whose columns another table extends, or, when the
+        # answers sit in a file of their own (X_train, y_train, X_test), the one of two alike
+        # tables named like test.
         pairs = []
         for table in rest:
             for other in rest:
-                if other is not table and set(table.columns) < set(other.columns):
-                    pairs.append((table.shows(_TEST_WORDS), len(table.columns), table))
+                mine, theirs = set(table.columns), set(other.columns)
+                alike = mine == theirs and table.shows(_TEST_WORDS) and not other.shows(_TEST_WORDS)
+                if other is not table and (mine < theirs or alike):
+                    pairs.append((mine < theirs, table.shows(_TEST_WORDS), len(table.columns), table))
         if pairs:
-            pairs.sort(key=lambda p: p[:2], reverse=True)
-            table = pairs[0][2]
-            self.say(f"test rows: {' + '.join(table.files)}, whose columns another table extends")
+            pairs.sort(key=lambda p: p[:3], reverse=True)
+            table = pairs[0][3]
+            self.say(f"test rows: {' + '.join(table.files)}, the table of inputs without answers")
             return table, None
         return None, None
 
