@@ -185,3 +185,14 @@ def test_no_key_no_sample_answers_apart(tmp_path: Path) -> None:
     assert roles.test.files == ["data/X_test.csv"] and roles.train.beside == ["data/y_train.csv"]
     facts = inspect_competition(raw)
     assert facts.id_column == "row" and facts.test_row_id_start == 1 and [t.column for t in facts.targets] == ["label"]
+
+
+def test_one_file_no_sample_one_column_per_class(tmp_path: Path) -> None:
+    """One file with blank labels, no sample, an example with a probability column per class."""
+    page = ("Predict the label.\n\nThe file should contain a header and have the following format:\n\n"
+            "```\nkey,no,yes\nt000,0.5,0.5\nt001,0.5,0.5\n```\n")
+    both = pd.concat([TRAIN, TEST.assign(label="")]).sample(frac=1, random_state=2)
+    raw = _folder(tmp_path, {"everything.csv": both}, page)
+    roles = _roles(raw, ["key", "no", "yes"])
+    assert roles.test.rows == "target_blank" and roles.test.target_columns == ["label"]
+    assert len(roles.train_frame) == 40 and len(roles.test_frame) == 10

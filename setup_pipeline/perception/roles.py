@@ -292,17 +292,12 @@ class _Decider:
                 self._echo_described(test, targets)
             self._frames(test, test)
             return roles
-        if test is not None and sample is not None:
-            self._echo(sample, test, test_key)
-        elif test is not None and roles.header:
-            self._echo_described(test, [])
         others = [t for t in rest if t is not test]
         train = self.pick_train(test, test_key, others)
         if test is not None:
             roles.test = TableRecipe(files=test.files)
         if train is None:
-            self._frames(None, test)
-            return roles
+            return self._finish(None, test, sample, test_key)
         roles.train = TableRecipe(files=train.files)
         self.say(f"training rows: {' + '.join(train.files)}")
         others = [t for t in others if t is not train]
@@ -336,8 +331,20 @@ class _Decider:
                 roles.test.joins.append(Join(on=test_key, **spec))
             self.say(f"more features: {' + '.join(table.files)} ({len(columns)} columns), joined on {column!r}"
                      + (" (several rows per key: averaged, with a row count)" if many else ""))
+        return self._finish(train, test, sample, test_key)
+
+    def _finish(self, train: Logical | None, test: Logical | None, sample: Logical | None,
+                test_key: str | None) -> Roles:
+        """Assemble the frames, then find the echoed columns in the test rows as assembled (a
+        repeated column may come from a joined feature table)."""
         self._frames(train, test)
-        return roles
+        if test is not None and self.roles.test_frame is not None:
+            assembled = Logical(test.files, self.roles.test_frame)
+            if sample is not None:
+                self._echo(sample, assembled, test_key)
+            elif self.roles.header:
+                self._echo_described(assembled, [])
+        return self.roles
 
     def _header_key(self, header: list[str], tables: list[Logical]) -> str:
         """The example's key: its first column that is unique in a table (a prediction may come first)."""
@@ -371,6 +378,9 @@ class _Decider:
                     blank.append(column)
             return [c for c in named if c in blank] or blank
         blank = [c for c in named if blank_for(test, "", set(), c)]
+        if names and not named:
+            # One probability column per class: the answer is the column whose labels are those classes.
+            return [c for c in test.columns if blank_for(test, "", set(), c) and set(names) <= self.values(test, c)][:1]
         # Example rows show a placeholder answer (the same value on every row) and varied inputs.
         shown = [c for c in blank if len(self.example_rows) >= 2 and len({r.get(c) for r in self.example_rows}) == 1]
         return shown or blank
