@@ -23,3 +23,11 @@ class SetupFailed(AgentKError):
 
 class SolveFailed(AgentKError):
     """The solver could not produce a valid submission."""
+
+
+class WorkspaceError(AgentKError):
+    """A workspace cannot be used safely (its path would leave --workspace-root, or another run holds it)."""
+
+
+class WorkspaceInUse(WorkspaceError):
+    """Another live process holds the workspace's lock."""

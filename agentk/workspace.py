@@ -2,14 +2,85 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
+
+from agentk.errors import WorkspaceError
+
+# A readable, portable folder name: starts with a letter or digit (no ".", "..", hidden or
+# option-like names, and none of the root's own "_kaggle", "_memory" ... folders).
+_SAFE_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_UNSAFE_RUN = re.compile(r"[^A-Za-z0-9._-]+")
+_MAX_COMPONENT = 100
+# What our own atomic writers leave behind when killed mid-write: `.<name>.<random>.tmp` files
+# (atomic_write_text, the solver's outputs) and the `.<name>.building`/`.old` folders of
+# sources.common.build_atomically.
+_TEMP_FILE = re.compile(r"\..+\.tmp")
+_TEMP_DIR = re.compile(r"\..+\.(building|old)")
+# The agent's copy of the competition data: its names are the competition's, never ours.
+_DATA_FOLDERS = ("raw",)
+
+
+def safe_component(text: str) -> str:
+    """`text` (a competition id from data) as one folder name that cannot leave its parent.
+
+    Readable ids (titanic, spaceship-titanic, playground-series-s3e5) come back unchanged; any
+    other text is reduced to its safe characters plus a hash of the original, so two different
+    ids never share a folder and the result is a fixed point.
+    """
+    text = str(text)
+    if len(text) <= _MAX_COMPONENT and _SAFE_COMPONENT.fullmatch(text):
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    readable = _UNSAFE_RUN.sub("-", text).lstrip("._-")[: _MAX_COMPONENT - len(digest) - 1].rstrip("-")
+    return f"{readable}-{digest}" if readable else f"competition-{digest}"
+
+
+def contained_path(root: str | Path, name: str) -> Path:
+    """`root/<safe name>`, checked to resolve strictly inside `root` (a symlinked entry that
+    points elsewhere is refused), so nothing outside the root is ever written or deleted."""
+    base = Path(root).expanduser().resolve()
+    path = (base / safe_component(name)).resolve()
+    if path.parent != base:
+        raise WorkspaceError(f"workspace for {name!r} would be {path}, outside {base}; refusing to use it")
+    return path
+
+
+def workspace_for(root: str | Path, competition_id: str) -> Workspace:
+    """The workspace of a competition under --workspace-root."""
+    return Workspace(contained_path(root, competition_id))
+
+
+def remove_temp_files(root: Path) -> list[Path]:
+    """Delete what our atomic writers leave when killed mid-write; the agent's data copy
+    (raw/) is never searched, so files named like ours in the competition's data survive.
+    Call it only while holding the workspace lock: another run's writes in flight look the same."""
+    removed: list[Path] = []
+    if not root.is_dir():
+        return removed
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        if here == root:
+            dirnames[:] = [d for d in dirnames if d not in _DATA_FOLDERS]
+        for name in list(dirnames):
+            if _TEMP_DIR.fullmatch(name) and not (here / name).is_symlink():
+                shutil.rmtree(here / name, ignore_errors=True)
+                dirnames.remove(name)
+                removed.append(here / name)
+        for name in filenames:
+            if _TEMP_FILE.fullmatch(name):
+                (here / name).unlink(missing_ok=True)
+                removed.append(here / name)
+    return removed
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -80,9 +151,12 @@ class Workspace:
     def submission_path(self) -> Path:
         return self.submissions / "submission.csv"
 
-    def create(self) -> None:
+    def create(self) -> list[Path]:
+        """Make the folders and clear a killed run's temp files; returns the files removed."""
+        removed = remove_temp_files(self.root)
         for folder in (self.raw, self.setup, self.solve, self.submissions, self.logs):
             folder.mkdir(parents=True, exist_ok=True)
+        return removed
 
     def load_state(self) -> RunState:
         if not self.state_path.exists():

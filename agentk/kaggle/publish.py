@@ -19,7 +19,8 @@ from agentk.kaggle.submit import (
     submission_message,
     submit_and_score,
 )
-from agentk.workspace import Workspace, read_json_object
+from agentk.workspace import Workspace, contained_path, read_json_object
+from agentk.workspace_lock import workspace_lock
 
 if TYPE_CHECKING:
     from agentk.config import RunConfig
@@ -35,7 +36,10 @@ def kaggle_slug(text: str) -> str | None:
 
 def fetch_source(slug: str, cache_root: Path, client: KaggleClient | None = None) -> Path:
     """Download (or reuse) the competition as a local folder under cache_root/<slug>."""
-    return fetch_competition(client or KaggleClient(), slug, Path(cache_root) / slug).root
+    folder = contained_path(cache_root, slug)
+    # Two runs of one competition would download into the same files at once.
+    with workspace_lock(folder):
+        return fetch_competition(client or KaggleClient(), slug, folder).root
 
 
 def ledger_for(workspace: Workspace) -> SubmissionLedger:

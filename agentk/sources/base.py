@@ -36,12 +36,21 @@ class Competition:
     title: str
     grading: GradingFacts | None
     # Writes the agent's view into raw_dir: raw_dir/description.md and raw_dir/data/...
-    prepare_fn: Callable[[Path], None] = field(repr=False, compare=False)
+    prepare_fn: Callable[[Path], list[str] | None] = field(repr=False, compare=False)
     # Returns the answers table (id column + target or label columns); grader only.
     answers_fn: Callable[[], pd.DataFrame] | None = field(default=None, repr=False, compare=False)
 
-    def prepare(self, raw_dir: Path) -> None:
-        self.prepare_fn(raw_dir)
+    def __post_init__(self) -> None:
+        # The id names the workspace folder, and it comes from data (competition.toml, a
+        # folder name): make it one safe path component here, once, for every source.
+        from agentk.workspace import safe_component
+
+        object.__setattr__(self, "id", safe_component(self.id))
+
+    def prepare(self, raw_dir: Path) -> list[str]:
+        """Write the agent's view into raw_dir; returns warnings worth showing the user once
+        (files of the source that were left out), empty when raw_dir was already up to date."""
+        return list(self.prepare_fn(raw_dir) or [])
 
     @property
     def has_answers(self) -> bool:

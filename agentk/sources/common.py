@@ -54,7 +54,12 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _top_level_csvs(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() == ".csv")
+    # A link out of the folder is not the competition's file (copy_tree leaves it out too).
+    inside = folder.resolve()
+    return sorted(
+        p for p in folder.iterdir()
+        if p.is_file() and p.suffix.lower() == ".csv" and p.resolve().is_relative_to(inside)
+    )
 
 
 def is_sample_name(path: Path) -> bool:
@@ -91,19 +96,49 @@ def find_test_csv(folder: Path) -> Path | None:
 # ---------------------------------------------------------------- copying and fingerprints
 
 
-def copy_tree(src: Path, dst: Path, skip: Iterable[Path] = ()) -> None:
+def copy_tree(src: Path, dst: Path, skip: Iterable[Path] = ()) -> list[str]:
     """Copy file contents only: shared competition folders are often read-only, and copying
-    their permissions would leave a raw/ folder that can be neither written into nor deleted."""
-    skipped = {p.resolve() for p in skip}
-    dst.mkdir(parents=True, exist_ok=True)
-    for dirpath, dirnames, filenames in os.walk(src):
-        here = Path(dirpath)
-        dirnames[:] = sorted(d for d in dirnames if (here / d).resolve() not in skipped)
-        target = dst / here.relative_to(src)
-        target.mkdir(parents=True, exist_ok=True)
-        for name in sorted(filenames):
-            if (here / name).resolve() not in skipped:
-                shutil.copyfile(here / name, target / name)
+    their permissions would leave a raw/ folder that can be neither written into nor deleted.
+
+    Symbolic links are followed only while they stay inside `src` (resolved once, so `src`
+    itself may be a link): a link out of it (data/passwd -> /etc/passwd) is not copied and its
+    path relative to `src` is returned. Sockets, pipes and devices are never read.
+    """
+    root = Path(src).resolve()
+    skipped = {Path(p).resolve() for p in skip}
+    outside: list[str] = []
+
+    def copy_dir(real: Path, rel: Path, out: Path, ancestors: frozenset[Path]) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        for entry in sorted(real.iterdir()):
+            target = entry.resolve()
+            if not target.is_relative_to(root):
+                outside.append((rel / entry.name).as_posix())
+            elif target in skipped or target in ancestors:  # a link back up would copy forever
+                continue
+            elif target.is_dir():
+                copy_dir(target, rel / entry.name, out / entry.name, ancestors | {target})
+            elif target.is_file():
+                shutil.copyfile(target, out / entry.name)
+
+    copy_dir(root, Path(), Path(dst), frozenset({root}))
+    return outside
+
+
+def links_outside_warning(outside: list[str], shown: str) -> list[str]:
+    """One warning for every link left out of the agent's copy (empty list when none)."""
+    if not outside:
+        return []
+    listed = ", ".join(f"{shown}/{name}" for name in outside[:5]) + (" ..." if len(outside) > 5 else "")
+    return [f"not copied: {len(outside)} symbolic link(s) pointing outside {shown}/ ({listed})"]
+
+
+def require_inside(path: Path, shown: str) -> Path:
+    """`path` itself, refused when it is a link out of its own folder (description.md ->
+    /etc/passwd would otherwise be read and handed to the agent)."""
+    if not path.resolve().is_relative_to(path.parent.resolve()):
+        raise SourceError(f"{shown} is a symbolic link to a file outside its folder; refusing to read it")
+    return path
 
 
 def fingerprint(files: Iterable[Path], trees: Iterable[Path], extra: str = "") -> str:
@@ -117,7 +152,9 @@ def fingerprint(files: Iterable[Path], trees: Iterable[Path], extra: str = "") -
         for dirpath, dirnames, filenames in os.walk(tree):
             dirnames.sort()
             for name in sorted(filenames):
-                stat = (Path(dirpath) / name).stat()
+                path = Path(dirpath) / name
+                # A dangling link has no target to stat: its own entry stands in.
+                stat = path.stat() if path.exists() else path.lstat()
                 rel = (Path(dirpath) / name).relative_to(tree)
                 digest.update(f"{tree}:{rel}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
     return digest.hexdigest()

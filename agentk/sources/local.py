@@ -46,7 +46,8 @@ def load_local(root: Path) -> Competition:
     meta = config.get("competition", {})
     comp_id = str(meta.get("id") or root.name)
     fallback_title = common.humanise(comp_id)
-    title = str(meta.get("title") or common.title_from_description(description.read_text(), fallback_title))
+    text = common.require_inside(description, common.DESCRIPTION_NAME).read_text()
+    title = str(meta.get("title") or common.title_from_description(text, fallback_title))
     grading_table = config.get("grading")
     grading = common.parse_grading(grading_table, TOML_NAME) if grading_table else None
     stamp_files = [description, root / TOML_NAME]
@@ -135,30 +136,35 @@ def _require_columns(header: list[str], needed: list[str], shown: str) -> None:
 # ---------------------------------------------------------------- preparing the agent's view
 
 
-def _copy_preparer(root: Path, stamp_files: list[Path]) -> Callable[[Path], None]:
+def _copy_preparer(root: Path, stamp_files: list[Path]) -> Callable[[Path], list[str]]:
     """data/ as it is (image folders included) plus description.md."""
 
-    def prepare(raw_dir: Path) -> None:
+    def prepare(raw_dir: Path) -> list[str]:
+        warnings: list[str] = []
+
         def build(out: Path) -> None:
-            common.copy_tree(root / "data", out / "data")
-            (out / common.DESCRIPTION_NAME).write_bytes((root / common.DESCRIPTION_NAME).read_bytes())
+            warnings.extend(common.links_outside_warning(common.copy_tree(root / "data", out / "data"), "data"))
+            (out / common.DESCRIPTION_NAME).write_bytes(_description_bytes(root))
 
         stamp = common.fingerprint(stamp_files, [root / "data"], extra=f"local-copy {root.resolve()}")
         common.build_atomically(Path(raw_dir), stamp, build)
+        return warnings
 
     return prepare
 
 
 def _split_preparer(
     root: Path, split: _Split, grading: GradingFacts, stamp_files: list[Path]
-) -> Callable[[Path], None]:
-    def prepare(raw_dir: Path) -> None:
+) -> Callable[[Path], list[str]]:
+    def prepare(raw_dir: Path) -> list[str]:
+        warnings: list[str] = []
+
         def build(out: Path) -> None:
             data_out = out / "data"
             # Other files (data_description.txt, image folders) go as they are; the original
             # test and sample are replaced by the held-out versions.
             replaced = [p for p in (split.train, split.test, split.sample) if p is not None]
-            common.copy_tree(root / "data", data_out, skip=replaced)
+            warnings.extend(common.links_outside_warning(common.copy_tree(root / "data", data_out, skip=replaced), "data"))
             kept, held = _split_rows(split)
             common.write_csv_exact(kept, data_out / split.train.name)
             test_columns = _test_columns(split, list(kept.columns), grading)
@@ -167,12 +173,17 @@ def _split_preparer(
             if split.sample is not None:
                 sample = _held_out_sample(split.sample, held, grading)
                 common.write_csv_exact(sample, data_out / split.sample.name)
-            (out / common.DESCRIPTION_NAME).write_bytes((root / common.DESCRIPTION_NAME).read_bytes())
+            (out / common.DESCRIPTION_NAME).write_bytes(_description_bytes(root))
 
         extra = f"local-split {root.resolve()} {split.fraction} {split.seed}"
         common.build_atomically(Path(raw_dir), common.fingerprint(stamp_files, [root / "data"], extra), build)
+        return warnings
 
     return prepare
+
+
+def _description_bytes(root: Path) -> bytes:
+    return common.require_inside(root / common.DESCRIPTION_NAME, common.DESCRIPTION_NAME).read_bytes()
 
 
 def _split_rows(split: _Split) -> tuple[pd.DataFrame, pd.DataFrame]:

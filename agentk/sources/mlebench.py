@@ -26,7 +26,7 @@ def load_mlebench(prepared: Path) -> Competition:
         raise SourceError(f"{public} is missing: an MLE-bench prepared folder needs public/ and private/")
     comp_id = prepared.parent.name if prepared.name == "prepared" else prepared.name
     description = _find_description(prepared)
-    text = description.read_text()
+    text = common.require_inside(description, str(description.relative_to(prepared))).read_text()
     answers = _find_answers(prepared / "private")
     sample = common.find_sample_csv(public)
 
@@ -72,14 +72,18 @@ def _read_config(prepared: Path) -> dict:
     return {}
 
 
-def _preparer(prepared: Path, public: Path, description: Path) -> Callable[[Path], None]:
-    def prepare(raw_dir: Path) -> None:
+def _preparer(prepared: Path, public: Path, description: Path) -> Callable[[Path], list[str]]:
+    def prepare(raw_dir: Path) -> list[str]:
+        warnings: list[str] = []
+
         def build(out: Path) -> None:
-            common.copy_tree(public, out / "data", skip=[public / common.DESCRIPTION_NAME])
+            outside = common.copy_tree(public, out / "data", skip=[public / common.DESCRIPTION_NAME])
+            warnings.extend(common.links_outside_warning(outside, "public"))
             (out / common.DESCRIPTION_NAME).write_bytes(description.read_bytes())
 
         stamp = common.fingerprint([description], [public], extra=f"mlebench {prepared.resolve()}")
         common.build_atomically(Path(raw_dir), stamp, build)
+        return warnings
 
     return prepare
 
