@@ -1,4 +1,8 @@
-"""The run's event stream: a JSONL log in the workspace and one line per outcome on the console."""
+"""The run's event stream: a JSONL log in the workspace and one line per outcome on the console.
+
+Both carry output of generated code and error messages, so every record and line is redacted
+(agentk/secrets.py) before it is written or shown.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+
+from agentk.secrets import redact, redact_obj
 
 
 class EventLog:
@@ -21,21 +27,23 @@ class EventLog:
             path.parent.mkdir(parents=True, exist_ok=True)
 
     def emit(self, event: str, **fields: Any) -> None:
-        record = {"t": round(time.time(), 3), "event": event, **fields}
-        if self.path is not None:
-            with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(record, default=str) + "\n")
+        if self.path is None:
+            return
+        record = redact_obj({"t": round(time.time(), 3), "event": event, **fields})
+        line = json.dumps(record, default=lambda value: redact(str(value)))
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
 
     def say(self, message: str) -> None:
         """A line for a person; suppressed by --quiet."""
         if not self.quiet:
-            self.console.print(message)
+            self.console.print(redact(message))
 
     def status(self, message: str):
         """A spinner while something slow runs (a no-op context when quiet)."""
         if self.quiet:
             return _NullContext()
-        return self.console.status(message)
+        return self.console.status(redact(message))
 
 
 class _NullContext:

@@ -7,7 +7,8 @@ at the same stage in other competitions and `render_tips` writes them as the TIP
 LLM policy's working memory.
 
 Storage is a lancedb table on disk (one row per experience, with the error's embedding), so the
-memory outlives runs and can be shared by every workspace under one root.
+memory outlives runs and can be shared by every workspace under one root. It is shared, so what
+is stored is redacted first (agentk/secrets.py): one run's secret never reaches another's prompt.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from agentk.secrets import redact
 from curriculum.embedding import Embedder, MiniLMEmbedder
 
 TABLE = "experience"
@@ -100,7 +102,7 @@ class ExperienceStore:
 
     def add(self, experiences: Iterable[Experience]) -> int:
         """Insert the experiences not stored yet; returns how many were new."""
-        unique = {e.key: e for e in experiences}
+        unique = {e.key: e for e in map(_redacted, experiences)}
         if not unique:
             return 0
         stored = self._existing_keys(list(unique))
@@ -142,6 +144,11 @@ class ExperienceStore:
         query = self._table.search(vector).distance_type("cosine").where(" AND ".join(where), prefilter=True).limit(k)
         hits = [(_experience(row), float(row["_distance"])) for row in query.to_list()]
         return [(e, d) for e, d in hits if max_distance is None or d <= max_distance]
+
+
+def _redacted(experience: Experience) -> Experience:
+    texts = ("competition", "stage", "error", "fix_code", "policy", "failed_code")
+    return experience.model_copy(update={name: redact(getattr(experience, name)) for name in texts})
 
 
 def _row(experience: Experience, vector: list[float]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from agentk.llm.errors import (
     ModelNotServed,
 )
 from agentk.llm.types import Completion, Message
+from agentk.secrets import redact
 
 # How vLLM, OpenAI, llama.cpp and others phrase "prompt too long"
 _CONTEXT_RE = re.compile(
@@ -105,7 +106,7 @@ class OpenAICompatibleBackend:
     def _redact(self, text: str) -> str:
         # servers echo the rejected key in 401 bodies; our messages end up in logs
         key = self.config.api_key.get_secret_value() if self.config.api_key is not None else ""
-        return text.replace(key, "***") if key else text
+        return redact(text.replace(key, "***") if key else text)
 
     def _timeout(self) -> tuple[float, float]:
         return (self.config.connect_timeout_s, self.config.timeout_s)
@@ -119,7 +120,9 @@ class OpenAICompatibleBackend:
 
     def complete(self, messages: Sequence[Message], *, stage: str = "") -> Completion:
         cfg = self.config
-        payload: dict[str, Any] = {"model": cfg.model, "messages": [m.to_dict() for m in messages]}
+        # what leaves the machine: never a secret, whoever built the messages
+        sent = [{"role": m.role, "content": redact(m.content)} for m in messages]
+        payload: dict[str, Any] = {"model": cfg.model, "messages": sent}
         payload.update(cfg.sampling_params())
         tries = cfg.max_retries + 1
         last: str = ""

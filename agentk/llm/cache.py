@@ -3,7 +3,8 @@ replies instead of paying for them again, and a run can be reproduced exactly.
 
 Key = sha256 over the model, the messages and the sampling params (plus a caller's `variant`, so a
 retry that deliberately wants a fresh sample with an identical prompt can ask for one). Never the
-API key or base URL: the same model behind another server gives a reusable answer.
+API key or base URL: the same model behind another server gives a reusable answer. Entries are
+redacted (agentk/secrets.py) before they are written: a secret in a prompt or a reply stays out.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agentk.llm.types import Completion, Message
+from agentk.secrets import redact_obj
 from agentk.workspace import atomic_write_text
 
 
@@ -64,7 +66,7 @@ class ResponseCache:
             "messages": [m.to_dict() for m in messages],
             "completion": completion.model_copy(update={"cached": False}).model_dump(),
         }
-        atomic_write_text(self.path(key), json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+        atomic_write_text(self.path(key), json.dumps(redact_obj(record), indent=1, ensure_ascii=False) + "\n")
 
 
 class CachedBackend:

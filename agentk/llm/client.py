@@ -4,6 +4,9 @@ Workspace files (none holds the API key):
   llm_cache/<xx>/<sha256>.json   replayable replies (see cache.py)
   logs/llm_calls.jsonl           one line per query: stage, cache key, tokens, latency, or the error
   logs/llm_usage.json            the ledger, reloaded on resume so the budget spans the whole run
+
+Prompts are redacted (agentk/secrets.py) before they are sent or hashed, replies as they arrive,
+log lines before they are written: a secret that reached a stage's output goes no further.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from agentk.llm.cache import CachedBackend, ResponseCache, cache_key
 from agentk.llm.config import LLMConfig
 from agentk.llm.errors import LLMConfigError, LLMError
 from agentk.llm.types import Backend, Completion, Message, TokenLedger, as_messages
+from agentk.secrets import redact, redact_obj, register
 from agentk.workspace import atomic_write_text, read_json_object
 
 CACHE_DIR = "llm_cache"
@@ -37,6 +41,9 @@ class LLMClient:
         usage_path: Path | None = None,
     ) -> None:
         self.config = config
+        if config.api_key is not None:
+            # a key given by flag or config, not only by a secret-named environment variable
+            register(config.api_key.get_secret_value())
         self.backend = backend
         self.ledger = ledger or TokenLedger(config.token_budget)
         self.cache = cache
@@ -52,7 +59,7 @@ class LLMClient:
     def query(self, messages: Iterable[Message | dict[str, str]], *, stage: str, variant: int = 0) -> Completion:
         """One chat completion. `variant` > 0 asks for a different sample of an identical prompt
         (it is part of the cache key only; the server sees the same request)."""
-        msgs = as_messages(messages)
+        msgs = [Message(m.role, redact(m.content)) for m in as_messages(messages)]
         key = cache_key(self.config.model, msgs, self._params, variant)
         try:
             if self._cached is not None:
@@ -63,6 +70,8 @@ class LLMClient:
         except LLMError as exc:
             self._log({"stage": stage, "key": key, "error": type(exc).__name__, "message": str(exc)})
             raise
+        # a model can only repeat a secret it was shown, or guess one; either way it stops here
+        completion = completion.model_copy(update={"text": redact(completion.text)})
         self.ledger.add(stage, completion)
         self._log(
             {
@@ -95,7 +104,7 @@ class LLMClient:
             return
         self.call_log.parent.mkdir(parents=True, exist_ok=True)
         with self.call_log.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"t": round(time.time(), 3), **record}, default=str) + "\n")
+            handle.write(json.dumps(redact_obj({"t": round(time.time(), 3), **record}), default=str) + "\n")
 
     def _save_usage(self) -> None:
         if self.usage_path is not None:

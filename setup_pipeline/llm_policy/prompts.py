@@ -3,7 +3,8 @@
 Every prompt is rebuilt from working memory (Agent K, section 3.1.2): no chat history is kept
 between stages or attempts; the entries that matter (summary, data view, plan, the last code and
 its error) are rendered afresh each time. Building a prompt reads nothing and writes nothing:
-the policy gathers the facts (`memory.py`) and passes them in.
+the policy gathers the facts (`memory.py`) and passes them in. The previous code, its output and
+its error are what generated code printed, so every prompt is redacted (agentk/secrets.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentk.llm import Message, WorkingMemory, system, user
 from agentk.llm.parsing import fenced_blocks
+from agentk.secrets import redact
 
 SYSTEM = (
     "You are a Kaggle grandmaster setting up a competition so that a generic solver can train on it. "
@@ -50,6 +52,10 @@ _CONTRACTS = {
 HOLE_MARK = "# >>>>>> YOUR CODE GOES HERE <<<<<<"
 
 
+def _prompt(body: str) -> list[Message]:
+    return [system(SYSTEM), user(redact(body))]
+
+
 def contracts_for(template: str | None) -> tuple[str, ...]:
     return _CONTRACTS.get(template or "", ())
 
@@ -71,7 +77,7 @@ class SummarisePrompt:
     def build(cls, memory: WorkingMemory, description: str, max_chars: int = 20000) -> list[Message]:
         text = description if len(description) <= max_chars else description[:max_chars] + "\n… [description truncated]"
         body = cls.TEMPLATE.format(memory=memory.render(only=("DATA-VIEW", "ERROR")), description=text)
-        return [system(SYSTEM), user(body)]
+        return _prompt(body)
 
     @staticmethod
     def parse(reply: str) -> str:
@@ -133,7 +139,7 @@ class JsonStagePrompt:
             f"Answer with one JSON object in a ```json block, matching this example's keys and types:\n"
             f"```json\n{self.example}\n```"
         )
-        return [system(SYSTEM), user(body)]
+        return _prompt(body)
 
     def parse(self, value: object) -> BaseModel:
         """The validator for ask_json: raises ValueError (pydantic) on a wrong shape."""
@@ -186,7 +192,7 @@ class CodePrompt:
             f"## TEMPLATE (your code replaces the line `{HOLE_MARK}`)\n\n```python\n{template.strip()}\n```\n\n"
             + cls.FORMAT.format(required=", ".join(required))
         )
-        return [system(SYSTEM), user(body)]
+        return _prompt(body)
 
     @staticmethod
     def plan_of(reply: str, max_chars: int = 600) -> str:
