@@ -31,3 +31,15 @@ class WorkspaceError(AgentKError):
 
 class WorkspaceInUse(WorkspaceError):
     """Another live process holds the workspace's lock."""
+
+
+class ArchiveError(AgentKError):
+    """An archive cannot be unpacked; the message names it and says why."""
+
+
+class UnsafeArchive(ArchiveError):
+    """Refused before extraction: it would write outside its folder, holds links, is a bomb or too large."""
+
+
+class CorruptArchive(ArchiveError):
+    """Truncated, damaged or not an archive at all."""

@@ -5,7 +5,7 @@ part of train.csv held out as the answers) under the official client's URL schem
 `POST /api/v1/competitions.CompetitionApiService/<Method>`, plus the redirect targets that
 downloads and uploads go to. Public and private scores come from `agentk.grading` on two halves
 of the held-out answers. Faults are scripted per method (`fail`), per slug (`forbidden`) and for the
-archive GET (`truncate_downloads`).
+archive GET (`truncate_downloads`, `stall_downloads_after`); `serve_archive` swaps in any archive.
 """
 
 from __future__ import annotations
@@ -117,6 +117,8 @@ class FakeKaggle:
     forbidden: set[str] = field(default_factory=set)  # slugs whose rules the user has not accepted
     fail: dict[str, list[int]] = field(default_factory=dict)  # method -> statuses to answer first
     truncate_downloads: int = 0  # archive GETs to cut short (after half the bytes)
+    stall_downloads_after: int | None = None  # archive GETs send this many bytes, then nothing
+    stopped: threading.Event = field(default_factory=threading.Event)  # ends stalls at shutdown
     delay: dict[str, float] = field(default_factory=dict)  # method or web path -> seconds before answering
     web_pages: dict[str, str] = field(default_factory=dict)  # web path -> HTML (the kaggle.com pages)
     user_agents: list[str] = field(default_factory=list)  # of the web page GETs
@@ -130,6 +132,10 @@ class FakeKaggle:
 
     def add_file(self, name: str, data: bytes) -> None:
         self.competition = with_extra_file(self.competition, name, data)
+
+    def serve_archive(self, archive: bytes, files: dict[str, int]) -> None:
+        """Serve `archive` as the competition's data, listed as `files` (name -> size)."""
+        self.competition = dataclasses.replace(self.competition, archive=archive, files=files)
 
     # -------------------------------------------------------------- API methods
 
@@ -297,6 +303,7 @@ class _Handler(BaseHTTPRequestHandler):
             fake.calls.append(f"GET {self.path} from {start}")
             truncate = fake.truncate_downloads > 0
             fake.truncate_downloads -= int(truncate)
+            stall_after = fake.stall_downloads_after
         status = 206 if start else 200
         if start:
             headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
@@ -307,6 +314,13 @@ class _Handler(BaseHTTPRequestHandler):
         for k, v in headers.items():
             self.send_header(k, v)
         self.end_headers()
+        if stall_after is not None:
+            # A stalled stream: promise every byte, send a few, then keep the connection open and silent.
+            self.wfile.write(body[:stall_after])
+            self.wfile.flush()
+            fake.stopped.wait(60)
+            self.close_connection = True
+            return
         # A cut connection: promise every byte, send half, hang up.
         self.wfile.write(body[: len(body) // 2] if truncate else body)
         self.wfile.flush()
@@ -388,6 +402,7 @@ def fake_kaggle(titanic_fake: FakeCompetition, monkeypatch: pytest.MonkeyPatch, 
     try:
         yield fake
     finally:
+        fake.stopped.set()
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)

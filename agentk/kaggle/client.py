@@ -20,7 +20,9 @@ import pandas as pd
 from agentk.kaggle import records
 from agentk.kaggle.credentials import KaggleCredentials, find_credentials
 from agentk.kaggle.errors import DailyLimitReached, KaggleError, SubmissionFailed
-from agentk.kaggle.extract import DEFAULT_MAX_BYTES, extract_zip
+from agentk.archives import DEFAULT_LIMITS, ArchiveLimits, extract_zip
+from agentk.errors import ArchiveError
+from agentk.kaggle.download import DownloadSettings, competition_archive, remove_leftovers
 from agentk.kaggle.official import build_api, call_with_deadline
 from agentk.kaggle.records import (
     CompetitionInfo,
@@ -43,10 +45,15 @@ class KaggleClient:
         sleep: Callable[[float], None] = time.sleep,
         timeout_s: float = 120.0,
         upload_timeout_s: float = 1800.0,
+        download: DownloadSettings | None = None,
+        archive_limits: ArchiveLimits | None = None,
     ) -> None:
         # Resolve credentials up front: a missing key is the first thing the user should hear about.
         self.credentials = credentials or find_credentials()
         self.retry = retry or RetryPolicy()
+        # Connect and read timeouts for every request; a download's read timeout is its stall timeout.
+        self.download_settings = download or DownloadSettings()
+        self.archive_limits = archive_limits or DEFAULT_LIMITS
         # Each API call is bounded so a hung connection cannot stall a whole run; an upload gets longer.
         self.timeout_s = timeout_s
         self.upload_timeout_s = upload_timeout_s
@@ -56,7 +63,7 @@ class KaggleClient:
     @property
     def api(self) -> Any:
         if self._api is None:
-            self._api = build_api(self.credentials)
+            self._api = build_api(self.credentials, self.download_settings.timeout)
         return self._api
 
     def _call(self, what: str, slug: str, fn: Callable[[], T], timeout_s: float | None = None) -> T:
@@ -112,15 +119,12 @@ class KaggleClient:
 
     # ------------------------------------------------------------ data
 
-    def download(
-        self, slug: str, dest: Path, cache_dir: Path | None = None, force: bool = False,
-        max_bytes: int = DEFAULT_MAX_BYTES,
-    ) -> list[Path]:
+    def download(self, slug: str, dest: Path, cache_dir: Path | None = None, force: bool = False) -> list[Path]:
         """All data files of `slug` in `dest`, sizes checked against Kaggle's listing.
 
         Skips the download when every listed file is already there at its listed size. The archive
-        is kept in `cache_dir` (default: a hidden sibling of `dest`) so an interrupted download
-        resumes from where it stopped instead of starting over.
+        is streamed into `cache_dir` (default: a hidden sibling of `dest`), checked, extracted and
+        then deleted; a failed or stalled download leaves no file behind (see `download.py`).
         """
         dest = Path(dest)
         listed = self.list_files(slug)
@@ -128,20 +132,24 @@ class KaggleClient:
             return [dest / f.name for f in listed]
         cache = Path(cache_dir) if cache_dir else dest.parent / f".{dest.name}-download"
         cache.mkdir(parents=True, exist_ok=True)
-        # No wall-clock bound: a big archive legitimately takes long; the official client reads it
-        # with its own per-read timeout, so a stalled stream still fails.
-        self._call(f"downloading {slug}", slug,
-                   lambda: self.api.competition_download_files(slug, path=str(cache), force=force, quiet=True),
-                   timeout_s=math.inf)
-        archive = _downloaded_file(cache, slug)
-        if zipfile.is_zipfile(archive):
-            written = extract_zip(archive, dest, max_bytes)
-        else:  # a competition with a single unzipped file
-            dest.mkdir(parents=True, exist_ok=True)
-            written = [Path(archive.replace(dest / archive.name))]
+        remove_leftovers(cache)  # a killed run's part files and empty files
+        # No wall-clock bound: a big archive legitimately takes long; the stall timeout bounds each read.
+        archive = self._call(f"downloading {slug}", slug,
+                             lambda: competition_archive(self.api, slug, cache, self.download_settings),
+                             timeout_s=math.inf)
+        try:
+            if _is_zip(archive):
+                written = extract_zip(archive, dest, self.archive_limits)
+            else:  # a competition with a single unzipped file
+                dest.mkdir(parents=True, exist_ok=True)
+                name = listed[0].name if len(listed) == 1 else archive.name
+                written = [Path(archive.replace(dest / name))]
+        except ArchiveError as exc:
+            raise type(exc)(f"the data of competition {slug}: {exc}") from None
+        finally:
+            archive.unlink(missing_ok=True)  # extracted or refused, it is not needed again
         wrong = _missing_or_wrong_size(dest, listed)
         if wrong:
-            archive.unlink(missing_ok=True)  # so the next attempt downloads afresh
             raise KaggleError(f"download of {slug} is incomplete: {', '.join(wrong[:3])}; run again to retry")
         return sorted(written)
 
@@ -229,11 +237,10 @@ def _missing_or_wrong_size(dest: Path, listed: list[DataFile]) -> list[str]:
     return wrong
 
 
-def _downloaded_file(cache: Path, slug: str) -> Path:
-    candidates = [p for p in cache.glob(f"{slug}.*") if not p.name.endswith(".kaggle-partial")]
-    if not candidates:
-        raise KaggleError(f"the download of {slug} produced no file in {cache}")
-    return max(candidates, key=lambda p: p.stat().st_mtime)
+def _is_zip(path: Path) -> bool:
+    """Named or shaped like a zip: a damaged one must be reported as such, not kept as a data file."""
+    with open(path, "rb") as fh:
+        return path.suffix.lower() == ".zip" or fh.read(4) == b"PK\x03\x04"
 
 
 def _read_leaderboard(archive: Path) -> pd.DataFrame:

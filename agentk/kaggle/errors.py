@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agentk.errors import AgentKError
+from agentk.errors import UnsafeArchive as UnsafeArchive  # archive checks serve local data too: agentk.archives
 
 
 class KaggleError(AgentKError):
@@ -51,8 +52,12 @@ class SubmissionFailed(KaggleError):
     """Kaggle did not accept, or could not score, a submission."""
 
 
-class UnsafeArchive(KaggleError):
-    """A downloaded archive would write outside its folder, holds links, or is too large."""
+class DownloadFailed(KaggleError):
+    """A data download could not finish (no room on the disk, a body cut short every time)."""
+
+
+class DownloadStalled(DownloadFailed):
+    """No bytes arrived for the stall timeout; not retried, since a stalled server tends to stay stalled."""
 
 
 def rules_url(slug: str) -> str:

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any, TypeVar
 
+from requests.adapters import HTTPAdapter
+
 from agentk.kaggle.credentials import KaggleCredentials, config_dir, redact
 from agentk.kaggle.errors import KaggleUnavailable
 
@@ -47,10 +49,38 @@ def official_module() -> ModuleType:
         return extended
 
 
-def build_api(credentials: KaggleCredentials) -> Any:
-    """A fresh `KaggleApi` that authenticates with `credentials` (no token introspection call)."""
+class _TimeoutAdapter(HTTPAdapter):
+    """Gives every request of a session (redirects included) a (connect, read) timeout when it has none."""
+
+    def __init__(self, timeout: tuple[float, float]) -> None:
+        super().__init__()
+        self._timeout = timeout
+
+    def send(self, request: Any, timeout: Any = None, **kwargs: Any) -> Any:  # type: ignore[override]
+        return super().send(request, timeout=self._timeout if timeout is None else timeout, **kwargs)
+
+
+def with_timeouts(client: Any, timeout: tuple[float, float]) -> Any:
+    """`client` (a kagglesdk KaggleClient) with `timeout` on every request its session sends.
+
+    kagglesdk sends with no timeout at all (a stalled answer hangs forever), and the official
+    package builds a fresh client inside each call, so the session is reached here, per client.
+    """
+    http = client.http_client()
+    http._init_session()  # lazy in kagglesdk; idempotent
+    adapter = _TimeoutAdapter(timeout)
+    for prefix in ("https://", "http://"):
+        http._session.mount(prefix, adapter)
+    return client
+
+
+def build_api(credentials: KaggleCredentials, timeout: tuple[float, float]) -> Any:
+    """A fresh `KaggleApi` that authenticates with `credentials` (no token introspection call);
+    every request it sends through kagglesdk gets `timeout` (connect, read) in seconds."""
     extended = official_module()
     api = extended.KaggleApi()
+    build_client = api.build_kaggle_client
+    api.build_kaggle_client = lambda: with_timeouts(build_client(), timeout)
     # The class decides local-vs-prod from the environment at import time; decide it now instead,
     # so KAGGLE_API_ENVIRONMENT set after the first import still counts.
     api.args = ["--local"] if os.environ.get("KAGGLE_API_ENVIRONMENT") == "LOCALHOST" else []

@@ -1,28 +1,27 @@
 """A catalogue of every file under raw/data: what each is (from content), and every table read.
 
-Archives are unpacked first, safely, into a folder beside them (`<name>_unpacked/`), once; the
-catalogue then lists their members like any other file. Only tables are opened in full: images
+Archives are unpacked first, safely (`agentk.archives` checks them before a byte is written), into a
+folder beside them (`<name>_unpacked/`), once; the catalogue then lists their members like any other
+file. An archive that is refused or corrupt is skipped and named, and the rest of the data is used. Only tables are opened in full: images
 and other per-row files are listed by path, so a folder of 10,000 images takes a directory walk.
 """
 
 from __future__ import annotations
 
-import gzip
 import os
 import shutil
-import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from agentk.kaggle.errors import KaggleError
-from agentk.kaggle.extract import extract_zip
+from agentk.archives import ArchiveLimits, extract_zip, gunzip_file
+from agentk.errors import ArchiveError
 from setup_pipeline.perception.readers import IMAGE_EXTENSIONS, FileKind, UnreadableTable, file_kind, read_table
 
 UNPACKED_SUFFIX = "_unpacked"
-_MAX_ARCHIVE_BYTES = 20 * 2**30
+_LIMITS = ArchiveLimits(max_total_bytes=20 * 2**30)  # an archive inside the data is one file of it
 _TABLE_BYTES_LIMIT = 2 * 2**30  # bigger tables are listed, not read, during perception
 
 
@@ -48,6 +47,7 @@ class Catalogue:
     texts: list[Path] = field(default_factory=list)  # description-like or per-row text files
     others: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # archives not unpacked: "<path>: <why>"
 
     def summary(self) -> str:
         parts = [f"{len(self.tables)} table(s)"]
@@ -58,6 +58,9 @@ class Catalogue:
             parts.append(f"{len(self.texts)} text file(s)")
         if self.others:
             parts.append(f"{len(self.others)} other file(s)")
+        if self.skipped:
+            # When nothing usable is left, the reason is often here: name it in the one error line.
+            parts.append(f"{len(self.skipped)} skipped: {'; '.join(self.skipped[:3])}")
         return ", ".join(parts)
 
 
@@ -69,8 +72,18 @@ def _walk(root: Path) -> list[Path]:
     return found
 
 
-def unpack_archives(data: Path, notes: list[str]) -> None:
-    """Unpack every zip (and gzip of a non-table) under data/ beside itself; a bad archive is noted, not fatal."""
+def unpack_archives(data: Path, notes: list[str], skipped: list[str] | None = None) -> None:
+    """Unpack every zip (and gzip of a non-table) under data/ beside itself; an archive that is
+    refused or unreadable is named in `notes` and `skipped`, not fatal."""
+    skipped = skipped if skipped is not None else []
+
+    def skip(path: Path, exc: Exception) -> None:
+        # ArchiveError messages name the archive and say why; an OSError (disk full ...) does not.
+        why = str(exc) if isinstance(exc, ArchiveError) else f"could not be unpacked ({exc})"
+        line = f"data/{path.relative_to(data).as_posix()} — {why}"
+        notes.append(f"skipped {line}")
+        skipped.append(line)
+
     for path in _walk(data):
         if path.name.lower().endswith(IMAGE_EXTENSIONS) or file_kind(path) != "archive":
             continue
@@ -78,18 +91,17 @@ def unpack_archives(data: Path, notes: list[str]) -> None:
         if dest.exists():
             continue
         try:
-            extract_zip(path, dest, max_bytes=_MAX_ARCHIVE_BYTES)
+            extract_zip(path, dest, _LIMITS)
             notes.append(f"unpacked {path.relative_to(data)} into {dest.relative_to(data)}/")
-        except (KaggleError, zipfile.BadZipFile, OSError) as exc:
+        except (ArchiveError, OSError) as exc:
             shutil.rmtree(dest, ignore_errors=True)
-            notes.append(f"could not unpack {path.relative_to(data)}: {exc}")
+            skip(path, exc)
     for path in _walk(data):
         if path.suffix.lower() == ".gz" and file_kind(path) == "other" and not path.with_suffix("").exists():
             try:
-                with gzip.open(path, "rb") as src, open(path.with_suffix(""), "wb") as out:
-                    shutil.copyfileobj(src, out)
-            except (OSError, EOFError) as exc:
-                notes.append(f"could not gunzip {path.relative_to(data)}: {exc}")
+                gunzip_file(path, path.with_suffix(""), _LIMITS)
+            except (ArchiveError, OSError) as exc:
+                skip(path, exc)
 
 
 def build_catalogue(raw: Path) -> Catalogue:
@@ -99,7 +111,7 @@ def build_catalogue(raw: Path) -> Catalogue:
     data = raw / "data"
     if not data.is_dir():
         return catalogue
-    unpack_archives(data, catalogue.notes)
+    unpack_archives(data, catalogue.notes, catalogue.skipped)
     kinds: dict[FileKind, list[Path]] = {"table": [], "image": [], "archive": [], "text": [], "other": []}
     for path in _walk(data):
         kinds[file_kind(path)].append(path)

@@ -159,8 +159,23 @@ def table_format(path: Path) -> TableFormat:
         head = _gunzip_head(path)
     found = _text_table_format(head, path.name)
     if found is None:
+        if head.startswith(b"PK\x03\x04"):
+            raise UnreadableTable(f"{path.name} is a zip archive, not a table: perception unpacks it beside itself "
+                                  f"({path.name.split('.')[0]}_unpacked/)")
         raise UnreadableTable(f"{path.name} is not a table (not delimited text, JSON, parquet or Excel)")
     return found
+
+
+def _check_workbook(path: Path) -> None:
+    """An .xlsx is a zip: the same bomb and corruption checks as any archive, before pandas inflates it."""
+    from agentk.archives import check_zip, open_zip
+    from agentk.errors import ArchiveError
+
+    try:
+        with open_zip(path) as workbook:
+            check_zip(workbook, None, name=path.name)  # read in memory, not to disk
+    except ArchiveError as exc:
+        raise UnreadableTable(str(exc)) from None
 
 
 def _raw_bytes(path: Path) -> bytes:
@@ -240,6 +255,7 @@ def read_table(path: str | Path, nrows: int | None = None) -> pd.DataFrame:
         if fmt == "parquet":
             frame = _as_text_cells(pd.read_parquet(path))
         elif fmt == "excel":
+            _check_workbook(path)
             frame = _as_text_cells(pd.read_excel(path, dtype=object))
         elif fmt in ("json", "jsonl"):
             frame = _as_text_cells(_read_json(_raw_bytes(path), lines=fmt == "jsonl"))
