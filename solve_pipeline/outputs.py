@@ -1,7 +1,8 @@
 """What the solver leaves on disk: submissions, per-candidate files and prediction frames.
 
 Every file is written atomically, so a solver killed at any moment leaves either the previous
-submission or the new one, never half of one.
+submission or the new one, never half of one; the adopted submission itself goes through
+`submission_record.adopt_submission`, which also keeps it from ever getting worse.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -20,18 +21,26 @@ from solve_pipeline.setup_modules import SetupArtifacts
 from solve_pipeline.submission_check import validate_submission
 
 
-def write_csv_atomic(frame: pd.DataFrame, path: Path) -> None:
+def _replace_atomic(path: Path, write: Callable[[Path], None]) -> None:
+    """`write` fills a temp file in the same folder, renamed over `path`: readers (and a kill)
+    see the old file or the new one. The temp name is the one a resumed run clears
+    (`.<name>.<pid>.tmp`), and a failed write removes it at once."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    frame.to_csv(temporary, index=False)
-    os.replace(temporary, path)
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def write_csv_atomic(frame: pd.DataFrame, path: Path) -> None:
+    _replace_atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
 
 
 def write_json_atomic(data: dict[str, Any], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(data, indent=2, default=str))
-    os.replace(temporary, path)
+    _replace_atomic(path, lambda tmp: tmp.write_text(json.dumps(data, indent=2, default=str)))
 
 
 def formatted_submission(artifacts: SetupArtifacts, features: FeatureSet,

@@ -16,6 +16,7 @@ class probabilities into labels (a tuned threshold, or ordinal cut points).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -43,9 +44,12 @@ from solve_pipeline.dataset import build_features  # noqa: E402
 from solve_pipeline.decoding import Decoder, choose_decoder, fit_evaluations  # noqa: E402
 from solve_pipeline.outputs import (  # noqa: E402
     check_against_formatter, clear_candidates, formatted_submission, ranked_candidates,
-    save_prediction_frames, write_candidate, write_csv_atomic, write_json_atomic,
+    save_prediction_frames, write_candidate, write_json_atomic,
 )
 from solve_pipeline.setup_modules import SetupArtifacts  # noqa: E402
+from solve_pipeline.submission_record import (  # noqa: E402
+    SubmissionRecord, adopt_submission, setup_fingerprint,
+)
 from solve_pipeline.tuning import MIN_TRIALS, affordable_trials, tune_family  # noqa: E402
 
 LIGHT_MAX_ROWS = 600
@@ -82,6 +86,9 @@ class SolveState:
     submission_path: Path | None = None
     candidates: list[dict[str, object]] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)
+    # The record of the submission on disk when an earlier solve's file beat everything this one
+    # wrote (a resumed run); None while the file on disk is this solve's own best.
+    kept: SubmissionRecord | None = None
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -93,6 +100,13 @@ class Solver:
     def __init__(self, options: SolveOptions, artifacts: SetupArtifacts, ctx: CVContext, out: Path) -> None:
         self.options, self.artifacts, self.ctx, self.out = options, artifacts, ctx, out
         self.state = SolveState(started=time.monotonic())
+        self.fingerprint = setup_fingerprint(artifacts.setup_dir, list(ctx.features.test_ids))
+
+    @property
+    def metric_name(self) -> str:
+        if self.ctx.surrogate:
+            return "surrogate"
+        return str(read_plan(self.artifacts).get("metric") or "setup")
 
     @property
     def higher(self) -> bool:
@@ -136,15 +150,61 @@ class Solver:
         return improved
 
     def _write_submission(self) -> None:
+        """The current best goes to the submission only if it beats the file's recorded score,
+        which may come from an earlier, killed solve of the same setup."""
         state = self.state
-        write_csv_atomic(formatted_submission(self.artifacts, self.ctx.features, state.best), self.out)
+        models = sorted({p.model for p in state.best.values()})
+        candidate = SubmissionRecord(
+            model="+".join(models), models_per_target={t: p.model for t, p in state.best.items()},
+            validation_score=state.best_score if math.isfinite(state.best_score) else None,
+            metric=self.metric_name, higher_is_better=self.higher, setup_fingerprint=self.fingerprint)
+        formatted = formatted_submission(self.artifacts, self.ctx.features, state.best)
+        # The meta check's light solve must show that this setup writes a submission at all.
+        adoption = adopt_submission(self.out, lambda tmp: formatted.to_csv(tmp, index=False), candidate,
+                                    force=self.options.light)
         if state.first_submission_s is None:
             state.first_submission_s = state.elapsed()
         state.submission_path = self.out
-        models = sorted({p.model for p in state.best.values()})
-        emit("submission", path=str(self.out), model="+".join(models), validation_score=state.best_score,
+        if not adoption.written:
+            state.kept = adoption.record
+            emit("submission_kept", path=str(self.out), model=candidate.model,
+                 validation_score=candidate.validation_score, reason=adoption.reason,
+                 elapsed_s=round(state.elapsed(), 2))
+            return
+        state.kept = None
+        emit("submission", path=str(self.out), model=candidate.model, validation_score=state.best_score,
              elapsed_s=round(state.elapsed(), 2))
         check_against_formatter(self.artifacts, self.out)
+
+    def adopted(self) -> dict[str, Any]:
+        """What the submission on disk is: this solve's best, or an earlier solve's better file
+        that it did not beat (reported as that file's model and score, this solve's beside it)."""
+        state = self.state
+        chosen = {t: p.model for t, p in state.best.items()}
+        names = sorted(set(chosen.values()))
+        own = {
+            "validation_score": state.best_score if math.isfinite(state.best_score) else None,
+            "model": names[0] if len(names) == 1 else ",".join(f"{t}={m}" for t, m in chosen.items()),
+            "models_per_target": chosen,
+        }
+        kept = state.kept
+        if kept is None:
+            return {**own, "submission_from": "this_solve"}
+        return {"validation_score": kept.validation_score, "model": kept.model,
+                "models_per_target": kept.models_per_target or {}, "submission_from": "earlier_solve",
+                "this_solve": own}
+
+    def kept_candidate(self) -> list[dict[str, object]]:
+        """An earlier solve's kept submission stays a candidate (its own candidate file was cleared)."""
+        kept = self.state.kept
+        if kept is None or self.options.light or kept.validation_score is None:
+            return []
+        try:
+            path = self.out.resolve().relative_to(self.artifacts.workspace)
+        except ValueError:
+            return []
+        return [{"model": kept.model, "validation_score": kept.validation_score, "path": path.as_posix(),
+                 "earlier_solve": True}]
 
     # ---- phases ----
 
@@ -290,6 +350,14 @@ class Solver:
         return report
 
 
+def read_plan(artifacts: SetupArtifacts) -> dict[str, Any]:
+    try:
+        plan = json.loads((artifacts.setup_dir / "plan.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return plan if isinstance(plan, dict) else {}
+
+
 def _targets(artifacts: SetupArtifacts, ids: list[str]) -> dict[str, np.ndarray]:
     transformed = artifacts.target_map_transformed.drop_duplicates("id").set_index("id").loc[ids]
     y: dict[str, np.ndarray] = {}
@@ -368,14 +436,10 @@ def solve(options: SolveOptions) -> dict:
     state = solver.state
     if state.submission_path is None:
         raise RuntimeError("no candidate produced a submission")
-    chosen = {t: p.model for t, p in state.best.items()}
-    names = sorted(set(chosen.values()))
     result = {
-        "validation_score": state.best_score if math.isfinite(state.best_score) else None,
+        **solver.adopted(),
         "higher_is_better": solver.higher,
         "metric": "surrogate" if ctx.surrogate else "setup",
-        "model": names[0] if len(names) == 1 else ",".join(f"{t}={m}" for t, m in chosen.items()),
-        "models_per_target": chosen,
         "cv": state.cv,
         "race": [asdict(e) for e in outcome.entries],
         "tuning": tuning,
@@ -390,7 +454,7 @@ def solve(options: SolveOptions) -> dict:
         "seed": options.seed,
         "time_budget_s": options.time_budget,
         "submission_path": str(state.submission_path),
-        "candidates": ranked_candidates(state.candidates, solver.higher),
+        "candidates": ranked_candidates(state.candidates + solver.kept_candidate(), solver.higher),
         "elapsed_s": round(state.elapsed(), 3),
         "time_to_first_submission_s": round(state.first_submission_s or 0.0, 3),
     }
