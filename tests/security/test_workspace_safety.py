@@ -46,13 +46,21 @@ def make_competition(folder: Path, competition_id: str | None = None) -> Path:
     return folder
 
 
+class StopAfterWorkspace(AgentKError):
+    """Ends a real run once its workspace is built: setup and solve would take a minute."""
+
+
 def run_until_setup(source: Path, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A real run that stops right after the workspace is built: the LLM policy with no model
-    configured fails before any setup work, keeping the test to seconds."""
+    """A real run (source loaded, workspace locked, cleaned and prepared) stopped where setup starts."""
     for name in ("AGENTK_LLM_MODEL", "AGENTK_LLM_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    with pytest.raises(AgentKError, match="no LLM model"):
-        run_competition(str(source), RunConfig(workspace_root=root, policy="llm", quiet=True))
+
+    def stop(*args: object, **kwargs: object) -> None:
+        raise StopAfterWorkspace("stopped where setup starts")
+
+    monkeypatch.setattr("agentk.runner.SetupMDP", stop)
+    with pytest.raises(StopAfterWorkspace):
+        run_competition(str(source), RunConfig(workspace_root=root, quiet=True))
 
 
 def tree(folder: Path, leave_out: Path) -> dict[str, str]:
