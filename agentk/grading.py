@@ -2,7 +2,9 @@
 
 Problems with the submission itself give an invalid `GradeReport` (never an exception), as in
 MLE-bench; problems with the grading setup (unknown metric, answers lacking columns) raise
-`GradingError`, because no submission could fix them.
+`GradingError`, because no submission could fix them. Answer rows without a value are not the
+submission's fault: they are left out of the score and counted (`answers_missing`); answers that
+cannot be scored at all raise `GradingError` starting "the answers are unusable:".
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class GradeReport:
     error: str | None
     n_rows: int
     leaderboard: LeaderboardPosition | None = None
+    answers_missing: int = 0  # answer rows with no value, left out of the score
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -57,6 +60,13 @@ class GradeReport:
 
 class _Invalid(Exception):
     """Internal: the submission is malformed; the message becomes GradeReport.error."""
+
+
+ANSWERS_UNUSABLE = "the answers are unusable"
+
+
+def _unusable(reason: str) -> GradingError:
+    return GradingError(f"{ANSWERS_UNUSABLE}: {reason}")
 
 
 def _examples(values: set[str] | list[str], limit: int = 3) -> str:
@@ -84,14 +94,55 @@ def _answer_keys(answers: pd.DataFrame, facts: GradingFacts) -> np.ndarray:
     needed = [facts.id_column, *facts.target_columns] + ([facts.label_column] if facts.label_column else [])
     missing = [c for c in needed if c not in answers.columns]
     if missing:
-        raise GradingError(f"answers lack column(s) {', '.join(missing)}")
+        raise _unusable(f"answers lack column(s) {', '.join(missing)}")
     try:
         keys = normalise_ids(answers[facts.id_column])
     except ValueError as exc:
-        raise GradingError(f"answers: {exc}") from None
+        raise _unusable(f"column {facts.id_column!r}: {exc}") from None
     if len(set(keys)) != len(keys):
-        raise GradingError("answers have duplicated ids")
+        raise _unusable("answers have duplicated ids")
     return keys
+
+
+# Answers are read as the exact text in the file, so a missing value is an empty cell or NaN
+# spelled out; a numeric answer spelled like pandas' own missing markers ("NA", "null") is missing
+# too, while a label of that spelling may be a real class name and stays.
+_NUMERIC_MISSING = {"", "nan", "na", "n/a", "null", "none", "<na>", "#n/a"}
+
+
+def _blank(values: pd.Series, numeric: bool) -> np.ndarray:
+    text = values.astype(str).str.strip().str.lower()
+    missing = text.isin(_NUMERIC_MISSING) if numeric else text.isin({"", "nan"})
+    return (values.isna() | missing).to_numpy()
+
+
+def _answered_rows(answers: pd.DataFrame, facts: GradingFacts, metric: Metric) -> np.ndarray:
+    """Which answer rows hold a value to score against; answers no submission could be scored
+    against raise GradingError. Ranking answers may be blank (the row expects no label)."""
+    columns = [*facts.target_columns] + ([facts.label_column] if facts.label_column else [])
+    keep = np.ones(len(answers), dtype=bool)
+    if metric.kind != "ranking":
+        for column in columns:
+            keep &= ~_blank(answers[column], numeric=metric.kind == "value")
+    if len(answers) and not keep.any():
+        raise _unusable(f"no row has a value in {', '.join(repr(c) for c in columns)}")
+    for column in columns if metric.kind != "ranking" else []:
+        values = answers.loc[keep, column]
+        if metric.kind == "value":
+            numbers = pd.to_numeric(values, errors="coerce")
+            if numbers.isna().any() or not np.isfinite(numbers.to_numpy(float)).all():
+                raise _unusable(f"column {column!r} has non-numeric values, e.g. "
+                                f"{_examples(set(map(str, values[numbers.isna()])) or {'inf'})}")
+            continue
+        try:
+            labels = set(normalise_labels(values.to_numpy()))
+        except ValueError as exc:
+            raise _unusable(f"column {column!r}: {exc}") from None
+        if metric.kind == "proba" and column != facts.label_column and not (
+                labels <= {"0", "1"} or labels <= {"false", "true"}):
+            raise _unusable(f"column {column!r} should hold 0/1 labels for {metric.name}, "
+                            f"found {_examples(labels)}")
+    return keep
 
 
 def _aligned(submission: pd.DataFrame, answer_keys: np.ndarray, id_column: str) -> pd.DataFrame:
@@ -158,7 +209,7 @@ def _score_label_column(metric: Metric, sub: pd.DataFrame, answers: pd.DataFrame
     try:
         true_labels = set(normalise_labels(truth))
     except ValueError as exc:
-        raise GradingError(f"answers column {facts.label_column!r}: {exc}") from None
+        raise _unusable(f"column {facts.label_column!r}: {exc}") from None
     try:
         missing = true_labels - set(normalise_labels(classes))
     except ValueError as exc:
@@ -174,21 +225,27 @@ def _score_label_column(metric: Metric, sub: pd.DataFrame, answers: pd.DataFrame
 def grade_submission(
     submission: pd.DataFrame, answers: pd.DataFrame, facts: GradingFacts, competition_id: str = ""
 ) -> GradeReport:
-    """Score a submission; malformed submissions give valid=False with a one-line error."""
+    """Score a submission; malformed submissions give valid=False with a one-line error.
+
+    The submission must still cover every answer id; rows whose answer has no value are then
+    left out of the score (counted in `answers_missing`).
+    """
     metric = _metric_for(facts)
     answer_keys = _answer_keys(answers, facts)
+    answered = _answered_rows(answers, facts, metric)
+    scored_answers = answers[answered].reset_index(drop=True)
+    missing = int((~answered).sum())
 
     def report(score: float | None, error: str | None) -> GradeReport:
-        return GradeReport(
-            competition_id, metric.name, facts.higher_is_better, score, error is None, error, len(submission)
-        )
+        return GradeReport(competition_id, metric.name, facts.higher_is_better, score, error is None, error,
+                           len(submission), answers_missing=missing)
 
     try:
-        sub = _aligned(submission, answer_keys, facts.id_column)
+        sub = _aligned(submission, answer_keys, facts.id_column)[answered].reset_index(drop=True)
         if facts.label_column is not None:
-            score = _score_label_column(metric, sub, answers, facts)
+            score = _score_label_column(metric, sub, scored_answers, facts)
         else:
-            score = _score_targets(metric, sub, answers, facts)
+            score = _score_targets(metric, sub, scored_answers, facts)
     except _Invalid as exc:
         return report(None, str(exc))
     except (ValueError, TypeError) as exc:
@@ -198,6 +255,15 @@ def grade_submission(
     if not math.isfinite(score):
         return report(None, f"{metric.name} is not finite ({score})")
     return report(score, None)
+
+
+def grade_note(report: GradeReport) -> str | None:
+    """Why a grade has no score, or what it left out; None for a complete, plain score."""
+    if report.score is None:
+        return f"the submission is invalid: {report.error}" if not report.valid else "no score"
+    if report.answers_missing:
+        return f"{report.answers_missing} answer row(s) have no value and were not scored"
+    return None
 
 
 def medal_ranks(n_teams: int) -> tuple[int, int, int]:
@@ -254,7 +320,11 @@ def grade_file(submission_path: Path, competition: Competition, leaderboard_csv:
     facts = competition.grading
     if facts is None:
         raise GradingError(f"competition {competition.id!r} has no grading facts")
-    answers = competition.answers()
+    try:
+        answers = competition.answers()
+    except (OSError, UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise _unusable(f"cannot read them: {first_line}") from None
     submission = _read_submission(Path(submission_path), facts.id_column)
     report = grade_submission(submission, answers, facts, competition.id)
     if leaderboard_csv is None or report.score is None:
@@ -265,3 +335,22 @@ def grade_file(submission_path: Path, competition: Competition, leaderboard_csv:
         raise GradingError(f"cannot read leaderboard {leaderboard_csv}: {exc}") from None
     position = leaderboard_position(report.score, leaderboard, facts.higher_is_better)
     return dataclasses.replace(report, leaderboard=position)
+
+
+def grade_run(submission_path: Path, competition: Competition, finished: bool) -> tuple[GradeReport | None, str | None]:
+    """A run's grade and the reason its test score is missing (or what the score left out)."""
+    if not competition.has_answers:
+        return None, "no answers available"
+    if not finished:
+        return None, "the run did not finish"
+    if not Path(submission_path).is_file():
+        return None, "the submission is invalid: the run left no submission file"
+    try:
+        report = grade_file(submission_path, competition)
+    except InvalidSubmissionError as exc:
+        return None, f"the submission is invalid: {exc}"
+    except GradingError as exc:
+        # An answer problem is said as such; other grading problems name what could not be graded.
+        text = str(exc)
+        return None, text if text.startswith(ANSWERS_UNUSABLE) else f"cannot grade: {text}"
+    return report, grade_note(report)
