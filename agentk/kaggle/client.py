@@ -20,9 +20,14 @@ import pandas as pd
 from agentk.kaggle import records
 from agentk.kaggle.credentials import KaggleCredentials, find_credentials
 from agentk.kaggle.errors import DailyLimitReached, KaggleError, SubmissionFailed
-from agentk.archives import DEFAULT_LIMITS, ArchiveLimits, extract_zip
+from agentk.archives import DEFAULT_LIMITS, ArchiveLimits, check_zip, extract_zip
 from agentk.errors import ArchiveError
-from agentk.kaggle.download import DownloadSettings, competition_archive, remove_leftovers
+from agentk.kaggle.download import (
+    DownloadSettings,
+    competition_archive,
+    leaderboard_archive,
+    remove_leftovers,
+)
 from agentk.kaggle.official import build_api, call_with_deadline
 from agentk.kaggle.records import (
     CompetitionInfo,
@@ -221,9 +226,9 @@ class KaggleClient:
         with tempfile.TemporaryDirectory(prefix="agentk-lb-") as tmp:
             folder = Path(keep_dir) if keep_dir else Path(tmp)
             folder.mkdir(parents=True, exist_ok=True)
-            self._call(f"downloading the leaderboard of {slug}", slug,
-                       lambda: self.api.competition_leaderboard_download(slug, str(folder), quiet=True))
-            return _read_leaderboard(folder / f"{slug}.zip")
+            saved = self._call(f"downloading the leaderboard of {slug}", slug,
+                               lambda: leaderboard_archive(self.api, slug, folder, self.download_settings))
+            return _read_leaderboard(saved)
 
 
 def _missing_or_wrong_size(dest: Path, listed: list[DataFile]) -> list[str]:
@@ -245,11 +250,16 @@ def _is_zip(path: Path) -> bool:
 
 def _read_leaderboard(archive: Path) -> pd.DataFrame:
     data = archive.read_bytes()
-    if not zipfile.is_zipfile(io.BytesIO(data)):
-        return pd.read_csv(io.BytesIO(data))
-    with zipfile.ZipFile(io.BytesIO(data)) as zf:
-        names = [n for n in zf.namelist() if n.lower().endswith(".csv")]
-        if not names:
-            raise KaggleError(f"the leaderboard archive {archive} holds no CSV")
-        with zf.open(names[0]) as f:
-            return pd.read_csv(f)
+    try:
+        if not zipfile.is_zipfile(io.BytesIO(data)):
+            return pd.read_csv(io.BytesIO(data))
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            check_zip(zf, None, name=archive.name)  # read in memory: the bomb checks still apply
+            names = [n for n in zf.namelist() if n.lower().endswith(".csv")]
+            if not names:
+                raise KaggleError(f"the leaderboard archive {archive} holds no CSV")
+            with zf.open(names[0]) as f:
+                return pd.read_csv(f)
+    except (ValueError, zipfile.BadZipFile, EOFError) as exc:  # pandas' ParserError is a ValueError
+        raise KaggleError(f"the leaderboard file {archive.name} cannot be read as a CSV: "
+                          f"{' '.join(str(exc).split())[:200]}") from None

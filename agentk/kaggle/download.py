@@ -69,19 +69,33 @@ def competition_archive(api: Any, slug: str, folder: Path, settings: DownloadSet
     """Download every data file of `slug` (Kaggle's one archive) into `folder`; returns its path."""
     from kagglesdk.competitions.types.competition_api_service import ApiDownloadDataFilesRequest
 
-    request = ApiDownloadDataFilesRequest()
+    return _download(api, "download_data_files", ApiDownloadDataFilesRequest(), slug, folder, settings)
+
+
+def leaderboard_archive(api: Any, slug: str, folder: Path, settings: DownloadSettings) -> Path:
+    """The public leaderboard of `slug` (a zipped CSV) saved into `folder`; returns its path."""
+    from kagglesdk.competitions.types.competition_api_service import ApiDownloadLeaderboardRequest
+
+    return _download(api, "download_leaderboard", ApiDownloadLeaderboardRequest(), slug, folder, settings,
+                     name=f"{slug}.zip")
+
+
+def _download(api: Any, method: str, request: Any, slug: str, folder: Path, settings: DownloadSettings,
+              name: str | None = None) -> Path:
     request.competition_name = slug
     with api.build_kaggle_client() as kaggle:
         try:
-            response = kaggle.competitions.competition_api_client.download_data_files(request)
+            response = getattr(kaggle.competitions.competition_api_client, method)(request)
         except (requests.ConnectionError, requests.Timeout) as exc:
             if is_stall(exc):
-                raise DownloadStalled(f"the download of competition {slug} stalled: no answer for "
+                raise DownloadStalled(f"the download from competition {slug} stalled: no answer for "
                                       f"{settings.stall_timeout_s:g} s; try again later") from None
             raise
-        suffix = PurePosixPath(urlsplit(response.url).path).suffix
-        # The name is ours, not the server's: only a plain extension is taken from the URL.
-        target = Path(folder) / f"{slug}{suffix if suffix[1:].isalnum() else '.zip'}"
+        if name is None:
+            suffix = PurePosixPath(urlsplit(response.url).path).suffix
+            # The name is ours, not the server's: only a plain extension is taken from the URL.
+            name = f"{slug}{suffix if suffix[1:].isalnum() else '.zip'}"
+        target = Path(folder) / name
         return save_response(response, target, f"{target.name} of competition {slug}", settings)
 
 

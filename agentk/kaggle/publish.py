@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from agentk.errors import AgentKError
 from agentk.grading import leaderboard_position
 from agentk.kaggle.client import KaggleClient
+from agentk.kaggle.download import DownloadSettings
 from agentk.kaggle.errors import DailyLimitReached, DuplicateSubmission
 from agentk.kaggle.fetch import fetch_competition
 from agentk.kaggle.reference import parse_competition_reference
@@ -34,12 +35,14 @@ def kaggle_slug(text: str) -> str | None:
     return parse_competition_reference(text)
 
 
-def fetch_source(slug: str, cache_root: Path, client: KaggleClient | None = None) -> Path:
-    """Download (or reuse) the competition as a local folder under cache_root/<slug>."""
+def fetch_source(slug: str, cache_root: Path, client: KaggleClient | None = None, quiet: bool = False) -> Path:
+    """Download (or reuse) the competition as a local folder under cache_root/<slug>; `quiet`: no
+    progress bar (otherwise one is drawn for a big download when stderr is a terminal)."""
     folder = contained_path(cache_root, slug)
+    client = client or KaggleClient(download=DownloadSettings(progress=False) if quiet else None)
     # Two runs of one competition would download into the same files at once.
     with workspace_lock(folder):
-        return fetch_competition(client or KaggleClient(), slug, folder).root
+        return fetch_competition(client, slug, folder).root
 
 
 def ledger_for(workspace: Workspace) -> SubmissionLedger:

@@ -22,6 +22,7 @@ from agentk.kaggle.download import DownloadSettings
 from agentk.kaggle.errors import DownloadStalled
 from agentk.kaggle.fetch import fetch_competition
 from setup_pipeline.perception.catalogue import build_catalogue
+from setup_pipeline.perception.readers import UnreadableTable, read_table
 
 pytest_plugins = ["kaggle_server"]  # fixtures: fake_kaggle
 
@@ -78,6 +79,16 @@ def test_leftovers_of_a_killed_download_are_removed_and_the_next_download_comple
     paths = _client().download("titanic", dest, cache_dir=cache)
     assert sorted(p.name for p in paths) == sorted(fake_kaggle.competition.files)
     assert _files(cache) == [], "the archive and the leftovers are gone once the data is extracted"
+
+
+def test_progress_bar_is_drawn_only_when_asked_or_on_a_terminal(fake_kaggle, tmp_path: Path, capsys) -> None:
+    shown = DownloadSettings(progress=True, progress_min_bytes=0)
+    KaggleClient(download=shown).download("titanic", tmp_path / "a", cache_dir=tmp_path / "cache-a")
+    assert "downloading titanic.zip of competition titanic" in capsys.readouterr().err
+    auto = DownloadSettings(progress_min_bytes=0)  # stderr is not a terminal under pytest
+    KaggleClient(download=auto).download("titanic", tmp_path / "b", cache_dir=tmp_path / "cache-b")
+    assert capsys.readouterr().err == ""
+    assert (tmp_path / "b" / "train.csv").is_file()
 
 
 def test_zip_bomb_from_kaggle_is_refused_before_extraction(fake_kaggle, tmp_path: Path) -> None:
@@ -152,6 +163,13 @@ def test_bad_archive_in_data_is_skipped_and_named_while_the_rest_is_read(
     assert name in catalogue.summary()
     assert not list(tmp_path.rglob("escape.csv"))
     assert _disk_use(tmp_path) < len(content) + 10_000, "nothing was inflated"
+
+
+def test_workbook_bomb_is_not_inflated(tmp_path: Path) -> None:
+    book = tmp_path / "train.xlsx"
+    book.write_bytes(_zip({"[Content_Types].xml": b"<Types/>", "xl/worksheets/sheet1.xml": b"\0" * (9 * 2**20)}))
+    with pytest.raises(UnreadableTable, match=r"train\.xlsx: member 'xl/worksheets/sheet1\.xml' .*bomb"):
+        read_table(book)
 
 
 def test_local_competition_with_only_a_truncated_train_zip_ends_with_one_error_naming_it(tmp_path: Path) -> None:
