@@ -17,7 +17,7 @@ import pytest
 
 from agentk.archives import ArchiveLimits
 from agentk.errors import CorruptArchive, UnsafeArchive
-from agentk.kaggle import KaggleClient, RetryPolicy
+from agentk.kaggle import KaggleClient, KaggleUnavailable, RetryPolicy
 from agentk.kaggle.download import DownloadSettings
 from agentk.kaggle.errors import DownloadStalled
 from agentk.kaggle.fetch import fetch_competition
@@ -68,6 +68,23 @@ def test_stalled_download_fails_within_the_stall_timeout_and_leaves_nothing(fake
     left = _files(root / "data") + _files(root / ".kaggle" / "download")
     assert left == [], f"partial files left behind: {left}"
     assert not any(p.stat().st_size == 0 for p in _files(root))
+
+
+def test_first_request_that_never_answers_fails_within_the_read_timeout(fake_kaggle, tmp_path: Path) -> None:
+    fake_kaggle.delay["DownloadDataFiles"] = 30  # the API call that leads to the archive
+    started = time.monotonic()
+    with pytest.raises(DownloadStalled, match="competition titanic"):
+        _client().download("titanic", tmp_path / "data", cache_dir=tmp_path / "cache")
+    assert time.monotonic() - started < 10
+    assert _files(tmp_path) == []
+
+
+def test_api_call_that_never_answers_is_bounded_by_the_read_timeout(fake_kaggle) -> None:
+    fake_kaggle.delay["GetCompetition"] = 30
+    started = time.monotonic()
+    with pytest.raises(KaggleUnavailable, match="reading competition titanic.*ReadTimeout.*after 3 attempts"):
+        _client().competition("titanic")  # 3 attempts of a 1 s read timeout, not 3 x 120 s
+    assert time.monotonic() - started < 10
 
 
 def test_leftovers_of_a_killed_download_are_removed_and_the_next_download_completes(fake_kaggle, tmp_path: Path) -> None:
