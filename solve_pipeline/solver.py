@@ -158,10 +158,13 @@ class Solver:
             model="+".join(models), models_per_target={t: p.model for t, p in state.best.items()},
             validation_score=state.best_score if math.isfinite(state.best_score) else None,
             metric=self.metric_name, higher_is_better=self.higher, setup_fingerprint=self.fingerprint)
-        formatted = formatted_submission(self.artifacts, self.ctx.features, state.best)
+        best = dict(state.best)
+
+        def write(tmp: Path) -> None:  # formatted only when it will be written
+            formatted_submission(self.artifacts, self.ctx.features, best).to_csv(tmp, index=False)
+
         # The meta check's light solve must show that this setup writes a submission at all.
-        adoption = adopt_submission(self.out, lambda tmp: formatted.to_csv(tmp, index=False), candidate,
-                                    force=self.options.light)
+        adoption = adopt_submission(self.out, write, candidate, force=self.options.light)
         if state.first_submission_s is None:
             state.first_submission_s = state.elapsed()
         state.submission_path = self.out

@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,6 +75,24 @@ def once_the_solver_restarted() -> Trigger:
             if event.get("event") == "solver" and event.get("kind") in ("submission", "submission_kept"):
                 return True
         return False
+
+    return ready
+
+
+def once_in_phase(phase: str) -> Trigger:
+    return lambda workspace, _elapsed: read_json_object(workspace.state_path).get("phase") == phase
+
+
+def in_solve_after(seconds: float) -> Trigger:
+    """`seconds` after the attempt reached the solve phase (at once when it resumed there)."""
+    reached: list[float] = []
+
+    def ready(workspace: Workspace, elapsed: float) -> bool:
+        if not reached:
+            if read_json_object(workspace.state_path).get("phase") != "solve":
+                return False
+            reached.append(elapsed)
+        return elapsed - reached[0] >= seconds
 
     return ready
 
@@ -249,7 +268,7 @@ def attempt(command: list[str], workspace: Workspace, watch: Watch, trigger: Tri
 
 
 def run_schedule(competition: Path, root: Path, run: int, triggers: list[Trigger], time_budget: float,
-                 folds: int = 2, extra: list[str] | None = None) -> tuple[list[Step], dict]:
+                 folds: int = 2, extra: list[str] | None = None, final: bool = True) -> tuple[list[Step], dict]:
     """One run: an attempt killed per trigger, then one that runs to its end; returns the steps
     and the final result.json."""
     from agentk.sources import load_competition
@@ -260,7 +279,7 @@ def run_schedule(competition: Path, root: Path, run: int, triggers: list[Trigger
                "--time-budget", str(time_budget), "--folds", str(folds), "--quiet", *(extra or [])]
     watch = Watch(workspace)
     steps: list[Step] = []
-    for number, trigger in enumerate([*triggers, None], start=1):
+    for number, trigger in enumerate([*triggers, None] if final else triggers, start=1):
         before = watch.score()
         seen = len(watch.problems)
         killed_at, phase, code = attempt(command, workspace, watch, trigger)
@@ -313,14 +332,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-kills", type=int, default=3)
     parser.add_argument("--horizon", type=float, default=40.0, help="kills fall within this many seconds of a start")
     parser.add_argument("--keep", type=Path, default=None, help="keep the workspaces under this folder")
+    parser.add_argument("--solve-phase", action="store_true",
+                        help="set up once, then start every run from that workspace and kill only "
+                             "within --horizon seconds of the solve phase (where resumes once downgraded)")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     root = args.keep or Path(tempfile.mkdtemp(prefix="agentk-kill-"))
     root.mkdir(parents=True, exist_ok=True)
+    competition = args.competition.resolve()
+    template = root / "template"
+    if args.solve_phase:
+        steps, _ = run_schedule(competition, template, 0, [once_in_phase("solve")], args.time_budget, final=False)
+        print("\n".join(render(steps).splitlines()[2:]) + "   (setup once, the runs' starting point)", flush=True)
     all_steps: list[Step] = []
     for run in range(1, args.runs + 1):
-        triggers = random_triggers(rng, args.max_kills, args.horizon)
-        steps, result = run_schedule(args.competition.resolve(), root, run, triggers, args.time_budget)
+        if args.solve_phase:
+            shutil.copytree(template / "run0", root / f"run{run}", symlinks=True)
+            triggers = [in_solve_after(round(rng.uniform(0.5, args.horizon), 1))
+                        for _ in range(rng.randint(1, args.max_kills))]
+        else:
+            triggers = random_triggers(rng, args.max_kills, args.horizon)
+        steps, result = run_schedule(competition, root, run, triggers, args.time_budget)
         all_steps += steps
         print("\n".join(render(steps).splitlines()[2:]), flush=True)
         print(f"    result: validation {_fmt(result.get('validation_score'))} test {_fmt(result.get('test_score'))}"
