@@ -344,15 +344,15 @@ def test_all_missing_column_and_unseen_categories(tmp_path: Path) -> None:
         assert test[["Survived__proba__0", "Survived__proba__1"]].notna().all().all()
 
 
-def test_fusion_on_tables_when_asked(titanic: Path, tmp_path: Path) -> None:
+def test_fusion_on_tables_when_asked(titanic: Path, titanic_solved: tuple[Path, dict, list[dict]], tmp_path: Path) -> None:
     result, events = run_solver(titanic, "--folds", "3", "--time-budget", "25", "--no-tune", "--fusion", "on",
                                 "--out", str(tmp_path / "fusion.csv"))
     race = {e["family"]: e for e in result["race"]}
     assert "fusion" in race and race["fusion"]["first_fold_score"] is not None
     # The net is a real contender on titanic: well above the constant on its first fold.
     assert race["fusion"]["first_fold_score"] > result["cv"]["constant"] + 0.1
-    auto, _ = run_solver(titanic, "--folds", "3", "--time-budget", "10", "--no-tune",
-                         "--out", str(tmp_path / "auto.csv"))
+    # The shared full solve ran with the default, --fusion auto, on the same table: no net raced.
+    _, auto, _ = titanic_solved
     assert "fusion" not in {e["family"] for e in auto["race"]}  # auto: tables get no net
 
 
