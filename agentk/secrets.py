@@ -104,8 +104,11 @@ def _is_candidate(value: str) -> bool:
         return False
     # A path in a secret-named variable (KAGGLE_CONFIG_DIR, a token file) is where a secret is,
     # not the secret; the file's content is read below.
-    if value.startswith(("/", "~", "./", "../")) and Path(value).expanduser().exists():
-        return False
+    if value.startswith(("/", "~", "./", "../")):
+        try:
+            return not Path(value).expanduser().exists()
+        except (OSError, RuntimeError):
+            return True
     return True
 
 
