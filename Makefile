@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export LANCEDB_LOG := error
 
-.PHONY: demo test install clean autogluon
+.PHONY: demo test install clean autogluon sandbox
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -21,12 +21,19 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q --no-deps "hebo==0.3.6"
 	touch $(STAMP)
 
-install: $(STAMP)
+# Generated code runs inside bubblewrap (agentk/isolation.py): Debian's package, installed here when
+# we may (root with apt); otherwise the run says, loudly, that it has no sandbox.
+sandbox:
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+		&& apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; } \
+		|| echo "warning: bubblewrap is not installed (apt-get install bubblewrap); generated code will run without a sandbox"
 
-demo: $(STAMP)
+install: $(STAMP) sandbox
+
+demo: $(STAMP) sandbox
 	$(BIN)/agentk demo
 
-test: $(STAMP)
+test: $(STAMP) sandbox
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # `agentk bench` rival: AutoGluon in its own venv, because its numpy/pandas/scikit-learn pins clash

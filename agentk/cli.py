@@ -63,6 +63,7 @@ def run(
     model: Optional[str] = typer.Option(None, "--model", "--llm-model", help="The served model name."),
     token_budget: Optional[int] = typer.Option(None, "--token-budget", help="Most LLM tokens a run may spend."),
     no_credit_assignment: bool = typer.Option(False, "--no-credit-assignment", help="After a failed meta check, rewrite every covered stage."),
+    unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help="Run LLM-written code even where no sandbox (bubblewrap) can be made."),
 ) -> None:
     """Set up and solve one competition, write a validated submission, grade it when answers exist."""
     from agentk.runner import run_competition
@@ -76,6 +77,7 @@ def run(
         fusion=fusion, tune=not no_tune,
         submit=submit, force_submit=force_submit, submit_top_k=top_k, submit_poll_s=submit_poll,
         policy=policy, llm_base_url=llm, llm_model=model, llm_token_budget=token_budget, credit_assignment=not no_credit_assignment,
+        unsafe_no_sandbox=unsafe_no_sandbox,
     )
     outcome = _guard(lambda: run_competition(source, config))
     if as_json:
@@ -95,7 +97,7 @@ def grade(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Score a submission against a competition's answers (the grader is the only reader of answers)."""
-    from agentk.grading import grade_file
+    from agentk.grading import grade_file, grade_note
     from agentk.sources import load_competition
 
     def body():
@@ -111,6 +113,8 @@ def grade(
     else:
         line = f"{report.competition_id}: {report.metric} = {_fmt(report.score)}" if report.valid else f"{report.competition_id}: invalid submission: {report.error}"
         console.print(line)
+        if report.valid and report.answers_missing:
+            console.print(f"note: {grade_note(report)}")
         if report.leaderboard is not None:
             lb = report.leaderboard
             console.print(f"rank {lb.rank}/{lb.n_teams}, beats {lb.percentile:.1%} of teams, medal: {lb.medal or 'none'}")
@@ -261,7 +265,8 @@ def _print_result(result: dict) -> None:
     table.add_row("setup stages passed", f"{passed}/{len(result['setup'])} ({attempts} attempts)")
     table.add_row("metric", str(result.get("metric")))
     table.add_row("validation score", _fmt(result.get("validation_score")))
-    table.add_row("test score", _fmt(result.get("test_score")))
+    note = result.get("test_score_note")
+    table.add_row("test score", _fmt(result.get("test_score")) + (f" ({note})" if note else ""))
     table.add_row("model", str(result.get("model")))
     table.add_row("time", f"{result['elapsed_s']:.1f} s")
     table.add_row("submission", str(result.get("submission_path")))

@@ -16,6 +16,8 @@ class RunConfig(BaseModel):
     llm_model: str | None = None
     llm_token_budget: int | None = Field(None, gt=0)
     credit_assignment: bool = True
+    # Run LLM-written code even where no sandbox can be made (it then has the user's full power).
+    unsafe_no_sandbox: bool = False
     time_budget_s: float = Field(600.0, gt=0, description="solver budget per competition")
     folds: int = Field(5, ge=2, le=20)
     # The late-fusion net: auto = only with text or image inputs; on = tables too.

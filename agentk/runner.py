@@ -17,11 +17,13 @@ from typing import Any
 from agentk.config import RunConfig
 from agentk.errors import AgentKError, SolveFailed
 from agentk.events import EventLog
-from agentk.grading import GradeReport, grade_file
+from agentk.grading import grade_run
+from agentk.isolation import Mounts, isolation_status
 from agentk.sandbox import Limits, run_python
 from agentk.sources import load_competition
 from agentk.sources.base import Competition
-from agentk.workspace import RunState, Workspace, atomic_write_json, read_json_object
+from agentk.workspace import RunState, Workspace, atomic_write_json, read_json_object, workspace_for
+from agentk.workspace_lock import workspace_lock
 from setup_pipeline.expert.expert_policy import ExpertPolicy
 from setup_pipeline.mdp import Blame, SetupBudget, SetupMDP
 from setup_pipeline.policy import Policy
@@ -36,22 +38,34 @@ class RunOutcome:
 
 def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
     """Run one competition; raises AgentKError (after writing result.json) when it cannot finish."""
-    from agentk.kaggle.publish import fetch_source, kaggle_slug, submit_top_k
+    from agentk.kaggle.publish import fetch_source, kaggle_slug
 
     slug = kaggle_slug(str(source))
     if config.submit and slug is None:
         raise AgentKError("--submit needs a Kaggle competition (a URL or slug), not a local folder")
     if slug is not None:
-        source = fetch_source(slug, Path(config.workspace_root).resolve() / "_kaggle")
+        source = fetch_source(slug, Path(config.workspace_root).resolve() / "_kaggle", quiet=config.quiet)
     competition = load_competition(source)
-    workspace = Workspace(Path(config.workspace_root).resolve() / competition.id)
-    workspace.create()
+    workspace = workspace_for(config.workspace_root, competition.id)
+    # One run per workspace from setup to submit: a second one would mix its files into ours.
+    with workspace_lock(workspace.root):
+        return _run_locked(competition, workspace, source, slug, config)
+
+
+def _run_locked(competition: Competition, workspace: Workspace, source: str | Path, slug: str | None,
+                config: RunConfig) -> RunOutcome:
+    from agentk.kaggle.publish import submit_top_k
+
+    removed = workspace.create()
     atomic_write_json(workspace.root / "config.json", json.loads(config.model_dump_json()))
     events = EventLog(workspace.logs / "events.jsonl", quiet=config.quiet)
     state = workspace.load_state()
     started = time.monotonic()
     events.emit("run_start", competition=competition.id, source=str(source), resumed_phase=state.phase)
+    if removed:
+        events.emit("temp_files_removed", count=len(removed))
     events.say(f"[bold]agentk[/] {competition.id} → {workspace.root}" + (f"  (resuming: {state.phase})" if state.phase != "new" else ""))
+    _warn_without_sandbox(events)
 
     def save(current: RunState) -> None:
         workspace.save_state(current)
@@ -59,7 +73,9 @@ def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
     kaggle_report: dict[str, Any] | None = None
 
     try:
-        competition.prepare(workspace.raw)
+        for warning in competition.prepare(workspace.raw):
+            events.emit("source_warning", message=warning)
+            events.say(f"  [yellow]warning:[/] {warning}")
         if state.phase == "new":
             state.phase = "setup"
             save(state)
@@ -138,6 +154,7 @@ def _policy(config: RunConfig, workspace: Workspace, memory: Any = None, competi
     choice = config.policy or ("hybrid" if configured else "expert")
     if choice == "expert":
         return ExpertPolicy(), None
+    _require_sandbox_for_llm_code(config)
     from agentk.llm import LLMConfig, make_client
     from setup_pipeline.llm_policy import HybridPolicy, LLMPolicy, assign_blame
 
@@ -148,6 +165,24 @@ def _policy(config: RunConfig, workspace: Workspace, memory: Any = None, competi
     llm = LLMPolicy(client, experience=memory, competition_id=competition_id)
     policy: Policy = llm if choice == "llm" else HybridPolicy(ExpertPolicy(), llm)
     return policy, (partial(assign_blame, client) if config.credit_assignment else None)
+
+
+def _require_sandbox_for_llm_code(config: RunConfig) -> None:
+    """LLM-written code runs only isolated, unless the user accepts the risk in so many words."""
+    status = isolation_status()
+    if status.available:
+        return
+    if not config.unsafe_no_sandbox:
+        raise AgentKError(f"no sandbox for LLM-written code: {status.reason}. Install bubblewrap, use --policy expert, "
+                          "or pass --unsafe-no-sandbox to run it with your full rights")
+
+
+def _warn_without_sandbox(events: EventLog) -> None:
+    status = isolation_status()
+    events.emit("isolation", available=status.available, reason=status.reason)
+    if not status.available:
+        events.say(f"[bold red]warning: generated code runs WITHOUT a sandbox[/] ({status.reason}); "
+                   "it can read and change whatever you can")
 
 
 def _solve(workspace: Workspace, config: RunConfig, events: EventLog) -> None:
@@ -176,6 +211,7 @@ def _run_solver(workspace: Workspace, config: RunConfig, events: EventLog, statu
         limits=Limits(timeout_s=config.time_budget_s * 1.5 + 120),
         on_stdout_line=_solver_printer(events, status),
         log_prefix=workspace.logs / "solve",
+        mounts=Mounts.workspace(workspace.root, write=["solve", "submissions"]),
     )
 
 
@@ -209,9 +245,9 @@ def _result(competition: Competition, workspace: Workspace, state: RunState) -> 
     plan = read_json_object(workspace.setup / "plan.json")
     solve = read_json_object(workspace.solve / "solve_result.json") if state.phase == "done" else {}
     valid = state.phase == "done" and workspace.submission_path.exists()
-    report: GradeReport | None = None
-    if valid and competition.has_answers:
-        report = grade_file(workspace.submission_path, competition)
+    report, test_note = grade_run(workspace.submission_path, competition, finished=state.phase == "done")
+    if test_note == "the run did not finish" and state.error:
+        test_note = f"the run did not finish: {state.error}"
     return {
         "competition_id": competition.id,
         "source": competition.source_kind,
@@ -224,6 +260,7 @@ def _result(competition: Competition, workspace: Workspace, state: RunState) -> 
         "model": solve.get("model"),
         "test_score": report.score if report else None,
         "test_metric": report.metric if report else None,
+        "test_score_note": test_note,
         "setup": {name: {"attempts": s.attempts, "passed": s.passed} for name, s in state.stages.items()},
         "meta": {name: {"rounds": m.rounds, "passed": m.passed} for name, m in state.meta.items()},
         "time_to_first_submission_s": solve.get("time_to_first_submission_s"),

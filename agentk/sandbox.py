@@ -1,15 +1,17 @@
-"""Run untrusted Python (generated code, and our own solver) in a contained subprocess.
+"""Run untrusted Python (generated code, and our own solver that imports it) in a contained subprocess.
 
-The child gets its own session (so the whole process group can be signalled), resource limits,
-an allow-listed environment without credentials, HOME pointed at its working directory, a
-timeout that escalates SIGINT -> SIGTERM -> SIGKILL, and head+tail truncated output capture.
+Where bubblewrap works, the child runs in its own namespaces and sees only the runtime and the
+folders the caller names (agentk/isolation.py). Always: its own session (so the whole process
+group can be signalled), resource limits (address space, CPU, processes, file size), an
+allow-listed environment without credentials, HOME pointed at its working directory, a timeout
+that escalates SIGINT -> SIGTERM -> SIGKILL, and head+tail truncated output capture.
 """
 
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import errno
-import fnmatch
 import logging
 import os
 import signal
@@ -22,6 +24,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
+
+from agentk.cgroups import open_jail
+from agentk.isolation import Mounts, bwrap_argv, isolation_status, python_path
+from agentk.secrets import is_secret_name, redact
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +45,13 @@ class Limits:
     # which reserves tens of GB of address space and does not start under any sane RLIMIT_AS.
     memory_mb: int | None = 8192
     cpu_s: int | None = None
+    # Processes and threads together (RLIMIT_NPROC counts tasks); enforced inside the sandbox's own
+    # user namespace, where it counts only the sandbox's tasks. None: sized from the cores.
+    max_processes: int | None = None
+    # The largest file the child may write (RLIMIT_FSIZE).
+    max_file_mb: int | None = 16384
+    # All the child's processes together (a cgroup, where one can be made). None: 85% of the RAM.
+    total_memory_mb: int | None = None
     max_output_chars: int = 200_000
     grace_s: float = 5.0
 
@@ -89,17 +102,6 @@ _FIXED = {
     # Bounds the per-thread 64 MB arena reservations that otherwise eat the RLIMIT_AS budget.
     "MALLOC_ARENA_MAX": "4",
 }
-_SECRET_PATTERNS = (
-    "KAGGLE*", "*API_KEY*", "*APIKEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*",
-    "*CREDENTIAL*", "*ACCESS_KEY*", "*PRIVATE_KEY*", "OPENAI*", "AWS_*", "HF_TOKEN",
-)
-
-
-def is_secret_name(key: str) -> bool:
-    upper = key.upper()
-    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in _SECRET_PATTERNS)
-
-
 def scrubbed_env(extra: Mapping[str, str] | None = None, *, home: Path | None = None) -> dict[str, str]:
     """An allow-listed environment for a child; HOME is `home` (default: the current directory)
     so credential files under the real home (~/.kaggle/kaggle.json) are not found.
@@ -125,22 +127,27 @@ def scrubbed_env(extra: Mapping[str, str] | None = None, *, home: Path | None = 
 # a hang inside Popen() would not be covered by the timeout.
 _TRAMPOLINE = """\
 import os, resource, signal, sys
-# A parent started in the background may hand down SIGINT ignored; the child must get its
-# KeyboardInterrupt back so the first step of a timeout shows where the code was stuck.
+# A parent started in the background may hand down SIGINT ignored, and bubblewrap is started with
+# SIGINT and SIGTERM ignored; the child gets them back, so the first step of a timeout shows
+# where the code was stuck.
 signal.signal(signal.SIGINT, signal.SIG_DFL)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
 def cap(which, soft, hard):
     _, old_hard = resource.getrlimit(which)
     if old_hard != resource.RLIM_INFINITY:
         soft, hard = min(soft, old_hard), min(hard, old_hard)
     resource.setrlimit(which, (soft, hard))
 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-if sys.argv[1] != "-":
-    n = int(sys.argv[1]) << 20
-    cap(resource.RLIMIT_AS, n, n)
-if sys.argv[2] != "-":
-    n = int(sys.argv[2])
-    cap(resource.RLIMIT_CPU, n, n + 5)
-os.execv(sys.executable, [sys.executable] + sys.argv[3:])
+as_mb, cpu_s, nproc, fsize_mb = sys.argv[1:5]
+if as_mb != "-":
+    cap(resource.RLIMIT_AS, int(as_mb) << 20, int(as_mb) << 20)
+if cpu_s != "-":
+    cap(resource.RLIMIT_CPU, int(cpu_s), int(cpu_s) + 5)
+if nproc != "-":
+    cap(resource.RLIMIT_NPROC, int(nproc), int(nproc))
+if fsize_mb != "-":
+    cap(resource.RLIMIT_FSIZE, int(fsize_mb) << 20, int(fsize_mb) << 20)
+os.execv(sys.executable, [sys.executable] + sys.argv[5:])
 """
 
 
@@ -152,8 +159,13 @@ def run_python(
     env_extra: Mapping[str, str] | None = None,
     on_stdout_line: Callable[[str], None] | None = None,
     log_prefix: Path | None = None,
+    mounts: Mounts | None = None,
 ) -> ExecutionResult:
     """Run `python -u *args` (this interpreter) in `cwd` under `limits`.
+
+    Isolated, the child sees `mounts` (default: `cwd` writable, nothing else of the disk but the
+    runtime); `cwd` is always writable. Without isolation (see `isolation_status`) it runs as a
+    plain child with the same limits, and sees what this process sees.
 
     `on_stdout_line` is called from a reader thread with each stdout line (newline stripped; a
     line longer than 64 KiB arrives in pieces). If `log_prefix` is given, the captured (truncated)
@@ -162,13 +174,38 @@ def run_python(
     if not cwd.is_dir():
         raise ValueError(f"sandbox working directory does not exist: {cwd}")
     env = scrubbed_env(env_extra, home=cwd.resolve())
-    as_mb = "-" if limits.memory_mb is None else str(int(limits.memory_mb))
-    cpu = "-" if limits.cpu_s is None else str(int(limits.cpu_s))
-    cmd = [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, as_mb, cpu, "-u", *args]
+    # The same copy of our packages inside as here (an editable install or a worktree alike).
+    env["PYTHONPATH"] = python_path()
+    isolated = isolation_status().available
+    cmd = [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, *_limit_args(limits, isolated), "-u", *args]
+    if isolated:
+        mounts = mounts or Mounts()
+        cmd = bwrap_argv(cmd, cwd=cwd, mounts=Mounts(mounts.read, (*mounts.write, cwd)))
+    jail = open_jail(limits.max_processes or default_max_processes(), limits.total_memory_mb or _default_total_mb())
+    # bubblewrap must outlive a timeout's SIGINT and SIGTERM (its death kills the namespace before
+    # Python has printed where it was stuck): it starts with both ignored, the trampoline restores
+    # them. SIGKILL, the last step, ends bubblewrap and with it the namespace.
+    script = "trap '' INT TERM" + (f" && {jail.join_script()}" if jail is not None else "")
+    if isolated or jail is not None:
+        cmd = ["/bin/sh", "-c", f'{script} && exec "$@"', "sh", *cmd]
+    start = time.monotonic()
+    try:
+        result = _run(cmd, cwd, env, limits, on_stdout_line, log_prefix, start)
+    finally:
+        if jail is not None:
+            jail.close()
+    if isolated and result.returncode is not None and 128 < result.returncode <= 128 + 64:
+        # bubblewrap reports a child killed by signal N as exit code 128 + N.
+        result = dataclasses.replace(result, returncode=128 - result.returncode)
+    return result
 
+
+def _run(
+    cmd: list[str], cwd: Path, env: dict[str, str], limits: Limits,
+    on_stdout_line: Callable[[str], None] | None, log_prefix: Path | None, start: float,
+) -> ExecutionResult:
     out = _Capture(limits.max_output_chars)
     err = _Capture(limits.max_output_chars)
-    start = time.monotonic()
     proc = subprocess.Popen(
         cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
@@ -201,8 +238,10 @@ def run_python(
         # rather than hang. The daemon thread stays blocked and costs nothing.
         reader.join(timeout=5.0)
 
+    # Whatever the child printed may be a secret it found: nothing downstream (logs, state, the
+    # next prompt, the error line) gets it.
     result = ExecutionResult(
-        returncode=proc.returncode, stdout=out.text(), stderr=err.text(), elapsed_s=elapsed,
+        returncode=proc.returncode, stdout=redact(out.text()), stderr=redact(err.text()), elapsed_s=elapsed,
         timed_out=timed_out, timeout_s=limits.timeout_s if timed_out else None,
     )
     if log_prefix is not None:
@@ -211,6 +250,28 @@ def run_python(
         Path(f"{log_prefix}.stdout.txt").write_text(result.stdout, encoding="utf-8")
         Path(f"{log_prefix}.stderr.txt").write_text(result.stderr, encoding="utf-8")
     return result
+
+
+def _default_total_mb() -> int | None:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.85) >> 20
+    except (ValueError, OSError):
+        return None
+
+
+def default_max_processes() -> int:
+    """Room for the numeric stack's thread pools (a few per core) but not for a fork bomb."""
+    return 128 + 16 * (os.cpu_count() or 1)
+
+
+def _limit_args(limits: Limits, isolated: bool) -> list[str]:
+    def arg(value: float | None) -> str:
+        return "-" if value is None else str(int(value))
+
+    # Outside a user namespace RLIMIT_NPROC counts every process of the user (and root is exempt),
+    # so it is only a sandbox limit inside one.
+    nproc = (limits.max_processes or default_max_processes()) if isolated else None
+    return [arg(limits.memory_mb), arg(limits.cpu_s), arg(nproc), arg(limits.max_file_mb)]
 
 
 def _stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
@@ -324,7 +385,7 @@ def _pump_lines(pipe: IO[bytes], capture: _Capture, on_line: Callable[[str], Non
             capture.add(text)
             if on_line is not None and text:
                 try:
-                    on_line(text.rstrip("\r\n"))
+                    on_line(redact(text.rstrip("\r\n")))
                 except Exception:
                     # Stopping here would stop draining the pipe and block the child; logging
                     # every failure would flood the log once per output line.

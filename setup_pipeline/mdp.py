@@ -14,7 +14,9 @@ from typing import Callable
 
 from agentk.errors import SetupFailed
 from agentk.events import EventLog
+from agentk.isolation import Mounts
 from agentk.sandbox import Limits, run_python
+from agentk.secrets import redact, redact_obj
 from agentk.workspace import RunState, Workspace, atomic_write_text
 from setup_pipeline.policy import Decline, Fill, Policy, StageContext, Verdict
 from setup_pipeline.stages import MetaCheckSpec, StageSpec, build_sequence
@@ -137,6 +139,7 @@ class SetupMDP:
             cwd=self.ws.setup,
             limits=Limits(timeout_s=self.budget.stage_timeout_s),
             log_prefix=self.ws.logs / f"stage_{spec.name}",
+            mounts=Mounts.workspace(self.ws.root, write=["setup"]),
         )
         self._last_output = (result.stdout + result.stderr)[-2000:]
         if not result.ok:
@@ -226,8 +229,10 @@ class SetupMDP:
     def _append(self, record: dict) -> None:
         path = self.ws.logs / "attempts.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
+        # content, output and problems carry what generated code printed: never a secret
+        line = json.dumps(redact_obj(record), default=lambda value: redact(str(value)))
         with path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record, default=str) + "\n")
+            handle.write(line + "\n")
 
 
 def _code_problems(code: str, required: tuple[str, ...]) -> list[str]:

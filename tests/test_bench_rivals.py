@@ -21,6 +21,7 @@ from agentk.bench_rivals.common import NOT_INSTALLED, NOT_TABULAR, SystemResult,
 from agentk.bench_rivals.memory import PeakRss
 from agentk.errors import AgentKError
 from agentk.grading import grade_file
+from agentk.isolation import Mounts
 from agentk.sandbox import run_python
 from agentk.sources import load_competition
 from agentk.workspace import Workspace
@@ -112,7 +113,8 @@ def test_autogluon_formatting_path_turns_runner_predictions_into_a_valid_submiss
                   "Survived__proba__0": 0.1 + 0.8 * female, "Survived__proba__1": 0.9 - 0.8 * female}).to_csv(predictions / "predictions.csv", index=False)
     (predictions / "predictions.json").write_text(json.dumps({"targets": {"Survived": {"classes": ["1", "0"]}}}))
     submission = folder / "submission.csv"
-    execution = run_python(["-m", "agentk.bench_rivals.frames", str(workspace.root), str(predictions), "--out", str(submission)], cwd=folder)
+    execution = run_python(["-m", "agentk.bench_rivals.frames", str(workspace.root), str(predictions), "--out", str(submission)],
+                           cwd=folder, mounts=Mounts.workspace(workspace.root, write=[]))
     assert execution.ok, execution.error_summary()
     result = finish(SystemResult("fake-autogluon"), workspace, load_competition(bench["root"] / "ws" / "_splits" / "split0" / "titanic"), submission)
     assert result.status == "ok" and result.valid_submission

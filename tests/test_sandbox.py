@@ -23,16 +23,23 @@ def write_script(directory: Path, body: str, name: str = "script.py") -> str:
     return name
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); it is dead for our purposes.
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+# A process started inside the sandbox has a pid of its own namespace, which means nothing out
+# here; it proves it is alive by appending to a file.
+HEARTBEAT = "import sys, time\nwhile True:\n    open(sys.argv[1], 'a').write('.')\n    time.sleep(0.05)"
+
+
+def stops_beating(path: Path, within_s: float = 5.0) -> bool:
+    """Whether the heartbeat file stops growing (for 0.5 s) within `within_s`."""
+    deadline = time.monotonic() + within_s
+    last, since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        size = path.stat().st_size if path.exists() else 0
+        if size != last:
+            last, since = size, time.monotonic()
+        elif time.monotonic() - since >= 0.5:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def test_success_captures_stdout_and_stderr(tmp_path: Path) -> None:
@@ -111,13 +118,11 @@ def test_timeout_interrupts_a_busy_loop(tmp_path: Path) -> None:
 
 
 def test_timeout_kills_a_signal_ignoring_process_and_its_grandchild(tmp_path: Path) -> None:
-    script = write_script(tmp_path, """
+    script = write_script(tmp_path, f"""
         import signal, subprocess, sys, time
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-        with open("grandchild.pid", "w") as f:
-            f.write(str(child.pid))
+        child = subprocess.Popen([sys.executable, "-c", {HEARTBEAT!r}, "grandchild.beat"])
         print("ready", flush=True)
         while True:
             time.sleep(0.1)
@@ -126,26 +131,19 @@ def test_timeout_kills_a_signal_ignoring_process_and_its_grandchild(tmp_path: Pa
     assert result.timed_out
     assert result.returncode == -9  # only SIGKILL could end it
     assert result.stdout == "ready\n"
-    grandchild = int((tmp_path / "grandchild.pid").read_text())
-    deadline = time.monotonic() + 5
-    while pid_alive(grandchild) and time.monotonic() < deadline:
-        time.sleep(0.05)  # init reaps the orphan asynchronously
-    assert not pid_alive(grandchild)
+    assert stops_beating(tmp_path / "grandchild.beat")
 
 
 def test_background_process_left_by_a_finished_run_is_killed(tmp_path: Path) -> None:
-    script = write_script(tmp_path, """
-        import subprocess, sys
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-        open("grandchild.pid", "w").write(str(child.pid))
+    script = write_script(tmp_path, f"""
+        import os, subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", {HEARTBEAT!r}, "grandchild.beat"])
+        while not os.path.exists("grandchild.beat"):
+            time.sleep(0.02)
     """)
     result = run_python([script], cwd=tmp_path, limits=FAST)
     assert result.ok and result.elapsed_s < 15  # did not wait on the orphan holding our pipes
-    grandchild = int((tmp_path / "grandchild.pid").read_text())
-    deadline = time.monotonic() + 5
-    while pid_alive(grandchild) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not pid_alive(grandchild)
+    assert stops_beating(tmp_path / "grandchild.beat")
 
 
 def test_memory_limit_fails_the_child_not_the_parent(tmp_path: Path) -> None:
@@ -292,7 +290,7 @@ def test_failing_callback_does_not_stall_the_child(tmp_path: Path) -> None:
 
 def test_log_files_are_written(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
-    script = write_script(tmp_path, """
+    script = write_script(tmp_path, f"""
         import sys
         print("to stdout")
         sys.exit("fatal: to stderr")
@@ -306,17 +304,15 @@ def test_log_files_are_written(tmp_path: Path) -> None:
 
 def test_parent_keyboard_interrupt_kills_the_group_and_reraises(tmp_path: Path) -> None:
 
-    script = write_script(tmp_path, """
+    script = write_script(tmp_path, f"""
         import os, subprocess, sys, time
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-        open("pids.tmp", "w").write(f"{os.getpid()} {child.pid}")
-        os.rename("pids.tmp", "pids")
-        time.sleep(60)
+        child = subprocess.Popen([sys.executable, "-c", {HEARTBEAT!r}, "grandchild.beat"])
+        subprocess.Popen([sys.executable, "-c", {HEARTBEAT!r}, "child.beat"]).wait()
     """)
 
     def interrupt_once_started() -> None:
         deadline = time.monotonic() + 15
-        while not (tmp_path / "pids").exists() and time.monotonic() < deadline:
+        while not (tmp_path / "child.beat").exists() and time.monotonic() < deadline:
             time.sleep(0.02)
         os.kill(os.getpid(), signal.SIGINT)
 
@@ -328,8 +324,4 @@ def test_parent_keyboard_interrupt_kills_the_group_and_reraises(tmp_path: Path) 
             run_python([script], cwd=tmp_path, limits=FAST)
     finally:
         signal.signal(signal.SIGINT, previous)
-    pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
-    deadline = time.monotonic() + 5
-    while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(pid_alive(p) for p in pids)
+    assert stops_beating(tmp_path / "grandchild.beat") and stops_beating(tmp_path / "child.beat")

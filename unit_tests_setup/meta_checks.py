@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from agentk.isolation import Mounts
 from agentk.sandbox import Limits, run_python
 from unit_tests_setup.context import CheckContext
 from unit_tests_setup.files import MapError, find_sample_submission, read_map
@@ -88,6 +89,7 @@ def _probe_batch(ctx: CheckContext) -> list[str]:
         cwd=ctx.workspace.solve,
         limits=Limits(timeout_s=ctx.probe_timeout_s),
         log_prefix=ctx.workspace.logs / "meta_maps_probe",
+        mounts=Mounts.workspace(ctx.workspace.root, write=["solve"]),
     )
     if not result.ok:
         return [f"a DataLoader over the maps failed: {result.error_summary(max_lines=12)}"]
@@ -101,7 +103,7 @@ def _probe_batch(ctx: CheckContext) -> list[str]:
 
 
 def check_light_solve(ctx: CheckContext) -> list[str]:
-    out = ctx.setup / "meta_submission.csv"
+    out = ctx.workspace.solve / "meta_submission.csv"
     out.unlink(missing_ok=True)
     result = run_python(
         ["-m", "solve_pipeline.solver", str(ctx.workspace.root), "--light", "--out", str(out)],
@@ -109,6 +111,7 @@ def check_light_solve(ctx: CheckContext) -> list[str]:
         limits=Limits(timeout_s=ctx.light_solve_timeout_s),
         on_stdout_line=ctx.on_solver_line,
         log_prefix=ctx.workspace.logs / "meta_light_solve",
+        mounts=Mounts.workspace(ctx.workspace.root, write=["solve"]),
     )
     if not result.ok:
         return [f"the light solve failed: {result.error_summary(max_lines=15)}"]

@@ -28,6 +28,7 @@ from agentk.bench_rivals.common import (
     tabular_inputs,
 )
 from agentk.metrics import UnknownMetricError, get_metric
+from agentk.isolation import Mounts
 from agentk.sandbox import ExecutionResult, Limits, run_python
 from agentk.sources.base import Competition
 from agentk.workspace import Workspace
@@ -132,12 +133,15 @@ def run_autogluon(workspace: Workspace, competition: Competition, time_budget_s:
             # LightGBM/XGBoost many times slower on a busy 2-core machine. No model setting changes.
             env_extra={"OMP_WAIT_POLICY": "PASSIVE"},
             log_prefix=folder / "fit",
+            # Its own venv, read-only; it reads the maps the job names and writes beside the job.
+            mounts=Mounts.workspace(workspace.root, write=[], read=[Path(interpreter).absolute().parent.parent]),
         )
         if not fitted.ok:
             return fitted
         return run_python(
             ["-m", "agentk.bench_rivals.frames", str(workspace.root), str(predictions), "--out", str(submission)],
             cwd=folder, limits=Limits(timeout_s=300), log_prefix=folder / "format",
+            mounts=Mounts.workspace(workspace.root, write=[]),
         )
 
     execution, seconds, peak = measured(both)

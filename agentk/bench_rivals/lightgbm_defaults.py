@@ -30,6 +30,7 @@ from agentk.bench_rivals.common import (
     rival_dir,
     tabular_inputs,
 )
+from agentk.isolation import Mounts
 from agentk.sandbox import Limits, run_python
 from agentk.sources.base import Competition
 from agentk.workspace import Workspace
@@ -53,6 +54,7 @@ def run_lightgbm(workspace: Workspace, competition: Competition, time_budget_s: 
         cwd=folder,
         limits=Limits(timeout_s=time_budget_s + STARTUP_ALLOWANCE_S),
         log_prefix=folder / "run",
+        mounts=Mounts.workspace(workspace.root, write=[]),
     ))
     result.total_s, result.peak_rss_mb = seconds, peak
     if not execution.ok:

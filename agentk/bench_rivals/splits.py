@@ -2,7 +2,7 @@
 
 A 90-row held-out set (titanic) is noisy, so the bench repeats each split competition over several
 seeds. The runner loads its competition from a source folder, so each split gets a folder of its
-own: links to the original description.md and data/, plus a copy of competition.toml whose
+own: a link to the original data/, copies of description.md and of competition.toml, the latter's
 `split_seed` is the split's. Everything downstream (the agent's view, the answers, the grader)
 follows from that folder, and the competition id stays the same.
 """
@@ -40,20 +40,25 @@ def split_source(source: Path, seed: int, root: Path) -> Path:
         raise SourceError(f"{source} does not hold out answers from its train file (answers = \"split\"): it cannot be re-split")
     folder = Path(root).resolve() / f"split{seed}" / source.name
     folder.mkdir(parents=True, exist_ok=True)
-    for name in ("description.md", "data"):
-        link = folder / name
-        if link.is_symlink() and Path(os.readlink(link)) == source / name:
-            continue
+    link = folder / "data"
+    if not (link.is_symlink() and Path(os.readlink(link)) == source / "data"):
         if link.is_symlink() or link.is_file():
             link.unlink()
-        link.symlink_to(source / name)
+        link.symlink_to(source / "data")
+    # A copy, not a link: sources refuse a description that links out of its folder.
+    _write_if_changed(folder / "description.md", (source / "description.md").read_text(encoding="utf-8"))
     text = (source / TOML_NAME).read_text(encoding="utf-8")
     if _SEED_LINE.search(text):
         text = _SEED_LINE.sub(f"split_seed = {seed}", text, count=1)
     else:
         text = _GRADING_HEADER.sub(f"[grading]\nsplit_seed = {seed}", text, count=1)
-    target = folder / TOML_NAME
+    _write_if_changed(folder / TOML_NAME, text)
+    return folder
+
+
+def _write_if_changed(target: Path, text: str) -> None:
     # Same bytes, same file: the prepared view's fingerprint reads it, so an untouched split is reused.
+    if target.is_symlink():
+        target.unlink()
     if not target.is_file() or target.read_text(encoding="utf-8") != text:
         target.write_text(text, encoding="utf-8")
-    return folder
