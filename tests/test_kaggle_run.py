@@ -4,6 +4,7 @@ solve, submit, poll to a score, rank on the leaderboard; then `agentk submit` an
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,9 @@ def invoke(*args: str):
 
 def test_run_url_with_submit_reports_score_and_rank(fake_kaggle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    # One submission only: the linear model, which the race never skips, already scores ~0.8.
     ws = tmp_path / "ws"
-    run = invoke("run", "https://www.kaggle.com/competitions/titanic/overview", "--submit", "-w", str(ws), "--time-budget", "20", "--folds", "3", "--submit-poll", "0.05", "--json")
+    run = invoke("run", "https://www.kaggle.com/competitions/titanic/overview", "--submit", "-w", str(ws), "--time-budget", "10", "--folds", "3", "--submit-poll", "0.05", "--json")
     assert run.exit_code == 0, run.output[-2000:]
     result = json.loads((ws / "titanic" / "result.json").read_text())
     assert result["valid_submission"] and result["metric"] == "accuracy"
@@ -55,14 +57,38 @@ def test_run_url_with_submit_reports_score_and_rank(fake_kaggle, tmp_path: Path,
             assert KEY not in path.read_bytes().decode("utf-8", errors="ignore"), path
 
 
+SOLVE = ("--time-budget", "20", "--folds", "3")
+
+
 def run_top_k(ws: Path, k: int, *extra: str):
-    return invoke("run", "titanic", "--submit", "--top-k", str(k), "-w", str(ws), "--time-budget", "20",
-                  "--folds", "3", "--submit-poll", "0.05", *extra)
+    return invoke("run", "titanic", "--submit", "--top-k", str(k), "-w", str(ws), *SOLVE, "--submit-poll", "0.05", *extra)
 
 
-def test_run_submits_top_k_best_first(fake_kaggle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
+@pytest.fixture(scope="module")
+def _solved_once(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return {"ws": tmp_path_factory.mktemp("solved-titanic") / "ws"}
+
+
+@pytest.fixture
+def solved_titanic(fake_kaggle, _solved_once: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A workspace root where `agentk run titanic` (no --submit) downloaded, set up and solved
+    titanic: made once per module, each test gets its own copy. The tests using it are about what
+    `--submit` sends, and a run resumes at its finished phase; the whole way in one command,
+    download to rank, is test_run_url_with_submit_reports_score_and_rank's."""
+    template = _solved_once["ws"]
+    if not (template / "titanic" / "result.json").is_file():
+        monkeypatch.chdir(template.parent)
+        run = invoke("run", "titanic", "-w", str(template), *SOLVE)
+        assert run.exit_code == 0, run.output[-2000:]
+        assert not fake_kaggle.submissions
     ws = tmp_path / "ws"
+    shutil.copytree(template, ws, symlinks=True)
+    return ws
+
+
+def test_run_submits_top_k_best_first(fake_kaggle, solved_titanic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    ws = solved_titanic
     run = run_top_k(ws, 2)
     assert run.exit_code == 0, run.output[-2000:]
     solve = json.loads((ws / "titanic" / "solve" / "solve_result.json").read_text())
@@ -85,10 +111,12 @@ def test_run_submits_top_k_best_first(fake_kaggle, tmp_path: Path, monkeypatch: 
 
     # Again, with one more candidate: a copy of the third file under another model's name. The two
     # already sent are refused by the ledger, the copy is the same file as the third: one new send.
-    third = ranked[2]
+    # The third is the best file Kaggle does not have yet (two models may predict the same labels).
+    sent_files = {(ws / "titanic" / c["path"]).read_bytes() for c in ranked[:2]}
+    third = next(c for c in ranked[2:] if (ws / "titanic" / c["path"]).read_bytes() not in sent_files)
     copy = ws / "titanic" / "submissions" / "candidates" / "copycat.csv"
     copy.write_bytes((ws / "titanic" / third["path"]).read_bytes())
-    solve["candidates"] = ranked[:3] + [{**third, "model": "copycat", "path": "submissions/candidates/copycat.csv"}]
+    solve["candidates"] = ranked[:2] + [third, {**third, "model": "copycat", "path": "submissions/candidates/copycat.csv"}]
     (ws / "titanic" / "solve" / "solve_result.json").write_text(json.dumps(solve))
     again = run_top_k(ws, 4)
     assert again.exit_code == 0, again.output[-2000:]
@@ -100,10 +128,10 @@ def test_run_submits_top_k_best_first(fake_kaggle, tmp_path: Path, monkeypatch: 
     assert {e["model"] for e in skipped} >= {ranked[0]["model"], ranked[1]["model"], "copycat"}
 
 
-def test_run_stops_cleanly_at_the_daily_limit(fake_kaggle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_stops_cleanly_at_the_daily_limit(fake_kaggle, solved_titanic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     fake_kaggle.daily_limit = 1
-    ws = tmp_path / "ws"
+    ws = solved_titanic
     run = run_top_k(ws, 2)
     assert run.exit_code == 0, run.output[-2000:]  # the run succeeded; only Kaggle's allowance ran out
     result = json.loads((ws / "titanic" / "result.json").read_text())
