@@ -20,7 +20,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,18 +120,10 @@ def bwrap_argv(command: Sequence[str], *, cwd: Path, mounts: Mounts, bwrap: str 
 
 @functools.cache
 def _runtime_paths() -> tuple[Path, ...]:
-    paths: list[Path] = []
-    for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
-        paths.append(Path(prefix))
-        paths.append(Path(os.path.realpath(prefix)))
-    exe = Path(sys.executable)
-    paths += [exe.parent, Path(os.path.realpath(exe)).parent.parent]
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        value = sysconfig.get_path(key)
-        if value:
-            paths.append(Path(os.path.realpath(value)))
-    paths += list(package_roots())
-    return tuple(p for p in _unique(paths) if p.exists())
+    # The venv and the interpreter it points at (its real path: a pyenv build under the home).
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    paths = [Path(p) for prefix in prefixes for p in (prefix, os.path.realpath(prefix))]
+    return tuple(p for p in _unique([*paths, *package_roots()]) if p.exists())
 
 
 def runtime_paths() -> list[Path]:

@@ -24,6 +24,8 @@ from typing import Callable
 
 from pydantic import BaseModel, ValidationError
 
+from agentk.workspace import atomic_write_bytes
+
 
 class SubmissionRecord(BaseModel):
     model: str
@@ -103,19 +105,6 @@ def is_improvement(candidate: SubmissionRecord, existing: SubmissionRecord | Non
     return False, f"validation {new:.6g} does not beat the recorded {old:.6g} ({existing.model})"
 
 
-def _write_bytes_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def adopt_submission(path: Path, write_file: Callable[[Path], None], candidate: SubmissionRecord,
                      force: bool = False) -> Adoption:
     """Replace the submission at `path` with what `write_file(temp_path)` writes, only when
@@ -138,7 +127,7 @@ def adopt_submission(path: Path, write_file: Callable[[Path], None], candidate: 
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
         record = candidate.model_copy(update={"sha256": file_sha256(tmp), "written_at": time.time()})
-        _write_bytes_atomic(record_path(path),
+        atomic_write_bytes(record_path(path),
                             _RecordFile(current=record, previous=existing).model_dump_json(indent=2).encode())
         os.replace(tmp, path)
     except BaseException:

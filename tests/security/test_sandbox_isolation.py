@@ -25,6 +25,7 @@ import pytest
 from agentk.isolation import isolation_status
 from llm_server import Reply, ScriptedLLMServer
 from test_llm_policy import MODEL, script
+from test_sandbox import HEARTBEAT, stops_beating
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "competitions"
 AGENTK = [sys.executable, "-m", "agentk.cli"]
@@ -32,8 +33,6 @@ KAGGLE_KEY = "0123456789abcdef0123456789abcdef"
 OPENAI_KEY = "sk-proj-attackerwantsthis0123456789"
 
 needs_sandbox = pytest.mark.skipif(not isolation_status().available, reason=isolation_status().reason)
-
-HEARTBEAT = "import sys, time\nwhile True:\n    open(sys.argv[1], 'a').write('.')\n    time.sleep(0.05)"
 
 ATTACK = '''\
 PLAN:
@@ -144,19 +143,6 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def stops_beating(path: Path, within_s: float = 8.0) -> bool:
-    deadline = time.monotonic() + within_s
-    last, since = -1, time.monotonic()
-    while time.monotonic() < deadline:
-        size = path.stat().st_size if path.exists() else 0
-        if size != last:
-            last, since = size, time.monotonic()
-        elif time.monotonic() - since >= 0.5:
-            return True
-        time.sleep(0.05)
-    return False
-
-
 @needs_sandbox
 def test_hostile_setup_stage_gets_nothing_and_breaks_nothing(tmp_path: Path) -> None:
     competition = tmp_path / "titanic"
@@ -203,7 +189,7 @@ def test_hostile_setup_stage_gets_nothing_and_breaks_nothing(tmp_path: Path) -> 
     assert listener.received == [] and str(loot["network"]).startswith("blocked")
     # Processes: the fork bomb hit a ceiling, and the daemon died with the stage.
     assert 0 < loot["forks"] < 300
-    assert (setup / "daemon.beat").exists() and stops_beating(setup / "daemon.beat")
+    assert (setup / "daemon.beat").exists() and stops_beating(setup / "daemon.beat", within_s=8.0)
 
 
 @needs_sandbox
@@ -221,7 +207,7 @@ def test_a_killed_agentk_takes_its_sandboxed_child_with_it(tmp_path: Path) -> No
     assert beat.exists(), "the sandboxed child never started"
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
-    assert stops_beating(beat)
+    assert stops_beating(beat, within_s=8.0)
 
 
 def test_without_a_sandbox_llm_code_is_refused_unless_the_user_accepts(tmp_path: Path) -> None:
