@@ -54,6 +54,10 @@ class FeatureSet:
     # Text columns of each row joined with " | ", for models that read raw text (sentence encoders).
     raw_text_train: list[str] | None = None
     raw_text_test: list[str] | None = None
+    # The same texts column by column (insertion order = the map's column order), for models that
+    # treat each text field on its own (text pairs, per-column embeddings).
+    raw_text_columns_train: dict[str, list[str]] | None = None
+    raw_text_columns_test: dict[str, list[str]] | None = None
 
     @property
     def categorical_indices(self) -> list[int]:
@@ -334,6 +338,8 @@ def build_features(
         image_shape=image_shape,
         raw_text_train=_joined(text_columns_train) if text_columns_train else None,
         raw_text_test=_joined(text_columns_test) if text_columns_test else None,
+        raw_text_columns_train=text_columns_train or None,
+        raw_text_columns_test=text_columns_test or None,
     )
 
 
