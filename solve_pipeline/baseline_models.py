@@ -301,12 +301,13 @@ def _skew(matrix: np.ndarray) -> np.ndarray:
     return np.nan_to_num(skew)
 
 
-def linear_matrices(features: FeatureSet, seed: int = 0) -> tuple[Matrix, Matrix] | None:
-    """Standardized numerics + one-hot categories + TF-IDF + pixels, as one sparse matrix."""
+def tabular_linear_blocks(features: FeatureSet) -> tuple[list[Matrix], list[Matrix]]:
+    """Standardized numerics and one-hot categories (train blocks, test blocks), sparse."""
     kinds = features.tab_kinds
     dense_cols = [i for i, k in enumerate(kinds) if k not in (CATEGORY, ORDINAL_CODE)]
     cat_cols = [i for i, k in enumerate(kinds) if k == CATEGORY]
-    train, test = [], []
+    train: list[Matrix] = []
+    test: list[Matrix] = []
     if dense_cols:
         a, b = _scaled_dense(features.tab_train[:, dense_cols], features.tab_test[:, dense_cols])
         train.append(sparse.csr_matrix(a))
@@ -319,6 +320,12 @@ def linear_matrices(features: FeatureSet, seed: int = 0) -> tuple[Matrix, Matrix
         encoded = OneHotEncoder(handle_unknown="ignore").fit_transform(both).tocsr()
         train.append(encoded[: features.n_train])
         test.append(encoded[features.n_train:])
+    return train, test
+
+
+def linear_matrices(features: FeatureSet, seed: int = 0) -> tuple[Matrix, Matrix] | None:
+    """Standardized numerics + one-hot categories + TF-IDF + pixels, as one sparse matrix."""
+    train, test = tabular_linear_blocks(features)
     if features.text_train is not None:
         train.append(features.text_train)
         test.append(features.text_test)

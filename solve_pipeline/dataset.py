@@ -58,6 +58,13 @@ class FeatureSet:
     # treat each text field on its own (text pairs, per-column embeddings).
     raw_text_columns_train: dict[str, list[str]] | None = None
     raw_text_columns_test: dict[str, list[str]] | None = None
+    # Image files per image column ("" where a row has none), for pretrained backbones that read
+    # the photos at their own resolution and in colour.
+    image_paths_train: dict[str, list[str]] | None = None
+    image_paths_test: dict[str, list[str]] | None = None
+    # Where expensive unsupervised transforms (pretrained embeddings) keep their results between
+    # runs over the same workspace; None: nowhere.
+    cache_dir: Path | None = None
 
     @property
     def categorical_indices(self) -> list[int]:
@@ -223,15 +230,20 @@ def _tfidf_block(train_texts: list[str], test_texts: list[str], max_features: in
     return sparse.hstack(blocks_train).tocsr(), sparse.hstack(blocks_test).tocsr()
 
 
-def _load_image(path_value: object, base: Path, size: int) -> np.ndarray:
+def _image_path(path_value: object, base: Path) -> str:
+    """The file a map's cell names, relative paths read from the setup folder ("" for none)."""
+    if not isinstance(path_value, str) or not path_value.strip():
+        return ""
+    path = Path(path_value.strip())
+    return str(path if path.is_absolute() else base / path)
+
+
+def _load_image(path: str, size: int) -> np.ndarray:
     from PIL import Image
 
     pixels = np.zeros((size, size), dtype=np.float32)
-    if not isinstance(path_value, str) or not path_value.strip():
+    if not path:
         return pixels
-    path = Path(path_value.strip())
-    if not path.is_absolute():
-        path = base / path
     try:
         with Image.open(path) as image:
             image = image.convert("L").resize((size, size), Image.Resampling.BILINEAR)
@@ -241,11 +253,15 @@ def _load_image(path_value: object, base: Path, size: int) -> np.ndarray:
     return pixels
 
 
-def _image_block(frame: pd.DataFrame, base: Path, size: int) -> np.ndarray:
+def _image_paths(frame: pd.DataFrame, base: Path) -> dict[str, list[str]]:
+    return {str(c): [_image_path(v, base) for v in frame[c].tolist()] for c in frame.columns}
+
+
+def _image_block(paths: dict[str, list[str]], rows: int, size: int) -> np.ndarray:
     stacks = [
-        np.stack([_load_image(v, base, size) for v in frame[c].tolist()]) if len(frame) else
+        np.stack([_load_image(p, size) for p in column]) if rows else
         np.zeros((0, size, size), dtype=np.float32)
-        for c in frame.columns
+        for column in paths.values()
     ]
     return np.stack(stacks, axis=1)  # (rows, image columns, size, size)
 
@@ -299,13 +315,16 @@ def build_features(
 
     image_train = image_test = None
     image_shape = None
+    image_paths_train = image_paths_test = None
     if "img" in artifacts.train_maps:
         train_img = _aligned(artifacts.train_maps["img"], train_ids)
         test_img = _aligned(artifacts.test_maps["img"], test_ids)
         columns = [c for c in train_img.columns if c in test_img.columns]
         if columns:
-            block_train = _image_block(train_img[columns], artifacts.setup_dir, image_size)
-            block_test = _image_block(test_img[columns], artifacts.setup_dir, image_size)
+            image_paths_train = _image_paths(train_img[columns], artifacts.setup_dir)
+            image_paths_test = _image_paths(test_img[columns], artifacts.setup_dir)
+            block_train = _image_block(image_paths_train, len(train_ids), image_size)
+            block_test = _image_block(image_paths_test, len(test_ids), image_size)
             image_shape = (len(columns), image_size, image_size)
             image_train = block_train.reshape(len(train_ids), -1)
             image_test = block_test.reshape(len(test_ids), -1)
@@ -340,6 +359,9 @@ def build_features(
         raw_text_test=_joined(text_columns_test) if text_columns_test else None,
         raw_text_columns_train=text_columns_train or None,
         raw_text_columns_test=text_columns_test or None,
+        image_paths_train=image_paths_train,
+        image_paths_test=image_paths_test,
+        cache_dir=artifacts.workspace / "solve" / "cache",
     )
 
 

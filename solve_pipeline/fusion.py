@@ -12,7 +12,6 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 # Before torch's OpenMP starts: with other work on a 2-core machine, spinning worker threads made
@@ -62,45 +61,9 @@ def _embedding_dim(cardinality: int) -> int:
     return int(min(16, max(2, round(1.6 * cardinality ** 0.56))))
 
 
-def _resnet18_weights() -> Path | None:
-    """A local resnet18 checkpoint (AGENTK_RESNET18_WEIGHTS or torch hub's cache); never a download."""
-    named = os.environ.get("AGENTK_RESNET18_WEIGHTS")
-    if named and Path(named).is_file():
-        return Path(named)
-    found = sorted((Path(torch.hub.get_dir()) / "checkpoints").glob("resnet18-*.pth"))
-    return found[0] if found else None
-
-
-class _ToRGB(nn.Module):
-    """Any channel count → 3 channels of at least 32 px, the input resnet18 was trained on."""
-
-    def __init__(self, channels: int) -> None:
-        super().__init__()
-        self.mix = None if channels in (1, 3) else nn.Conv2d(channels, 3, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.mix is not None:
-            x = self.mix(x)
-        elif x.shape[1] == 1:
-            x = x.expand(-1, 3, -1, -1)
-        if min(x.shape[-2:]) < 32:
-            x = functional.interpolate(x, size=(32, 32), mode="bilinear", align_corners=False)
-        return x
-
-
 def _image_backbone(channels: int, height: int, width: int) -> tuple[nn.Module, int, str]:
-    """(module, output width, name): pretrained resnet18 when available, else a small CNN."""
-    weights = _resnet18_weights()
-    if weights is not None:
-        try:
-            import torchvision
-
-            resnet = torchvision.models.resnet18(weights=None)
-            resnet.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
-            resnet.fc = nn.Identity()
-            return nn.Sequential(_ToRGB(channels), resnet), 512, "resnet18"
-        except (ImportError, OSError, RuntimeError):
-            pass  # no torchvision or an incompatible checkpoint: train the small CNN instead
+    """(module, output width, name): a small CNN for pixels too small for pretrained features
+    (pretrained ones arrive as vectors, see fusion_inputs)."""
     layers: list[nn.Module] = []
     size, c_in = min(height, width), channels
     for c_out in (32, 64, 64):
@@ -129,7 +92,9 @@ class _FusionNet(nn.Module):
         self.text = embedder(blocks.text.shape[1]) if blocks.text is not None else None
         self.image = None
         self.backbone_name: str | None = None
-        if blocks.image is not None:
+        if blocks.image is not None and blocks.image.ndim == 2:  # frozen pretrained features
+            self.image, self.backbone_name = embedder(blocks.image.shape[1]), "pretrained"
+        elif blocks.image is not None:
             backbone, width, self.backbone_name = _image_backbone(*blocks.image.shape[1:])
             self.image = nn.Sequential(backbone, embedder(width))
         n_parts = sum(part is not None for part in (self.tab, self.text, self.image))

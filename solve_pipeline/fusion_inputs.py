@@ -19,6 +19,7 @@ import numpy as np  # noqa: E402
 
 from solve_pipeline.baseline_models import _scaled_dense  # noqa: E402
 from solve_pipeline.dataset import CATEGORY, ORDINAL_CODE, FeatureSet  # noqa: E402
+from solve_pipeline.pretrained_features import pretrained_features  # noqa: E402
 from solve_pipeline.text_embedding import embed_texts  # noqa: E402
 
 # MiniLM measured ~100-180 sentences/s on this project's 2-core machines: 20k rows is minutes.
@@ -39,7 +40,8 @@ class ModalityBlocks:
     categories: np.ndarray  # (n, c) int64
     cardinalities: tuple[int, ...] = ()
     text: np.ndarray | None = None  # (n, e) float32
-    image: np.ndarray | None = None  # (n, channels, h, w) float32
+    # (n, channels, h, w) pixels for a CNN, or (n, d) standardised pretrained features
+    image: np.ndarray | None = None
     text_source: str | None = None  # "minilm" or "tfidf_svd"
 
     def __post_init__(self) -> None:
@@ -94,13 +96,12 @@ def _standardised(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.n
 def _text_block(features: FeatureSet, seed: int, max_embed_rows: int, max_embed_seconds: float,
                 svd_components: int, threads: int) -> tuple[np.ndarray, np.ndarray, str] | None:
     """Sentence embeddings when raw text is available and affordable, else an SVD of TF-IDF."""
-    raw_train, raw_test = features.raw_text_train, features.raw_text_test
+    raw_train, raw_test = features.raw_text_columns_train, features.raw_text_columns_test
     if raw_train is not None and raw_test is not None and \
-            0 < len(raw_train) + len(raw_test) <= max_embed_rows:
-        vectors = embed_texts(list(raw_train) + list(raw_test), max_seconds=max_embed_seconds,
-                              threads=threads)
-        if vectors is not None:
-            return vectors[: len(raw_train)], vectors[len(raw_train):], "minilm"
+            0 < features.n_train + features.n_test <= max_embed_rows:
+        text = pretrained_features(features, seconds=max_embed_seconds, threads=threads).text
+        if text is not None:
+            return text.train, text.test, "minilm"
     if features.text_train is None or features.text_test is None:
         return None
     from scipy import sparse
@@ -163,7 +164,12 @@ def _build_blocks(features: FeatureSet, seed: int, max_embed_rows: int, max_embe
         text_source = text[2]
 
     image_train = image_test = None
-    if features.image_train is not None and features.image_test is not None and features.image_shape:
+    pretrained = None
+    if features.image_paths_train is not None:
+        pretrained = pretrained_features(features, seconds=max_embed_seconds, threads=threads).image
+    if pretrained is not None:
+        image_train, image_test = _standardised(pretrained.train, pretrained.test)
+    elif features.image_train is not None and features.image_test is not None and features.image_shape:
         shape = tuple(features.image_shape)
         both = np.vstack([features.image_train, features.image_test]).astype(np.float32)
         both = (both - np.nanmean(both)) / max(float(np.nanstd(both)), 1e-6)

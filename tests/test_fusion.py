@@ -55,6 +55,8 @@ def _feature_set(frame: pd.DataFrame, n_train: int, numeric: list[str], categori
         tfidf = TfidfVectorizer(min_df=2).fit(texts)
         features.text_train, features.text_test = tfidf.transform(texts[:n_train]), tfidf.transform(texts[n_train:])
         features.raw_text_train, features.raw_text_test = texts[:n_train], texts[n_train:]
+        features.raw_text_columns_train = {text: texts[:n_train]}
+        features.raw_text_columns_test = {text: texts[n_train:]}
     return features
 
 
@@ -128,7 +130,8 @@ def test_text_falls_back_to_tfidf_svd_when_embedding_is_too_costly() -> None:
     assert fusion_matrices(features, 0, max_embed_seconds=0.01)[0].text_source == "tfidf_svd"
     assert time.monotonic() - started < 15
     assert train.text.shape[0] == 300 and test.text.shape[0] == 100 and 1 < train.text.shape[1] <= 256
-    without_raw_text = replace(features, raw_text_train=None, raw_text_test=None)
+    without_raw_text = replace(features, raw_text_train=None, raw_text_test=None,
+                               raw_text_columns_train=None, raw_text_columns_test=None)
     assert fusion_matrices(without_raw_text, 0)[0].text_source == "tfidf_svd"
 
 

@@ -1,0 +1,234 @@
+"""Frozen pretrained features of images: a backbone and resolution chosen to fit the budget.
+
+The expensive step of transfer learning on a CPU is the forward pass, so it is done once per
+image and kept on disk (a resumed or re-tuned run pays nothing twice). A timed probe on real
+images prices every (backbone, resolution) option before anything big starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+# Before torch's OpenMP starts (see fusion.py): spinning threads made a 2-thread forward pass
+# measured 6x slower than one thread on a busy machine; passive waits make two threads pay.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from solve_pipeline.image_backbones import Backbone, available_backbones, cheapest
+
+BATCH = 32
+PROBE_IMAGES = 16
+# Below this native size pretrained ImageNet features lose to a small CNN on raw pixels
+# (measured on 8x8 digits: 0.937 vs 0.965); such images are left to the pixel models.
+MIN_NATIVE_PX = 32
+MIN_PX = 96
+# The probe is taken on a few images of a machine whose load changes: an option is chosen when
+# its projection fits in this share of the time allowed.
+SAFETY = 0.8
+# Resolutions tried for the cheapest backbone when nothing better fits, high to low.
+FALLBACK_PX = (192, 160, 128, 96)
+
+
+@dataclass(frozen=True)
+class ImagePlan:
+    backbone: Backbone
+    px: int
+    flip_tta: bool  # average the features of the image and its mirror
+    projected_s: float
+
+    @property
+    def label(self) -> str:
+        return f"{self.backbone.name}@{self.px}" + ("+flip" if self.flip_tta else "")
+
+
+def load_rgb(path: str, px: int) -> np.ndarray | None:
+    """(3, px, px) floats in [0, 1]: shorter side resized to px, then the centre crop."""
+    from PIL import Image
+
+    if not path:
+        return None
+    try:
+        with Image.open(path) as image:
+            image = image.convert("RGB")
+            scale = px / min(image.size)
+            size = (max(px, round(image.size[0] * scale)), max(px, round(image.size[1] * scale)))
+            image = image.resize(size, Image.Resampling.BILINEAR)
+            left, top = (size[0] - px) // 2, (size[1] - px) // 2
+            image = image.crop((left, top, left + px, top + px))
+            return np.asarray(image, dtype=np.float32).transpose(2, 0, 1) / 255.0
+    except (OSError, ValueError) as error:  # one broken file costs one row, not the run
+        warnings.warn(f"cannot read image {path}: {error}")
+        return None
+
+
+def native_px(paths: Sequence[str], sample: int = 64) -> int | None:
+    """Median shorter side of a sample of the images (headers only), None when none opens."""
+    from PIL import Image
+
+    sides = []
+    present = [p for p in paths if p]
+    step = max(1, len(present) // sample)
+    for path in present[::step][:sample]:
+        try:
+            with Image.open(path) as image:
+                sides.append(min(image.size))
+        except (OSError, ValueError):
+            continue
+    return int(np.median(sides)) if sides else None
+
+
+def _options(backbones: list[Backbone], native: int) -> list[tuple[Backbone, int]]:
+    """(backbone, px) pairs, best expected features first. Images are not blown up far past
+    their own size: beyond it a bigger input only costs time."""
+    cap = max(MIN_PX, int(np.ceil(native / 32) * 32))
+    options = [(b, min(b.native_px, cap)) for b in backbones]
+    base = cheapest(backbones)
+    if base is not None:
+        options += [(base, px) for px in FALLBACK_PX if px < min(base.native_px, cap)]
+    return options
+
+
+def _forward(module: torch.nn.Module, batch: np.ndarray, flip: bool) -> np.ndarray:
+    with torch.inference_mode():
+        tensor = torch.from_numpy(batch)
+        features = module(tensor)
+        if flip:
+            features = (features + module(torch.flip(tensor, dims=[3]))) / 2
+    return features.float().numpy()
+
+
+def plan_embedding(paths: Sequence[str], seconds: float, threads: int = 2,
+                   backbones: list[Backbone] | None = None,
+                   cache_dir: Path | None = None) -> tuple[list[ImagePlan], str]:
+    """Every option whose projected time fits in `seconds`, best first, or none with the reason.
+
+    The projection comes from one timed batch of the cheapest backbone; `embed_images` checks it
+    against its own pace and gives up early, so the caller can go down this list."""
+    backbones = available_backbones() if backbones is None else backbones
+    if not backbones:
+        return [], "no pretrained image backbone is installed"
+    native = native_px(paths)
+    if native is None:
+        return [], "no image could be opened"
+    if native < MIN_NATIVE_PX:
+        return [], f"images are {native} px: a small CNN on pixels suits them better"
+    base = cheapest(backbones)
+    assert base is not None
+    probe_px = min(128, base.native_px)
+    sample = [p for p in paths if p][:PROBE_IMAGES + 1]
+    previous = torch.get_num_threads()
+    torch.set_num_threads(max(1, threads))
+    try:
+        module = base.load()
+        first = load_rgb(sample[0], probe_px)  # pays the decoders' one-off start-up
+        began = time.monotonic()
+        loaded = [x for x in (load_rgb(p, probe_px) for p in sample[1:]) if x is not None]
+        load_s = (time.monotonic() - began) / max(len(loaded), 1)
+        if first is None or len(loaded) < 2:
+            return [], "too few images could be opened to time the backbone"
+        batch = np.stack(loaded)
+        _forward(module, batch, flip=False)  # warm-up: the first call of a shape builds kernels
+        began = time.monotonic()
+        _forward(module, batch, flip=False)
+        per_pixel = (time.monotonic() - began) / len(loaded) / probe_px ** 2 / base.relative_cost
+    finally:
+        torch.set_num_threads(previous)
+    keys = [_key(p) for p in paths if p]
+    plans = []
+    for backbone, px in _options(backbones, native):
+        for flip in (True, False):
+            label = ImagePlan(backbone, px, flip, 0.0).label
+            # Images a previous run embedded with this option cost nothing now.
+            cached = EmbeddingCache(cache_dir, label).vectors
+            n = sum(key not in cached for key in keys)
+            forward = n * per_pixel * backbone.relative_cost * px ** 2 * (2 if flip else 1)
+            projected = forward + n * load_s + 2.0 * (n > 0)  # decoding is the same at any px
+            if projected <= SAFETY * seconds:
+                plans.append(ImagePlan(backbone, px, flip, projected))
+                break
+    if plans:
+        return plans, f"{len(plans)} options fit"
+    cheapest_s = len(keys) * (per_pixel * MIN_PX ** 2 + load_s)
+    return [], f"{len(keys)} images need ~{cheapest_s:.0f} s even at {MIN_PX} px; {seconds:.0f} s allowed"
+
+
+def _key(path: str) -> str:
+    try:
+        stat = os.stat(path)
+        signature = f"{os.path.abspath(path)}|{stat.st_size}|{stat.st_mtime_ns}"
+    except OSError:
+        signature = f"missing|{path}"
+    return hashlib.sha1(signature.encode()).hexdigest()
+
+
+class EmbeddingCache:
+    """Vectors per image file (path, size and mtime), one npz per plan, replaced atomically."""
+
+    def __init__(self, directory: Path | None, label: str) -> None:
+        self.path = None if directory is None else directory / f"{label}.npz"
+        self.vectors: dict[str, np.ndarray] = {}
+        if self.path is not None and self.path.is_file():
+            try:
+                with np.load(self.path) as stored:
+                    self.vectors = dict(zip(stored["keys"].tolist(), stored["vectors"]))
+            except (OSError, ValueError, KeyError):
+                self.vectors = {}  # a damaged cache is only lost time
+
+    def save(self) -> None:
+        if self.path is None or not self.vectors:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp.npz")
+        keys = list(self.vectors)
+        np.savez(tmp, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]))
+        os.replace(tmp, self.path)
+
+
+def embed_images(paths: Sequence[str], plan: ImagePlan, *, cache_dir: Path | None = None,
+                 deadline: float | None = None, threads: int = 2) -> np.ndarray | None:
+    """(n, width) float32 features; a missing or unreadable image gets the mean vector.
+
+    None as soon as the pace so far says the deadline cannot be met (checked after every batch
+    from the second on), so a wrong projection costs seconds, not the budget. What was embedded
+    stays in the cache either way."""
+    cache = EmbeddingCache(cache_dir, plan.label)
+    keys = [_key(p) if p else "" for p in paths]
+    todo = sorted({i for i, key in enumerate(keys) if key and key not in cache.vectors})
+    previous = torch.get_num_threads()
+    torch.set_num_threads(max(1, threads))
+    try:
+        module = plan.backbone.load() if todo else None
+        timed_from: float | None = None
+        for start in range(0, len(todo), BATCH):
+            now = time.monotonic()
+            if start == BATCH:
+                timed_from = now  # the first batch pays one-off start-up costs
+            pace = None if timed_from is None or start == BATCH else (now - timed_from) / (start - BATCH)
+            if deadline is not None and (now > deadline or
+                                         (pace is not None and now + pace * (len(todo) - start) > deadline)):
+                cache.save()
+                return None
+            rows = todo[start:start + BATCH]
+            images = [(i, load_rgb(paths[i], plan.px)) for i in rows]
+            readable = [(i, x) for i, x in images if x is not None]
+            if readable:
+                vectors = _forward(module, np.stack([x for _, x in readable]), plan.flip_tta)
+                for (i, _), vector in zip(readable, vectors, strict=True):
+                    cache.vectors[keys[i]] = vector.astype(np.float32)
+    finally:
+        torch.set_num_threads(previous)
+    cache.save()
+    found = [cache.vectors.get(key) for key in keys]
+    present = [v for v in found if v is not None]
+    if not present:
+        return None
+    mean = np.mean(present, axis=0)
+    return np.stack([mean if v is None else v for v in found]).astype(np.float32)

@@ -1,0 +1,131 @@
+"""Pretrained embeddings of a FeatureSet's images and texts, computed once per FeatureSet.
+
+The race's `pretrained_linear` family and the late-fusion net both read these, so they share one
+forward pass; the solver and HEBO rebuild candidates many times, which a per-FeatureSet memo makes
+free. Images are embedded by the backbone and resolution `image_embedding.plan_embedding` finds
+affordable; texts by MiniLM (`text_embedding`). What could not be afforded is said in `notes`.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from solve_pipeline.cv import emit
+from solve_pipeline.dataset import FeatureSet
+
+
+@dataclass(frozen=True)
+class EmbeddingBlock:
+    train: np.ndarray  # (n_train, d) float32
+    test: np.ndarray  # (n_test, d) float32
+    source: str  # e.g. "image:efficientnet-lite0@224+flip", "text:minilm"
+
+
+@dataclass
+class PretrainedFeatures:
+    image: EmbeddingBlock | None = None
+    text: EmbeddingBlock | None = None
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def blocks(self) -> list[EmbeddingBlock]:
+        return [b for b in (self.image, self.text) if b is not None]
+
+
+def _image_block(features: FeatureSet, seconds: float, threads: int) -> tuple[EmbeddingBlock | None, str]:
+    from solve_pipeline.image_embedding import embed_images, plan_embedding
+
+    assert features.image_paths_train is not None and features.image_paths_test is not None
+    columns = list(features.image_paths_train)
+    everything = [p for c in columns for p in features.image_paths_train[c] + features.image_paths_test[c]]
+    started = time.monotonic()
+    deadline = started + seconds
+    cache = features.cache_dir / "image_embeddings" if features.cache_dir is not None else None
+    plans, why = plan_embedding(everything, seconds, threads, cache_dir=cache)
+    given_up = []
+    for plan in plans:
+        vectors = embed_images(everything, plan, cache_dir=cache, deadline=deadline, threads=threads)
+        if vectors is None:
+            given_up.append(plan.label)
+            continue
+        # Columns were embedded as one list (one pass, one pace check); split them back.
+        n_train, n_test = features.n_train, features.n_test
+        per_column = np.split(vectors, len(columns))
+        train = np.hstack([part[:n_train] for part in per_column])
+        test = np.hstack([part[n_train:n_train + n_test] for part in per_column])
+        note = f"images: {plan.label} in {time.monotonic() - started:.0f} s"
+        if given_up:
+            note += f" (gave up on {', '.join(given_up)}: too slow at the pace measured)"
+        return EmbeddingBlock(train, test, f"image:{plan.label}"), note
+    if given_up:
+        why = f"every affordable option ran too slow ({', '.join(given_up)})"
+    return None, f"images: {why}; {seconds:.0f} s allowed"
+
+
+def _text_block(features: FeatureSet, seconds: float, threads: int) -> tuple[EmbeddingBlock | None, str]:
+    from solve_pipeline.text_embedding import embed_text_columns
+
+    assert features.raw_text_columns_train is not None and features.raw_text_columns_test is not None
+    started = time.monotonic()
+    embedded = embed_text_columns(features.raw_text_columns_train, features.raw_text_columns_test,
+                                  max_seconds=seconds, threads=threads)
+    if embedded is None:
+        return None, f"text: MiniLM would take longer than {seconds:.0f} s (or cannot load)"
+    block = EmbeddingBlock(embedded.train.astype(np.float32), embedded.test.astype(np.float32),
+                           f"text:{embedded.source}")
+    return block, f"text: {embedded.source} ({time.monotonic() - started:.0f} s)"
+
+
+# id(FeatureSet) -> (weak reference, result); the first caller's budget decides. FeatureSets are not hashable
+# (mutable dataclasses) and are treated as immutable once built.
+_MEMO: dict[int, tuple[weakref.ref, PretrainedFeatures]] = {}
+
+
+def pretrained_features(features: FeatureSet, *, seconds: float, threads: int = 2) -> PretrainedFeatures:
+    """Embeddings for every modality that has a pretrained model, within about `seconds`
+    (split between images and texts when a task has both). Memoised per FeatureSet."""
+    held = _MEMO.get(id(features))
+    if held is not None and held[0]() is features:
+        return held[1]
+    started = time.monotonic()
+    result = PretrainedFeatures()
+    has_images = features.image_paths_train is not None and features.image_paths_test is not None
+    has_text = features.raw_text_columns_train is not None and features.raw_text_columns_test is not None
+    image_share = 0.6 if has_images and has_text else 1.0
+    if has_images:
+        result.image, note = _image_block(features, seconds * image_share, threads)
+        result.notes.append(note)
+    if has_text:
+        result.text, note = _text_block(features, max(seconds - (time.monotonic() - started), 0.0), threads)
+        result.notes.append(note)
+    result.seconds = round(time.monotonic() - started, 2)
+    emit("pretrained", sources=[b.source for b in result.blocks], notes=result.notes, seconds=result.seconds)
+    key = id(features)
+    _MEMO[key] = (weakref.ref(features, lambda _ref, k=key: _MEMO.pop(k, None)), result)
+    return result
+
+
+def pretrained_matrices(features: FeatureSet, *, seconds: float,
+                        threads: int = 2) -> tuple[np.ndarray, np.ndarray] | None:
+    """Standardized embeddings beside the linear models' tabular blocks, dense; None without
+    any embedding (the family then sits the race out)."""
+    from scipy import sparse
+    from sklearn.preprocessing import StandardScaler
+
+    from solve_pipeline.baseline_models import tabular_linear_blocks
+
+    blocks = pretrained_features(features, seconds=seconds, threads=threads).blocks
+    if not blocks:
+        return None
+    train, test = tabular_linear_blocks(features)
+    for block in blocks:
+        both = StandardScaler().fit_transform(np.vstack([block.train, block.test]))
+        train.append(sparse.csr_matrix(both[: len(block.train)]))
+        test.append(sparse.csr_matrix(both[len(block.train):]))
+    return (sparse.hstack(train).toarray().astype(np.float32),
+            sparse.hstack(test).toarray().astype(np.float32))

@@ -1,0 +1,129 @@
+"""Frozen pretrained image features: real EfficientNet-Lite weights on real photos (a few monkeys
+from the shared development set), the budget probe, the per-image cache and the fallbacks."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from solve_pipeline.dataset import build_features
+from solve_pipeline.image_backbones import available_backbones, cheapest, torchvision_usable
+from solve_pipeline.image_embedding import ImagePlan, embed_images, load_rgb, native_px, plan_embedding
+from solve_pipeline.pretrained_features import pretrained_features, pretrained_matrices
+from solve_pipeline.setup_modules import SetupArtifacts
+from solver_workspaces import shapes_workspace
+
+MONKEYS = Path(__file__).resolve().parents[2] / "shared" / "competitions-extra" / "10-monkey-species" / "data"
+
+
+def monkey_photos(per_class: int = 8, classes: tuple[str, ...] = ("n0", "n3", "n7")) -> tuple[list[str], np.ndarray]:
+    paths, labels = [], []
+    for label, name in enumerate(classes):
+        found = sorted((MONKEYS / "train" / name).glob("*.jpg"))[:per_class]
+        assert len(found) == per_class, f"the shared monkey photos are missing under {MONKEYS}"
+        paths += [str(p) for p in found]
+        labels += [label] * per_class
+    return paths, np.array(labels)
+
+
+def lite0() -> ImagePlan:
+    backbone = cheapest(available_backbones())
+    assert backbone is not None and backbone.name == "efficientnet-lite0"
+    return ImagePlan(backbone, 96, False, 0.0)
+
+
+def test_the_pypi_backbones_are_found_and_torchvision_is_optional() -> None:
+    names = [b.name for b in available_backbones()]
+    assert names[-3:] == ["efficientnet-lite2", "efficientnet-lite1", "efficientnet-lite0"] or \
+        {"efficientnet-lite0", "efficientnet-lite1", "efficientnet-lite2"} <= set(names)
+    if not torchvision_usable():  # the default install: the zoo adds nothing, nothing breaks
+        assert all(not n.startswith("torchvision") for n in names)
+
+
+def test_imagenet_features_separate_monkey_species(tmp_path: Path) -> None:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_val_score
+
+    paths, labels = monkey_photos()
+    vectors = embed_images(paths, lite0(), cache_dir=tmp_path)
+    assert vectors is not None and vectors.shape == (len(paths), 1280) and vectors.dtype == np.float32
+    accuracy = cross_val_score(LogisticRegression(C=0.1, max_iter=1000), vectors, labels, cv=4).mean()
+    assert accuracy >= 0.6  # three species, 8 photos each: chance is 0.33
+
+
+def test_the_cache_answers_without_the_network_and_a_bad_file_gets_the_mean(tmp_path: Path) -> None:
+    paths, _ = monkey_photos(per_class=2)
+    broken = tmp_path / "broken.jpg"
+    broken.write_bytes(b"not a jpeg")
+    plan = lite0()
+    with pytest.warns(UserWarning, match="cannot read image"):
+        first = embed_images([*paths, str(broken), ""], plan, cache_dir=tmp_path / "cache")
+    assert first is not None
+    assert np.allclose(first[-1], first[:-2].mean(axis=0)) and np.allclose(first[-2], first[-1])
+    assert (tmp_path / "cache" / f"{plan.label}.npz").is_file()
+
+    def no_network() -> None:
+        raise AssertionError("every image is cached: the backbone must not be loaded")
+
+    cached_plan = dataclasses.replace(plan, backbone=dataclasses.replace(plan.backbone, build=no_network))
+    again = embed_images(paths, cached_plan, cache_dir=tmp_path / "cache")
+    assert again is not None and np.array_equal(again, first[: len(paths)])
+    # A file replaced in place is a new image: its old vector is not reused.
+    replaced = tmp_path / "copy.jpg"
+    replaced.write_bytes(Path(paths[0]).read_bytes())
+    copy = embed_images([str(replaced)], plan, cache_dir=tmp_path / "cache")
+    assert copy is not None and np.allclose(copy[0], first[0], atol=1e-4)
+    replaced.write_bytes(Path(paths[1]).read_bytes())
+    os.utime(replaced, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+    moved = embed_images([str(replaced)], plan, cache_dir=tmp_path / "cache")
+    assert moved is not None and np.allclose(moved[0], first[1], atol=1e-4)
+
+
+def test_the_probe_plans_within_the_budget_and_declines_what_cannot_fit(tmp_path: Path) -> None:
+    paths, _ = monkey_photos(per_class=8)
+    assert native_px(paths) == 250
+    plans, why = plan_embedding(paths, seconds=600.0)
+    assert plans, why
+    assert plans[0].projected_s <= 600 and all(p.px <= 256 for p in plans)
+    assert plans[0].backbone.name != "efficientnet-lite0" or plans[0].px >= 192  # 600 s buys the best
+    nothing, why = plan_embedding(paths * 200, seconds=0.5)
+    assert nothing == [] and "need" in why
+    x = load_rgb(paths[0], 160)
+    assert x is not None and x.shape == (3, 160, 160) and 0.0 <= x.min() and x.max() <= 1.0
+
+
+def test_tiny_images_are_left_to_the_small_cnn(tmp_path: Path) -> None:
+    paths = []
+    for i in range(4):
+        path = tmp_path / f"digit{i}.png"
+        Image.new("L", (8, 8), 40 * i).save(path)
+        paths.append(str(path))
+    plans, why = plan_embedding(paths, seconds=100.0)
+    assert plans == [] and "small CNN" in why
+
+
+def test_a_passed_deadline_stops_embedding(tmp_path: Path) -> None:
+    paths, _ = monkey_photos(per_class=2)
+    assert embed_images(paths, lite0(), cache_dir=tmp_path, deadline=time.monotonic() - 1) is None
+
+
+def test_a_workspace_gets_one_shared_embedding_beside_its_table(tmp_path: Path) -> None:
+    workspace = shapes_workspace(tmp_path / "shapes")
+    artifacts = SetupArtifacts.load(workspace)
+    features = build_features(artifacts, image_size=16)
+    assert features.image_paths_train is not None and len(features.image_paths_train["path"]) == 48
+    found = pretrained_features(features, seconds=120.0)
+    assert found.image is not None and found.image.source.startswith("image:efficientnet-lite")
+    assert found.image.train.shape[0] == 48 and found.image.test.shape[0] == 12
+    assert found.text is None and found.notes and found.notes[0].startswith("images:")
+    assert pretrained_features(features, seconds=1.0) is found  # one forward pass per FeatureSet
+    train, test = pretrained_matrices(features, seconds=1.0)
+    assert train.shape == (48, found.image.train.shape[1]) and test.shape[0] == 12
+    assert abs(float(np.vstack([train, test]).mean())) < 1e-3  # standardized
+    assert list((workspace / "solve" / "cache" / "image_embeddings").glob("*.npz"))
