@@ -42,7 +42,8 @@ class ImagePlan:
     backbone: Backbone
     px: int
     flip_tta: bool  # average the features of the image and its mirror
-    projected_s: float
+    projected_s: float  # for the images not cached yet
+    per_image_s: float = 0.0  # the probe's projection for one image
 
     @property
     def label(self) -> str:
@@ -152,7 +153,8 @@ def plan_embedding(paths: Sequence[str], seconds: float, threads: int = 2,
             forward = n * per_pixel * backbone.relative_cost * px ** 2 * (2 if flip else 1)
             projected = forward + n * load_s + 2.0 * (n > 0)  # decoding is the same at any px
             if projected <= SAFETY * seconds:
-                plans.append(ImagePlan(backbone, px, flip, projected))
+                per_image = (projected - 2.0 * (n > 0)) / max(n, 1)
+                plans.append(ImagePlan(backbone, px, flip, projected, per_image))
                 break
     if plans:
         return plans, f"{len(plans)} options fit"
@@ -192,13 +194,22 @@ class EmbeddingCache:
         os.replace(tmp, self.path)
 
 
+class TooSlow(Exception):
+    """Embedding stopped: the deadline passed or the pace measured says it cannot be met."""
+
+    def __init__(self, seconds_per_image: float | None) -> None:
+        super().__init__(f"too slow ({seconds_per_image or float('nan'):.3f} s per image)")
+        self.seconds_per_image = seconds_per_image
+
+
 def embed_images(paths: Sequence[str], plan: ImagePlan, *, cache_dir: Path | None = None,
                  deadline: float | None = None, threads: int = 2) -> np.ndarray | None:
-    """(n, width) float32 features; a missing or unreadable image gets the mean vector.
+    """(n, width) float32 features, a missing or unreadable image getting the mean vector; None
+    when no image could be read.
 
-    None as soon as the pace so far says the deadline cannot be met (checked after every batch
-    from the second on), so a wrong projection costs seconds, not the budget. What was embedded
-    stays in the cache either way."""
+    Raises TooSlow (with the pace measured) as soon as the deadline passes or the pace so far
+    says it cannot be met, checked before every batch from the third on, so a wrong projection
+    costs seconds, not the budget. What was embedded stays in the cache either way."""
     cache = EmbeddingCache(cache_dir, plan.label)
     keys = [_key(p) if p else "" for p in paths]
     todo = sorted({i for i, key in enumerate(keys) if key and key not in cache.vectors})
@@ -212,10 +223,11 @@ def embed_images(paths: Sequence[str], plan: ImagePlan, *, cache_dir: Path | Non
             if start == BATCH:
                 timed_from = now  # the first batch pays one-off start-up costs
             pace = None if timed_from is None or start == BATCH else (now - timed_from) / (start - BATCH)
+
             if deadline is not None and (now > deadline or
                                          (pace is not None and now + pace * (len(todo) - start) > deadline)):
                 cache.save()
-                return None
+                raise TooSlow(pace)
             rows = todo[start:start + BATCH]
             images = [(i, load_rgb(paths[i], plan.px)) for i in rows]
             readable = [(i, x) for i, x in images if x is not None]

@@ -38,7 +38,7 @@ class PretrainedFeatures:
 
 
 def _image_block(features: FeatureSet, seconds: float, threads: int) -> tuple[EmbeddingBlock | None, str]:
-    from solve_pipeline.image_embedding import embed_images, plan_embedding
+    from solve_pipeline.image_embedding import TooSlow, embed_images, plan_embedding
 
     assert features.image_paths_train is not None and features.image_paths_test is not None
     columns = list(features.image_paths_train)
@@ -48,11 +48,21 @@ def _image_block(features: FeatureSet, seconds: float, threads: int) -> tuple[Em
     cache = features.cache_dir / "image_embeddings" if features.cache_dir is not None else None
     plans, why = plan_embedding(everything, seconds, threads, cache_dir=cache)
     given_up = []
-    for plan in plans:
-        vectors = embed_images(everything, plan, cache_dir=cache, deadline=deadline, threads=threads)
-        if vectors is None:
+    while plans:
+        plan = plans.pop(0)
+        try:
+            vectors = embed_images(everything, plan, cache_dir=cache, deadline=deadline, threads=threads)
+        except TooSlow as slow:
             given_up.append(plan.label)
+            if slow.seconds_per_image and plan.per_image_s:
+                # The probe was optimistic by this much (a busy machine, a bigger input than it
+                # timed): the options left are re-priced with it rather than tried blindly.
+                ratio = slow.seconds_per_image / plan.per_image_s
+                left = deadline - time.monotonic()
+                plans = [p for p in plans if p.projected_s * ratio <= left]
             continue
+        if vectors is None:
+            return None, "images: none of the image files could be read"
         # Columns were embedded as one list (one pass, one pace check); split them back.
         n_train, n_test = features.n_train, features.n_test
         per_column = np.split(vectors, len(columns))

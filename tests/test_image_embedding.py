@@ -14,7 +14,7 @@ from PIL import Image
 
 from solve_pipeline.dataset import build_features
 from solve_pipeline.image_backbones import available_backbones, cheapest, torchvision_usable
-from solve_pipeline.image_embedding import ImagePlan, embed_images, load_rgb, native_px, plan_embedding
+from solve_pipeline.image_embedding import ImagePlan, TooSlow, embed_images, load_rgb, native_px, plan_embedding
 from solve_pipeline.pretrained_features import pretrained_features, pretrained_matrices
 from solve_pipeline.setup_modules import SetupArtifacts
 from solver_workspaces import shapes_workspace
@@ -110,7 +110,8 @@ def test_tiny_images_are_left_to_the_small_cnn(tmp_path: Path) -> None:
 
 def test_a_passed_deadline_stops_embedding(tmp_path: Path) -> None:
     paths, _ = monkey_photos(per_class=2)
-    assert embed_images(paths, lite0(), cache_dir=tmp_path, deadline=time.monotonic() - 1) is None
+    with pytest.raises(TooSlow):
+        embed_images(paths, lite0(), cache_dir=tmp_path, deadline=time.monotonic() - 1)
 
 
 def test_a_workspace_gets_one_shared_embedding_beside_its_table(tmp_path: Path) -> None:
