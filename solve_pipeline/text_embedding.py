@@ -25,6 +25,7 @@ from curriculum.embedding import MINILM_DIM  # noqa: E402
 # Word pieces per encode call (256 tweets, 32 full windows); the time cap is checked after each.
 EMBED_CHUNK_PIECES = 8192
 WINDOW_OVERLAP = 32  # word pieces shared by consecutive windows, so no sentence is cut without context
+TOKENIZE_SLICE = 1024
 MAX_PAIR_COLUMNS = 3  # pairwise interactions among the first columns only: k columns give k(k-1)/2 pairs
 
 _ENCODER: Any = None
@@ -77,11 +78,14 @@ def _windows_of(index: int, text: str, offsets: Sequence[tuple[int, int]], budge
 
 
 def _split_windows(texts: Sequence[str], tokenizer: Any, max_pieces: int) -> list[_Window]:
-    encoded = tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True,
-                        return_attention_mask=False, return_token_type_ids=False, verbose=False)
     windows: list[_Window] = []
-    for index, (text, offsets) in enumerate(zip(texts, encoded["offset_mapping"])):
-        windows.extend(_windows_of(index, text, offsets, max_pieces))
+    # Tokenized a slice at a time: the offsets of 30k essays at once would take gigabytes.
+    for first in range(0, len(texts), TOKENIZE_SLICE):
+        part = list(texts[first:first + TOKENIZE_SLICE])
+        encoded = tokenizer(part, add_special_tokens=False, return_offsets_mapping=True,
+                            return_attention_mask=False, return_token_type_ids=False, verbose=False)
+        for index, (text, offsets) in enumerate(zip(part, encoded["offset_mapping"]), start=first):
+            windows.extend(_windows_of(index, text, offsets, max_pieces))
     return windows
 
 

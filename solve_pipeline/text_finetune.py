@@ -33,9 +33,13 @@ MIN_LENGTH = 16
 LENGTH_QUANTILE = 95  # the longest 5% of texts are truncated: the cost grows with the longest row
 PAIR_SEPARATOR = " | "
 SORT_POOL = 50  # batches whose rows are sorted by length together: little padding, order still random
-PREDICT_BATCH = 64
+# Rows per batch shrink for long texts so a batch holds at most this many tokens: 32 rows of 256
+# pieces peaked above 4 GB in training here (attention activations), 16 rows near 1.5 GB, and
+# the time per token stays the same.
+MAX_BATCH_TOKENS = 4096
+PREDICT_BATCH_TOKENS = 8192
+ENCODE_SLICE = 1024
 PROBE_SAMPLE = 512  # texts read to measure the token lengths a run would see
-PROBE_BATCH = 32
 # Of the full step's per-token time, what a forward pass alone costs (validation, prediction);
 # measured ~0.25-0.3 here, rounded up so the reserve errs on the safe side.
 FORWARD_SHARE = 0.4
@@ -109,10 +113,10 @@ def _pretrained() -> tuple[Any, nn.Module]:
 
 @dataclass(frozen=True)
 class _Encoded:
-    """Token ids of each row (with special tokens), not padded."""
+    """Token ids and segment ids of each row (with special tokens), not padded."""
 
-    ids: list[list[int]]
-    types: list[list[int]]
+    ids: list[np.ndarray]
+    types: list[np.ndarray]
 
     @property
     def lengths(self) -> np.ndarray:
@@ -120,11 +124,18 @@ class _Encoded:
 
 
 def _encode(tokenizer: Any, X: TextInputs, max_length: int | None) -> _Encoded:
-    second = None if X.second is None else list(X.second)
-    encoded = tokenizer(list(X.first), second, truncation=max_length is not None,
-                        max_length=max_length, return_attention_mask=False, verbose=False)
-    ids = encoded["input_ids"]
-    types = encoded.get("token_type_ids") or [[0] * len(row) for row in ids]
+    ids: list[np.ndarray] = []
+    types: list[np.ndarray] = []
+    # A slice at a time into small arrays: Python lists of 30k x 256 ids would take ~0.5 GB.
+    for first in range(0, len(X), ENCODE_SLICE):
+        part = X[np.arange(first, min(first + ENCODE_SLICE, len(X)))]
+        second = None if part.second is None else list(part.second)
+        encoded = tokenizer(list(part.first), second, truncation=max_length is not None,
+                            max_length=max_length, return_attention_mask=False, verbose=False)
+        ids += [np.asarray(row, dtype=np.int32) for row in encoded["input_ids"]]
+        segments = encoded.get("token_type_ids")
+        types += [np.asarray(row, dtype=np.int8) for row in segments] if segments else \
+            [np.zeros(len(row), dtype=np.int8) for row in encoded["input_ids"]]
     return _Encoded(ids, types)
 
 
@@ -143,8 +154,8 @@ def _collate(encoded: _Encoded, rows: np.ndarray, pad_id: int) -> tuple[torch.Te
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for k, i in enumerate(rows):
         n = len(encoded.ids[i])
-        ids[k, :n] = torch.as_tensor(encoded.ids[i])
-        types[k, :n] = torch.as_tensor(encoded.types[i])
+        ids[k, :n] = torch.from_numpy(encoded.ids[i])
+        types[k, :n] = torch.from_numpy(encoded.types[i])
         mask[k, :n] = 1
     return ids, mask, types
 
@@ -196,6 +207,7 @@ class _Settings:
     warmup_share: float = 0.1
     dropout: float = 0.1
     max_length_cap: int = MAX_LENGTH_CAP
+    max_batch_tokens: int = MAX_BATCH_TOKENS
     train_word_embeddings: bool = False
 
     @classmethod
@@ -205,7 +217,7 @@ class _Settings:
         for name in ("body_learning_rate", "head_learning_rate", "weight_decay", "warmup_share", "dropout"):
             if name in params:
                 setattr(settings, name, float(params.pop(name)))
-        for name in ("batch_size", "max_epochs", "max_length_cap"):
+        for name in ("batch_size", "max_epochs", "max_length_cap", "max_batch_tokens"):
             if name in params:
                 setattr(settings, name, max(1, int(float(params.pop(name)))))
         if "train_word_embeddings" in params:
@@ -215,6 +227,9 @@ class _Settings:
         if light:
             settings.max_epochs = 1
         return settings
+
+    def batch_rows(self, max_length: int) -> int:
+        return max(1, min(self.batch_size, self.max_batch_tokens // max_length))
 
 
 def _optimizer(net: _Net, s: _Settings) -> torch.optim.Optimizer:
@@ -295,7 +310,8 @@ class MiniLMFineTuneModel(_ClassifierBase):
         self._init_head(y)
         optimizer = _optimizer(self.net_, s)
         rng = np.random.RandomState(self.options.seed)
-        planned = s.max_epochs * math.ceil(len(y) / s.batch_size)
+        batch = s.batch_rows(self.max_length_)
+        planned = s.max_epochs * math.ceil(len(y) / batch)
         schedule = _Schedule(s.warmup_share, planned)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
         validate = X_val is not None and y_val is not None and len(y_val) > 0
@@ -307,36 +323,28 @@ class MiniLMFineTuneModel(_ClassifierBase):
         steps, trained_tokens, train_seconds = 0, 0, 0.0
         for epoch in range(s.max_epochs):
             self.net_.train()
-            batches = _length_batches(lengths, s.batch_size, rng)
+            batches = _length_batches(lengths, batch, rng)
             out_of_time = False
+            epoch_steps = 0
             for done, rows in enumerate(batches):
-                if deadline is not None and steps > 0:
-                    pace = train_seconds / trained_tokens  # seconds per padded token so far
-                    step_cost = pace * s.batch_size * lengths[rows].max()
-                    left = deadline - time.monotonic() - pace * FORWARD_SHARE * val_tokens
-                    if left < step_cost:
+                if deadline is not None:
+                    pace = train_seconds / trained_tokens if steps else None
+                    left = _seconds_left(deadline, pace, batch * int(lengths[rows].max()), val_tokens)
+                    if left is None:
                         out_of_time = True
                         self.epochs_run_ = epoch + done / len(batches)
                         break
-                    # Re-aim the decay at the last step that fits.
-                    mean_step = train_seconds / steps
-                    schedule.total = min(planned, steps + int(left / mean_step) + 1)
+                    if steps:  # re-aim the decay at the last step that fits
+                        schedule.total = min(planned, steps + int(left * steps / train_seconds) + 1)
                 started = time.monotonic()
-                ids, mask, types = _collate(encoded, rows, self.pad_id_)
-                optimizer.zero_grad()
-                output = self.net_(ids, mask, types)
-                loss = loss_fn(output if self.spec.is_classification else output[:, 0],
-                               targets[torch.as_tensor(rows)])
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(self.net_.parameters(), 1.0)
-                optimizer.step()
+                trained_tokens += self._step(encoded, rows, targets, optimizer, loss_fn)
                 scheduler.step()
                 steps += 1
-                trained_tokens += int(ids.numel())
+                epoch_steps += 1
                 train_seconds += time.monotonic() - started
             if not out_of_time:
                 self.epochs_run_ = float(epoch + 1)
-            if val is not None:
+            if val is not None and epoch_steps:
                 val_loss = self._loss(*val)
                 self.history_.append(val_loss)
                 if val_loss < best_loss:
@@ -353,6 +361,18 @@ class MiniLMFineTuneModel(_ClassifierBase):
             self.net_.load_state_dict(best_state)
         self.net_.eval()
 
+    def _step(self, encoded: _Encoded, rows: np.ndarray, targets: torch.Tensor,
+              optimizer: torch.optim.Optimizer, loss_fn: nn.Module) -> int:
+        """One optimizer step on a batch; returns the padded tokens it read."""
+        ids, mask, types = _collate(encoded, rows, self.pad_id_)
+        optimizer.zero_grad()
+        output = self.net_(ids, mask, types)
+        loss = loss_fn(output if self.spec.is_classification else output[:, 0], targets[torch.as_tensor(rows)])
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.net_.parameters(), 1.0)
+        optimizer.step()
+        return int(ids.numel())
+
     def _init_head(self, y: np.ndarray) -> None:
         """Start from the class prior (or the mean) so early steps refine rather than recover."""
         with torch.no_grad():
@@ -368,7 +388,8 @@ class MiniLMFineTuneModel(_ClassifierBase):
         width = self.spec.n_classes if self.spec.is_classification else 1
         out = np.zeros((len(encoded.ids), width))
         with torch.inference_mode():
-            for rows in _sorted_batches(encoded.lengths, PREDICT_BATCH):
+            rows_per_batch = max(1, PREDICT_BATCH_TOKENS // self.max_length_)
+            for rows in _sorted_batches(encoded.lengths, rows_per_batch):
                 out[rows] = self.net_(*_collate(encoded, rows, self.pad_id_)).double().numpy()
         return out
 
@@ -399,6 +420,17 @@ class MiniLMFineTuneModel(_ClassifierBase):
         if self.fallback_ is not None:
             return self.fallback_._values(X)
         return self._outputs(X)[:, 0] * self.y_std_ + self.y_mean_
+
+
+def _seconds_left(deadline: float, pace: float | None, step_tokens: int, val_tokens: int) -> float | None:
+    """Training seconds left after the next step and the closing validation pass, or None when
+    those no longer fit before the deadline. `pace` is seconds per padded token so far (None
+    before the first step: then only a deadline already passed stops it)."""
+    left = deadline - time.monotonic()
+    if pace is None:
+        return None if left <= 0 else left
+    left -= pace * (step_tokens + FORWARD_SHARE * val_tokens)
+    return None if left < 0 else left
 
 
 class _threads:
@@ -433,7 +465,8 @@ def _probe_pace(encoded: _Encoded, threads: int, seed: int = 0) -> _Pace:
     tokenizer, body = _pretrained()
     pad_id = int(tokenizer.pad_token_id or 0)
     rng = np.random.RandomState(seed)
-    picked = rng.choice(len(encoded.ids), size=min(3 * PROBE_BATCH, len(encoded.ids)), replace=False)
+    batch = _Settings().batch_rows(int(encoded.lengths.max()))
+    picked = rng.choice(len(encoded.ids), size=min(3 * batch, len(encoded.ids)), replace=False)
     picked = picked[np.argsort(encoded.lengths[picked], kind="stable")]
     parts = [part for part in np.array_split(picked, 3) if len(part)]
     warm, timed = parts[len(parts) // 2], [parts[0], parts[-1]]

@@ -103,6 +103,9 @@ def test_no_time_left_falls_back_to_the_constant_model() -> None:
     prior = np.bincount(y, minlength=2) / len(y)
     np.testing.assert_allclose(model.predict_proba(X[np.arange(5)]), np.tile(prior, (5, 1)))
     assert text_finetune.torch.get_num_threads() == threads
+    # A deadline that passes while the texts are tokenized and the transformer copied.
+    late = MiniLMFineTuneModel(BINARY, ModelOptions(deadline=time.monotonic() + 1e-3)).fit(X, y)
+    assert isinstance(late.fallback_, ConstantModel) and late.predict(X).shape == (20,)
 
 
 def test_the_cost_estimate_is_positive_and_grows_with_rows() -> None:
