@@ -7,6 +7,7 @@ images), unless asked for on tables too.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from solve_pipeline.baseline_models import (
@@ -123,6 +124,52 @@ def race_candidates(features: FeatureSet, light: bool = False, fusion: str = "au
         embed_seconds = 240.0 if budget_s is None else EMBED_SHARE * budget_s
         candidates.append(_fusion(embed_seconds=embed_seconds))
     return candidates
+
+
+@dataclass(frozen=True)
+class FinetuneOption:
+    """A pretrained network fine-tuned end to end, priced for the whole K-fold CV."""
+
+    candidate: Candidate
+    seconds: float
+    epochs: int
+
+
+# Epochs tried, most first: a pretrained network gains little after a few on a small set.
+FINETUNE_EPOCHS = (3, 2, 1)
+# Below this no fine-tuning fits anywhere, and the timed probe itself would cost seconds.
+FINETUNE_MIN_S = 30.0
+
+
+def _minilm_finetune(epochs: int) -> Candidate:
+    from solve_pipeline.text_finetune import MiniLMFineTuneModel, text_finetune_matrices
+
+    return Candidate("minilm_finetune", text_finetune_matrices,
+                     lambda s, o, f: MiniLMFineTuneModel(s, o, {"max_epochs": epochs}))
+
+
+def finetune_options(features: FeatureSet, n_folds: int, seconds: float,
+                     threads: int = 2) -> tuple[list[FinetuneOption], list[str]]:
+    """What fine-tuning fits in `seconds` (most epochs that fit, from a timed probe of real
+    batches), and a note for every modality on why or why not."""
+    options: list[FinetuneOption] = []
+    notes: list[str] = []
+    rows = features.n_train * (n_folds - 1) / max(n_folds, 1)
+    if seconds < FINETUNE_MIN_S:
+        return options, [f"{max(seconds, 0):.0f} s left: too little to fine-tune anything"]
+    if features.raw_text_columns_train is not None:
+        from solve_pipeline.text_finetune import estimate_finetune_seconds
+
+        per_epoch = n_folds * estimate_finetune_seconds(features, int(rows), 1.0, threads)
+        fitting = [e for e in FINETUNE_EPOCHS if e * per_epoch <= seconds]
+        if fitting:
+            options.append(FinetuneOption(_minilm_finetune(fitting[0]), fitting[0] * per_epoch, fitting[0]))
+            notes.append(f"text: MiniLM fine-tuning, {fitting[0]} epochs x {n_folds} folds "
+                         f"~{fitting[0] * per_epoch:.0f} s of {seconds:.0f} s")
+        else:
+            notes.append(f"text: one MiniLM epoch x {n_folds} folds needs ~{per_epoch:.0f} s, "
+                         f"{seconds:.0f} s left: frozen embeddings only")
+    return options, notes
 
 
 def tunable_for(name: str, features: FeatureSet, targets: list[TargetSpec]) -> Tunable | None:

@@ -223,7 +223,6 @@ def embed_images(paths: Sequence[str], plan: ImagePlan, *, cache_dir: Path | Non
             if start == BATCH:
                 timed_from = now  # the first batch pays one-off start-up costs
             pace = None if timed_from is None or start == BATCH else (now - timed_from) / (start - BATCH)
-
             if deadline is not None and (now > deadline or
                                          (pace is not None and now + pace * (len(todo) - start) > deadline)):
                 cache.save()
@@ -237,7 +236,8 @@ def embed_images(paths: Sequence[str], plan: ImagePlan, *, cache_dir: Path | Non
                     cache.vectors[keys[i]] = vector.astype(np.float32)
     finally:
         torch.set_num_threads(previous)
-    cache.save()
+    if todo:
+        cache.save()
     found = [cache.vectors.get(key) for key in keys]
     present = [v for v in found if v is not None]
     if not present:

@@ -7,8 +7,8 @@ Progress goes to stdout as JSON lines.
 
 The budget is spent in phases, each adopting whatever beats the best so far and rewriting the
 submission at once, so a valid submission exists from the first second (the constant model) and
-only improves: the AutoML race (~60% of the budget), HEBO tuning of the best tunable family
-(until ~85%), finishing the race's pruned families with what is left (until ~93%, for the
+only improves: the AutoML race (~60% of the budget), fine-tuning of pretrained networks when a
+timed probe says it fits, HEBO tuning of the best tunable family (both until ~85%), finishing the race's pruned families with what is left (until ~93%, for the
 blend's diversity), blending of every complete solution, and last the metric-aware decoding of
 class probabilities into labels (a tuned threshold, or ordinal cut points).
 """
@@ -28,13 +28,15 @@ from typing import Any, Sequence
 # Must precede the first OpenMP load (numpy/sklearn/lightgbm): on a busy 2-core machine
 # spin-waiting threads made LightGBM with num_threads=2 measured 7-50x slower than passive waits.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Pretrained models load offline; their progress bars would only clutter the run's output.
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from solve_pipeline import blending  # noqa: E402
 from solve_pipeline.automl import RaceOutcome, race, revive  # noqa: E402
-from solve_pipeline.catalog import race_candidates, tunable_for  # noqa: E402
+from solve_pipeline.catalog import finetune_options, race_candidates, tunable_for  # noqa: E402
 from solve_pipeline.cv import (  # noqa: E402
     CandidateRun, CVContext, Predictions, cv_score, emit, finish_run, is_better, make_folds,
     normalise_proba, score_outputs, start_run,
@@ -60,6 +62,7 @@ BLEND_UNTIL = 1.0  # less the decoding's projected need; a blender whose cost do
 DECODE_UNTIL = 1.0  # the decoder search is only started when its projected metric calls fit
 DECODE_RESERVE_MAX = 0.05  # of the budget: a search dearer than this is not waited for
 HARD_STOP = 0.97  # the race's first finisher may run this far when nothing else has finished
+FINETUNE_FOLD_SLACK = 1.5  # a fine-tuning fold may run this far past its share of the estimate
 
 
 @dataclass(frozen=True)
@@ -237,6 +240,32 @@ class Solver:
     def revive(self, outcome: RaceOutcome) -> None:
         revive(outcome, self.ctx, self.at(REVIVE_UNTIL), self.on_finished)
         self.state.phases["revive"] = round(self.state.elapsed(), 2)
+
+    def finetune(self) -> dict[str, Any]:
+        """Pretrained networks fine-tuned end to end, when their timed estimate fits before
+        tuning's end; tuning then gets what is left. Each fold is capped near its estimate."""
+        began = time.monotonic()
+        options, notes = finetune_options(self.ctx.features, len(self.ctx.folds),
+                                          self.at(TUNE_UNTIL) - time.monotonic())
+        emit("finetune_plan", notes=notes, probe_s=round(time.monotonic() - began, 2))
+        report: dict[str, Any] = {"notes": notes, "runs": []}
+        for option in options:
+            left = self.at(TUNE_UNTIL) - time.monotonic()
+            if option.seconds > left:
+                report["runs"].append({"model": option.candidate.name,
+                                       "skipped": f"needs ~{option.seconds:.0f} s, {left:.0f} s left"})
+                continue
+            run = start_run(option.candidate, self.ctx)
+            if run is None:
+                continue
+            fold_cap = FINETUNE_FOLD_SLACK * option.seconds / len(self.ctx.folds)
+            finished = finish_run(run, self.ctx, self.at(TUNE_UNTIL), fold_cap_s=fold_cap)
+            report["runs"].append({"model": run.name, "epochs": option.epochs, "finished": finished,
+                                   "estimate_s": round(option.seconds, 1), "seconds": round(run.seconds, 1)})
+            if finished:
+                self.on_finished(run)
+        self.state.phases["finetune"] = round(self.state.elapsed(), 2)
+        return report
 
     def tune(self) -> dict[str, Any]:
         ranked = sorted((r for r in self.state.complete if tunable_for(r.name, self.ctx.features, self.ctx.targets)),
@@ -429,7 +458,9 @@ def solve(options: SolveOptions) -> dict:
     tuning: dict[str, Any] = {"skipped": "light mode or --no-tune"}
     blend_report: dict[str, Any] = {"skipped": "light mode"}
     decoding: dict[str, Any] = {"skipped": "light mode"}
+    finetune: dict[str, Any] = {"skipped": "light mode"}
     if not options.light:
+        finetune = solver.finetune()
         if options.tune:
             tuning = solver.tune()
         solver.revive(outcome)
@@ -445,6 +476,7 @@ def solve(options: SolveOptions) -> dict:
         "metric": "surrogate" if ctx.surrogate else "setup",
         "cv": state.cv,
         "race": [asdict(e) for e in outcome.entries],
+        "finetune": finetune,
         "tuning": tuning,
         "blend": blend_report,
         "decoding": decoding,
@@ -462,7 +494,7 @@ def solve(options: SolveOptions) -> dict:
         "time_to_first_submission_s": round(state.first_submission_s or 0.0, 3),
     }
     write_json_atomic(result, artifacts.workspace / "solve" / "solve_result.json")
-    emit("done", **{k: v for k, v in result.items() if k not in ("race", "tuning", "blend", "decoding")})
+    emit("done", **{k: v for k, v in result.items() if k not in ("race", "finetune", "tuning", "blend", "decoding")})
     return result
 
 

@@ -234,3 +234,16 @@ def check_solved(workspace: Path, result: dict, events: list[dict], sample_name:
     kinds = {e["event"] for e in events}
     assert {"start", "fold", "model", "submission", "done"} <= kinds
     assert "constant" in result["cv"] and len(result["cv"]) >= 2
+
+
+def tweets_workspace(root: Path, n: int = 80) -> Path:
+    """A few disaster tweets: text only, binary, small enough to fine-tune MiniLM in seconds."""
+    raw = pd.read_csv(COMPETITIONS / "nlp-getting-started/data/train.csv").sample(n=n, random_state=0)
+    raw["id"] = raw["id"].astype(str)
+    train, test = split_rows(raw)
+    sample = pd.DataFrame({"id": test["id"], "target": 0})
+    return write_workspace(
+        root, inputs={"txt": (train[["id", "text"]], test[["id", "text"]])},
+        targets=train[["id", "target"]], test_ids=test["id"].tolist(),
+        spec={"column": "target", "task": "binary", "classes": [0, 1]}, id_name="id",
+        metric=ACCURACY_METRIC, formatter=LABEL_FORMAT, sample=sample)

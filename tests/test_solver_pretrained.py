@@ -1,0 +1,38 @@
+"""The solver with pretrained networks, end to end as a subprocess: frozen image features enter
+the race and are cached for the next run; MiniLM is fine-tuned when its timed probe fits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from solver_workspaces import check_solved, run_solver, shapes_workspace, tweets_workspace
+
+
+def test_images_get_a_pretrained_family_and_a_resumed_run_reuses_the_embeddings(tmp_path: Path) -> None:
+    workspace = shapes_workspace(tmp_path / "shapes")
+    result, events = run_solver(workspace, "--time-budget", "40", "--folds", "2", "--no-tune")
+    check_solved(workspace, result, events)
+    pretrained = next(e for e in events if e["event"] == "pretrained")
+    assert pretrained["sources"][0].startswith("image:efficientnet-lite"), pretrained
+    assert result["cv"]["pretrained_linear"] is not None
+    assert result["cv"]["pretrained_linear"] > result["cv"]["constant"]
+    cached = list((workspace / "solve" / "cache" / "image_embeddings").glob("*.npz"))
+    assert len(cached) == 1
+    stamp = cached[0].stat().st_mtime_ns
+
+    again, events = run_solver(workspace, "--time-budget", "40", "--folds", "2", "--no-tune")
+    assert next(e for e in events if e["event"] == "pretrained")["sources"] == pretrained["sources"]
+    assert cached[0].stat().st_mtime_ns == stamp  # read back, not recomputed
+    assert again["cv"]["pretrained_linear"] == result["cv"]["pretrained_linear"]
+
+
+def test_minilm_is_fine_tuned_when_the_probe_says_it_fits(tmp_path: Path) -> None:
+    workspace = tweets_workspace(tmp_path / "tweets")
+    result, events = run_solver(workspace, "--time-budget", "90", "--folds", "2", "--no-tune")
+    check_solved(workspace, result, events)
+    plan = next(e for e in events if e["event"] == "finetune_plan")
+    assert plan["notes"] and plan["notes"][0].startswith("text: MiniLM fine-tuning"), plan
+    run = result["finetune"]["runs"][0]
+    assert run["model"] == "minilm_finetune" and run["finished"] is True, result["finetune"]
+    assert result["cv"]["minilm_finetune"] is not None
+    assert "minilm_finetune" in {c["model"] for c in result["candidates"]}
