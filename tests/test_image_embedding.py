@@ -128,3 +128,20 @@ def test_a_workspace_gets_one_shared_embedding_beside_its_table(tmp_path: Path) 
     assert train.shape == (48, found.image.train.shape[1]) and test.shape[0] == 12
     assert abs(float(np.vstack([train, test]).mean())) < 1e-3  # standardized
     assert list((workspace / "solve" / "cache" / "image_embeddings").glob("*.npz"))
+
+
+@pytest.mark.skipif(not torchvision_usable(), reason="torchvision is the optional agentk[vision] extra")
+def test_torchvision_checkpoints_in_the_weights_folder_join_the_options(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+    import torchvision
+
+    # Untrained weights stand in for the real checkpoint (no download here): the loading path,
+    # the classifier removal and the pooled width are what is checked.
+    torch.save(torchvision.models.resnet18(weights=None).state_dict(), tmp_path / "resnet18-f37072fd.pth")
+    monkeypatch.setenv("AGENTK_TORCH_WEIGHTS", str(tmp_path))
+    found = {b.name: b for b in available_backbones()}
+    assert "torchvision-resnet18" in found and found["torchvision-resnet18"].width == 512
+    paths, _ = monkey_photos(per_class=2)
+    vectors = embed_images(paths, ImagePlan(found["torchvision-resnet18"], 96, True, 0.0), cache_dir=tmp_path)
+    assert vectors is not None and vectors.shape == (len(paths), 512)
