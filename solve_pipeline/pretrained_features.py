@@ -16,6 +16,7 @@ import numpy as np
 
 from solve_pipeline.cv import emit
 from solve_pipeline.dataset import FeatureSet
+from solve_pipeline.image_embedding import ImagePlan
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class EmbeddingBlock:
 @dataclass
 class PretrainedFeatures:
     image: EmbeddingBlock | None = None
+    image_plan: ImagePlan | None = None  # the backbone and resolution the images were embedded at
     text: EmbeddingBlock | None = None
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -37,7 +39,8 @@ class PretrainedFeatures:
         return [b for b in (self.image, self.text) if b is not None]
 
 
-def _image_block(features: FeatureSet, seconds: float, threads: int) -> tuple[EmbeddingBlock | None, str]:
+def _image_block(features: FeatureSet, seconds: float,
+                 threads: int) -> tuple[EmbeddingBlock | None, ImagePlan | None, str]:
     from solve_pipeline.image_embedding import TooSlow, embed_images, plan_embedding
 
     assert features.image_paths_train is not None and features.image_paths_test is not None
@@ -62,7 +65,7 @@ def _image_block(features: FeatureSet, seconds: float, threads: int) -> tuple[Em
                 plans = [p for p in plans if p.projected_s * ratio <= left]
             continue
         if vectors is None:
-            return None, "images: none of the image files could be read"
+            return None, None, "images: none of the image files could be read"
         # Columns were embedded as one list (one pass, one pace check); split them back.
         n_train, n_test = features.n_train, features.n_test
         per_column = np.split(vectors, len(columns))
@@ -71,10 +74,10 @@ def _image_block(features: FeatureSet, seconds: float, threads: int) -> tuple[Em
         note = f"images: {plan.label} in {time.monotonic() - started:.0f} s"
         if given_up:
             note += f" (gave up on {', '.join(given_up)}: too slow at the pace measured)"
-        return EmbeddingBlock(train, test, f"image:{plan.label}"), note
+        return EmbeddingBlock(train, test, f"image:{plan.label}"), plan, note
     if given_up:
         why = f"every affordable option ran too slow ({', '.join(given_up)})"
-    return None, f"images: {why}; {seconds:.0f} s allowed"
+    return None, None, f"images: {why}; {seconds:.0f} s allowed"
 
 
 def _text_block(features: FeatureSet, seconds: float, threads: int) -> tuple[EmbeddingBlock | None, str]:
@@ -108,7 +111,7 @@ def pretrained_features(features: FeatureSet, *, seconds: float, threads: int = 
     has_text = features.raw_text_columns_train is not None and features.raw_text_columns_test is not None
     image_share = 0.6 if has_images and has_text else 1.0
     if has_images:
-        result.image, note = _image_block(features, seconds * image_share, threads)
+        result.image, result.image_plan, note = _image_block(features, seconds * image_share, threads)
         result.notes.append(note)
     if has_text:
         result.text, note = _text_block(features, max(seconds - (time.monotonic() - started), 0.0), threads)
