@@ -33,10 +33,10 @@ MIN_LENGTH = 16
 LENGTH_QUANTILE = 95  # the longest 5% of texts are truncated: the cost grows with the longest row
 PAIR_SEPARATOR = " | "
 SORT_POOL = 50  # batches whose rows are sorted by length together: little padding, order still random
-# Rows per batch shrink for long texts so a batch holds at most this many tokens: 32 rows of 256
-# pieces peaked above 4 GB in training here (attention activations), 16 rows near 1.5 GB, and
-# the time per token stays the same.
-MAX_BATCH_TOKENS = 4096
+# Rows per batch shrink for long texts so a batch holds at most this many tokens: with 32 rows of
+# 256 pieces a commonlit run peaked above 4 GB here (attention activations, and freed blocks
+# malloc keeps), with 16 rows 3.3 GB, with 8 rows about 2 GB; the time per token stays the same.
+MAX_BATCH_TOKENS = 2048
 PREDICT_BATCH_TOKENS = 8192
 ENCODE_SLICE = 1024
 PROBE_SAMPLE = 512  # texts read to measure the token lengths a run would see
@@ -320,7 +320,9 @@ class MiniLMFineTuneModel(_ClassifierBase):
         loss_fn = nn.CrossEntropyLoss() if self.spec.is_classification else nn.MSELoss()
 
         best_loss, best_state = math.inf, None
-        steps, trained_tokens, train_seconds = 0, 0, 0.0
+        # The pace leaves out the first step: one-off allocations made it several times slower
+        # than the rest here, enough to stop a run after one step.
+        steps, paced_tokens, paced_seconds = 0, 0, 0.0
         for epoch in range(s.max_epochs):
             self.net_.train()
             batches = _length_batches(lengths, batch, rng)
@@ -328,20 +330,22 @@ class MiniLMFineTuneModel(_ClassifierBase):
             epoch_steps = 0
             for done, rows in enumerate(batches):
                 if deadline is not None:
-                    pace = train_seconds / trained_tokens if steps else None
+                    pace = paced_seconds / paced_tokens if steps > 1 else None
                     left = _seconds_left(deadline, pace, batch * int(lengths[rows].max()), val_tokens)
                     if left is None:
                         out_of_time = True
                         self.epochs_run_ = epoch + done / len(batches)
                         break
-                    if steps:  # re-aim the decay at the last step that fits
-                        schedule.total = min(planned, steps + int(left * steps / train_seconds) + 1)
+                    if pace is not None:  # re-aim the decay at the last step that fits
+                        schedule.total = min(planned, steps + int(left * (steps - 1) / paced_seconds) + 1)
                 started = time.monotonic()
-                trained_tokens += self._step(encoded, rows, targets, optimizer, loss_fn)
+                tokens = self._step(encoded, rows, targets, optimizer, loss_fn)
                 scheduler.step()
+                if steps > 0:
+                    paced_tokens += tokens
+                    paced_seconds += time.monotonic() - started
                 steps += 1
                 epoch_steps += 1
-                train_seconds += time.monotonic() - started
             if not out_of_time:
                 self.epochs_run_ = float(epoch + 1)
             if val is not None and epoch_steps:
@@ -425,7 +429,7 @@ class MiniLMFineTuneModel(_ClassifierBase):
 def _seconds_left(deadline: float, pace: float | None, step_tokens: int, val_tokens: int) -> float | None:
     """Training seconds left after the next step and the closing validation pass, or None when
     those no longer fit before the deadline. `pace` is seconds per padded token so far (None
-    before the first step: then only a deadline already passed stops it)."""
+    until it is known: then only a deadline already passed stops it)."""
     left = deadline - time.monotonic()
     if pace is None:
         return None if left <= 0 else left
