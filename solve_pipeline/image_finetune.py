@@ -35,7 +35,9 @@ from solve_pipeline.image_embedding import ImagePlan, _key, load_rgb  # noqa: E4
 from solve_pipeline.setup_modules import TargetSpec  # noqa: E402
 from solve_pipeline.text_finetune import _threads  # noqa: E402
 
-DEFAULT_K = 2  # trained blocks: lite0's last two (192 -> 192 -> 320 channels at stride 32)
+# Blocks trained: the last one (Lite0's 192 -> 320 channels at stride 32) beat the last two on
+# 10 monkey species at 224 px, 3-fold accuracy 0.989 vs 0.980 (frozen features + logistic 0.984).
+DEFAULT_K = 1
 TRUNK_BATCH = 32
 PREDICT_BATCH = 256
 VIEWS = 2  # the image and its mirror
@@ -288,6 +290,9 @@ class _Settings:
     patience: int = 3
     dropout: float = 0.3
     shift: int = 1
+    # Epochs that train the new head alone first: its random start would otherwise send large,
+    # meaningless gradients into the pretrained blocks (the linear-probe-then-fine-tune recipe).
+    head_epochs: int = 0
 
     @classmethod
     def from_params(cls, params: dict[str, Any] | None, light: bool) -> _Settings:
@@ -299,8 +304,9 @@ class _Settings:
         for name in ("batch_size", "max_epochs", "patience"):
             if name in params:  # HEBO hands integers over as category strings
                 setattr(settings, name, max(1, int(float(params.pop(name)))))
-        if "shift" in params:
-            settings.shift = max(0, int(float(params.pop("shift"))))
+        for name in ("shift", "head_epochs"):
+            if name in params:
+                setattr(settings, name, max(0, int(float(params.pop(name)))))
         if params:  # a misspelt name would otherwise be tuned without any effect
             raise ValueError(f"unknown fine-tuning parameters: {sorted(params)}")
         if light:
@@ -369,6 +375,10 @@ class ImageFinetuneModel(_ClassifierBase):
         steps, trained_rows, train_seconds = 0, 0, 0.0
         for epoch in range(s.max_epochs):
             self.net_.train()
+            for parameter in self.net_.pretrained_parameters():
+                parameter.requires_grad_(epoch >= s.head_epochs)
+            if epoch == s.head_epochs:
+                trained_rows, train_seconds = 0, 0.0  # head-only steps were cheaper: pace anew
             order = rng.permutation(len(y))
             batches = [order[i:i + s.batch_size] for i in range(0, len(order), s.batch_size)]
             out_of_time, epoch_steps = False, 0
