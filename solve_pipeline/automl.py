@@ -1,7 +1,8 @@
 """The tabular AutoML race: model families under K-fold CV with successive halving.
 
-The first family (the cheapest: the catalog lists them cheapest first) is finished at once, so a
-real model replaces the constant submission early whatever the budget. Rung one then fits a single
+The first family with usable features (the catalog lists the cheapest, or on images the frozen
+pretrained features, first) is finished at once, so a real model replaces the constant submission
+early whatever the budget. Rung one then fits a single
 fold of every other family; the weaker half (by that fold's metric) is dropped, and the survivors
 finish their remaining folds cheapest first. Every finished family keeps its OOF and test
 predictions for blending.
@@ -44,7 +45,7 @@ def survivors(scored: list[tuple[CandidateRun, float]], higher_is_better: bool,
 @dataclass
 class RaceOutcome:
     entries: list[RaceEntry]
-    pruned: list[CandidateRun]  # one fold done each: finished later if time is left over
+    pruned: list[CandidateRun]  # pruned or stopped by the deadline: finished later if time is left
 
 
 def race(candidates: list[Candidate], ctx: CVContext, deadline: float, higher_is_better: bool,
@@ -60,8 +61,11 @@ def race(candidates: list[Candidate], ctx: CVContext, deadline: float, higher_is
     # Rung one may spend about half the race; a family slower than its share is cut short there
     # (boosting keeps the trees it has), which is how a slow family loses on a small budget.
     box = max(RUNG_ONE_MIN_S, 0.5 * (deadline - time.monotonic()) / max(len(candidates), 1))
-    for index, candidate in enumerate(candidates):
-        pace_setter = index == 0
+    paced = False
+    for candidate in candidates:
+        # The first family with usable features sets the pace: one whose features cannot be
+        # built (no pretrained network, no text) passes the role on.
+        pace_setter = not paced
         entry = entries[candidate.name] = RaceEntry(candidate.name, "skipped")
         if time.monotonic() > (hard if pace_setter else deadline):
             entry.status, entry.reason = "out_of_time", "the race's time budget was spent before rung one"
@@ -72,6 +76,7 @@ def race(candidates: list[Candidate], ctx: CVContext, deadline: float, higher_is
             if run is None:
                 entry.reason = "no usable features"
                 continue
+            paced = True
             score = fit_fold(run, 0, ctx, hard if pace_setter else min(deadline, time.monotonic() + box))
         except Exception as error:  # noqa: BLE001 - one broken family must not sink the race
             entry.status, entry.reason = "failed", f"{type(error).__name__}: {error}"
@@ -91,8 +96,9 @@ def race(candidates: list[Candidate], ctx: CVContext, deadline: float, higher_is
             emit("pruned", model=run.name, first_fold_score=entries[run.name].first_fold_score)
     finish_cheapest_first(kept, entries, ctx, deadline, on_finished,
                           first_deadline=None if any(e.status == "finished" for e in entries.values()) else hard)
-    pruned = [run for run, _ in rung if run not in kept]
-    return RaceOutcome(list(entries.values()), pruned)
+    # Survivors the deadline stopped before they finished are revived with the pruned ones.
+    unfinished = [run for run, _ in rung if entries[run.name].status in ("pruned", "out_of_time")]
+    return RaceOutcome(list(entries.values()), unfinished)
 
 
 def finish_cheapest_first(runs: list[CandidateRun], entries: dict[str, RaceEntry], ctx: CVContext,
@@ -139,6 +145,7 @@ def finish_cheapest_first(runs: list[CandidateRun], entries: dict[str, RaceEntry
 
 def revive(outcome: RaceOutcome, ctx: CVContext, deadline: float,
            on_finished: Callable[[CandidateRun], None]) -> None:
-    """Spend left-over time finishing pruned families: weaker alone, they can still help a blend."""
+    """Spend left-over time finishing pruned (or deadline-stopped) families: weaker alone, they can
+    still help a blend."""
     entries = {e.family: e for e in outcome.entries}
     finish_cheapest_first(outcome.pruned, entries, ctx, deadline, on_finished)

@@ -110,9 +110,14 @@ def race_candidates(features: FeatureSet, light: bool = False, fusion: str = "au
         return [_linear(), _lightgbm()]
     candidates = [_linear()]
     if has_pretrained_inputs(features):
-        # Second, so its embeddings are computed early and shared by the fusion net later.
+        # Early, so its embeddings are computed once and shared by the fusion net later. On
+        # images it sets the race's pace (a family that always finishes): pixels alone lose by far.
         seconds = 240.0 if budget_s is None else PRETRAINED_SHARE * budget_s
-        candidates.append(_pretrained_linear(seconds=seconds))
+        pretrained = _pretrained_linear(seconds=seconds)
+        if features.image_paths_train is not None:
+            candidates.insert(0, pretrained)
+        else:
+            candidates.append(pretrained)
     candidates.append(_lightgbm())
     from solve_pipeline.target_encoding import high_cardinality_columns
 
