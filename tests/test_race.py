@@ -1,0 +1,57 @@
+"""The race's guarantees on a real (titanic) CV context: the first family that can build its
+features sets the pace and always finishes; a survivor the deadline stops is revived later."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from solve_pipeline.automl import race, revive
+from solve_pipeline.baseline_models import Candidate, ConstantModel, default_candidates
+from solve_pipeline.solver import SolveOptions, prepare
+from solver_workspaces import titanic_workspace
+
+
+class SlowConstant(ConstantModel):
+    """Class frequencies that take seconds to fit: a family the race's deadline can catch."""
+
+    def fit(self, X: np.ndarray, y: np.ndarray, **_: object) -> SlowConstant:
+        time.sleep(2.5)
+        return super().fit(X, y)
+
+
+def _context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)  # prepare() moves into setup/, as the solver subprocess does
+    _, ctx, _ = prepare(SolveOptions(workspace=titanic_workspace(tmp_path / "titanic"), folds=3))
+    return ctx
+
+
+def test_a_family_without_features_passes_the_pace_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx = _context(tmp_path, monkeypatch)
+    _, linear, lightgbm = default_candidates()
+    nothing = Candidate("no_backbone", lambda features, seed: None, lambda s, o, f: ConstantModel(s))
+    finished: list[str] = []
+    now = time.monotonic()
+    # The race's own deadline is already spent: only the pace-setter may still run.
+    outcome = race([nothing, linear, lightgbm], ctx, now - 1, True, lambda run: finished.append(run.name),
+                   hard_deadline=now + 120)
+    entries = {e.family: e for e in outcome.entries}
+    assert entries["no_backbone"].reason == "no usable features"
+    assert entries["linear"].status == "finished" and finished == ["linear"]
+    assert entries["lightgbm"].status == "out_of_time"
+
+
+def test_a_survivor_stopped_by_the_deadline_is_revived(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx = _context(tmp_path, monkeypatch)
+    _, linear, _ = default_candidates()
+    slow = Candidate("slow", linear.matrices, lambda s, o, f: SlowConstant(s))
+    finished: list[str] = []
+    outcome = race([linear, slow], ctx, time.monotonic() + 3, True, lambda run: finished.append(run.name))
+    entries = {e.family: e for e in outcome.entries}
+    assert entries["slow"].status == "out_of_time" and entries["slow"].first_fold_score is not None
+    assert [run.name for run in outcome.pruned] == ["slow"]
+    revive(outcome, ctx, time.monotonic() + 60, lambda run: finished.append(run.name))
+    assert finished == ["linear", "slow"] and entries["slow"].status == "finished"
