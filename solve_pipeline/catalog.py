@@ -153,6 +153,47 @@ def _minilm_finetune(epochs: int) -> Candidate:
                      lambda s, o, f: MiniLMFineTuneModel(s, o, {"max_epochs": epochs}))
 
 
+# Image fine-tuning runs on cached maps, where an epoch is cheap: early stopping (patience 3)
+# usually ends it well before the first of these.
+IMAGE_FINETUNE_EPOCHS = (15, 8, 4)
+
+
+def _image_finetune(features: FeatureSet, n_folds: int, seconds: float,
+                    threads: int) -> tuple[FinetuneOption | None, str]:
+    """The last block of the embedding's own backbone fine-tuned on cached trunk maps."""
+    from solve_pipeline.image_finetune import (
+        ImageFinetuneModel, estimate_finetune_seconds, fine_tunable, image_finetune_matrices, map_shape,
+    )
+    from solve_pipeline.pretrained_features import pretrained_features
+
+    plan = pretrained_features(features, seconds=PRETRAINED_SHARE * seconds, threads=threads).image_plan
+    if plan is None or not fine_tunable(plan.backbone):
+        return None, "images: no fine-tunable backbone embedded them"
+    assert features.image_paths_train is not None and features.image_paths_test is not None
+    n_images = len(next(iter(features.image_paths_train.values()))) + features.n_test
+    # The maps hold both views; the plan's per-image pace was measured for one, or for two with flip.
+    maps_s = n_images * plan.per_image_s * (1 if plan.flip_tta else 2)
+    rows = int(features.n_train * (n_folds - 1) / max(n_folds, 1))
+    per_epoch = n_folds * estimate_finetune_seconds(
+        map_shape(plan.backbone, plan.px), rows, 1.0, threads, backbone=plan.backbone,
+        predict_rows=features.n_test + features.n_train // max(n_folds, 1))
+    fitting = [e for e in IMAGE_FINETUNE_EPOCHS if maps_s + e * per_epoch <= seconds]
+    if not fitting:
+        return None, (f"images: maps ~{maps_s:.0f} s + {IMAGE_FINETUNE_EPOCHS[-1]} epochs x {n_folds} folds "
+                      f"~{IMAGE_FINETUNE_EPOCHS[-1] * per_epoch:.0f} s do not fit {seconds:.0f} s: frozen features only")
+    epochs = fitting[0]
+
+    def matrices(features: FeatureSet, seed: int) -> Any:
+        return image_finetune_matrices(features, seed, plan=plan, seconds=1.5 * maps_s + 5.0, threads=threads)
+
+    candidate = Candidate("image_finetune", matrices,
+                          lambda s, o, f: ImageFinetuneModel(s, o, {"max_epochs": epochs}))
+    total = maps_s + epochs * per_epoch
+    return FinetuneOption(candidate, total, epochs), (
+        f"images: {plan.backbone.name}@{plan.px} last block fine-tuned, up to {epochs} epochs x {n_folds} folds "
+        f"~{total:.0f} s of {seconds:.0f} s")
+
+
 def finetune_options(features: FeatureSet, n_folds: int, seconds: float,
                      threads: int = 2) -> tuple[list[FinetuneOption], list[str]]:
     """What fine-tuning fits in `seconds` (most epochs that fit, from a timed probe of real
@@ -162,6 +203,12 @@ def finetune_options(features: FeatureSet, n_folds: int, seconds: float,
     rows = features.n_train * (n_folds - 1) / max(n_folds, 1)
     if seconds < FINETUNE_MIN_S:
         return options, [f"{max(seconds, 0):.0f} s left: too little to fine-tune anything"]
+    if features.image_paths_train is not None:
+        option, note = _image_finetune(features, n_folds, seconds, threads)
+        notes.append(note)
+        if option is not None:
+            options.append(option)
+            seconds -= option.seconds
     if features.raw_text_columns_train is not None:
         from solve_pipeline.text_finetune import estimate_finetune_seconds
 

@@ -10,12 +10,19 @@ from solver_workspaces import check_solved, run_solver, shapes_workspace, tweets
 
 def test_images_get_a_pretrained_family_and_a_resumed_run_reuses_the_embeddings(tmp_path: Path) -> None:
     workspace = shapes_workspace(tmp_path / "shapes")
-    result, events = run_solver(workspace, "--time-budget", "40", "--folds", "2", "--no-tune")
+    result, events = run_solver(workspace, "--time-budget", "60", "--folds", "2", "--no-tune")
     check_solved(workspace, result, events)
     pretrained = next(e for e in events if e["event"] == "pretrained")
     assert pretrained["sources"][0].startswith("image:efficientnet-lite"), pretrained
+    assert result["race"][0]["family"] == "pretrained_linear"  # it sets the pace on images
     assert result["cv"]["pretrained_linear"] is not None
     assert result["cv"]["pretrained_linear"] > result["cv"]["constant"]
+    # 60 tiny images: maps and epochs are cheap, so the last block is fine-tuned too.
+    plan = next(e for e in events if e["event"] == "finetune_plan")
+    assert plan["notes"][0].startswith("images: efficientnet-lite"), plan
+    assert result["finetune"]["runs"][0]["model"] == "image_finetune", result["finetune"]
+    assert result["cv"]["image_finetune"] > result["cv"]["constant"]
+    assert list((workspace / "solve" / "cache" / "image_maps").iterdir())
     cached = list((workspace / "solve" / "cache" / "image_embeddings").glob("*.npz"))
     assert len(cached) == 1
     stamp = cached[0].stat().st_mtime_ns
