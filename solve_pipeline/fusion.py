@@ -21,7 +21,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
-from torch.nn import functional  # noqa: E402
 
 from solve_pipeline.baseline_models import (  # noqa: E402
     Candidate,
@@ -29,11 +28,11 @@ from solve_pipeline.baseline_models import (  # noqa: E402
     ModelOptions,
     _ClassifierBase,
 )
-from solve_pipeline.fusion_inputs import ModalityBlocks, embed_texts, fusion_matrices  # noqa: E402
+from solve_pipeline.fusion_inputs import ModalityBlocks, fusion_matrices  # noqa: E402
 from solve_pipeline.hebo_tool import NN_DEFAULTS, NN_SPACE, SearchParam  # noqa: E402
 from solve_pipeline.setup_modules import TargetSpec  # noqa: E402
 
-__all__ = ["FUSION_DEFAULTS", "FUSION_SPACE", "FusionModel", "ModalityBlocks", "embed_texts",
+__all__ = ["FUSION_DEFAULTS", "FUSION_SPACE", "FusionModel", "ModalityBlocks",
            "fusion_candidate", "fusion_matrices"]
 
 PREDICT_BATCH = 1024

@@ -20,7 +20,6 @@ import numpy as np  # noqa: E402
 from solve_pipeline.baseline_models import _scaled_dense  # noqa: E402
 from solve_pipeline.dataset import CATEGORY, ORDINAL_CODE, FeatureSet  # noqa: E402
 from solve_pipeline.pretrained_features import pretrained_features  # noqa: E402
-from solve_pipeline.text_embedding import embed_texts  # noqa: E402
 
 # MiniLM measured ~100-180 sentences/s on this project's 2-core machines: 20k rows is minutes.
 MAX_EMBED_ROWS = 30000

@@ -290,7 +290,7 @@ def test_failing_callback_does_not_stall_the_child(tmp_path: Path) -> None:
 
 def test_log_files_are_written(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
-    script = write_script(tmp_path, f"""
+    script = write_script(tmp_path, """
         import sys
         print("to stdout")
         sys.exit("fatal: to stderr")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from curriculum.embedding import MINILM_DIM
-from solve_pipeline import fusion, fusion_inputs, text_embedding
+from solve_pipeline import text_embedding
 from solve_pipeline.text_embedding import (
     TextEmbeddings,
     _sentence_encoder,
@@ -44,11 +44,6 @@ def test_short_texts_match_the_encoder_and_are_unit_length() -> None:
     direct = _sentence_encoder().encode(SHORT, normalize_embeddings=True, convert_to_numpy=True)
     np.testing.assert_allclose(vectors, direct, atol=1e-4)
     assert embed_texts([], max_seconds=1).shape == (0, MINILM_DIM)
-
-
-def test_the_fusion_modules_reexport_the_one_embedder() -> None:
-    assert fusion_inputs.embed_texts is embed_texts
-    assert fusion.embed_texts is embed_texts
 
 
 def test_long_text_is_split_into_overlapping_windows_of_whole_words() -> None:

@@ -7,10 +7,7 @@ answers that cannot be scored at all are "the answers are unusable: ...", never 
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
