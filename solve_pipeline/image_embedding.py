@@ -7,7 +7,6 @@ images prices every (backbone, resolution) option before anything big starts.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 import warnings
@@ -22,7 +21,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from solve_pipeline.image_backbones import Backbone, available_backbones, cheapest
+from solve_pipeline.image_backbones import Backbone, available_backbones, cheapest  # noqa: E402
+from solve_pipeline.vector_cache import VectorCache, file_key  # noqa: E402
 
 BATCH = 32
 PROBE_IMAGES = 16
@@ -142,13 +142,13 @@ def plan_embedding(paths: Sequence[str], seconds: float, threads: int = 2,
         per_pixel = (time.monotonic() - began) / len(loaded) / probe_px ** 2 / base.relative_cost
     finally:
         torch.set_num_threads(previous)
-    keys = [_key(p) for p in paths if p]
+    keys = [file_key(p) for p in paths if p]
     plans = []
     for backbone, px in _options(backbones, native):
         for flip in (True, False):
             label = ImagePlan(backbone, px, flip, 0.0).label
             # Images a previous run embedded with this option cost nothing now.
-            cached = EmbeddingCache(cache_dir, label).vectors
+            cached = VectorCache(cache_dir, label).vectors
             n = sum(key not in cached for key in keys)
             forward = n * per_pixel * backbone.relative_cost * px ** 2 * (2 if flip else 1)
             projected = forward + n * load_s + 2.0 * (n > 0)  # decoding is the same at any px
@@ -160,38 +160,6 @@ def plan_embedding(paths: Sequence[str], seconds: float, threads: int = 2,
         return plans, f"{len(plans)} options fit"
     cheapest_s = len(keys) * (per_pixel * MIN_PX ** 2 + load_s)
     return [], f"{len(keys)} images need ~{cheapest_s:.0f} s even at {MIN_PX} px; {seconds:.0f} s allowed"
-
-
-def _key(path: str) -> str:
-    try:
-        stat = os.stat(path)
-        signature = f"{os.path.abspath(path)}|{stat.st_size}|{stat.st_mtime_ns}"
-    except OSError:
-        signature = f"missing|{path}"
-    return hashlib.sha1(signature.encode()).hexdigest()
-
-
-class EmbeddingCache:
-    """Vectors per image file (path, size and mtime), one npz per plan, replaced atomically."""
-
-    def __init__(self, directory: Path | None, label: str) -> None:
-        self.path = None if directory is None else directory / f"{label}.npz"
-        self.vectors: dict[str, np.ndarray] = {}
-        if self.path is not None and self.path.is_file():
-            try:
-                with np.load(self.path) as stored:
-                    self.vectors = dict(zip(stored["keys"].tolist(), stored["vectors"]))
-            except (OSError, ValueError, KeyError):
-                self.vectors = {}  # a damaged cache is only lost time
-
-    def save(self) -> None:
-        if self.path is None or not self.vectors:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp.npz")
-        keys = list(self.vectors)
-        np.savez(tmp, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]))
-        os.replace(tmp, self.path)
 
 
 class TooSlow(Exception):
@@ -210,8 +178,8 @@ def embed_images(paths: Sequence[str], plan: ImagePlan, *, cache_dir: Path | Non
     Raises TooSlow (with the pace measured) as soon as the deadline passes or the pace so far
     says it cannot be met, checked before every batch from the third on, so a wrong projection
     costs seconds, not the budget. What was embedded stays in the cache either way."""
-    cache = EmbeddingCache(cache_dir, plan.label)
-    keys = [_key(p) if p else "" for p in paths]
+    cache = VectorCache(cache_dir, plan.label)
+    keys = [file_key(p) if p else "" for p in paths]
     todo = sorted({i for i, key in enumerate(keys) if key and key not in cache.vectors})
     previous = torch.get_num_threads()
     torch.set_num_threads(max(1, threads))

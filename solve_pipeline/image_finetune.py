@@ -31,7 +31,8 @@ from torch.nn import functional  # noqa: E402
 from solve_pipeline.baseline_models import ConstantModel, ModelOptions, _ClassifierBase  # noqa: E402
 from solve_pipeline.dataset import FeatureSet  # noqa: E402
 from solve_pipeline.image_backbones import Backbone  # noqa: E402
-from solve_pipeline.image_embedding import ImagePlan, _key, load_rgb  # noqa: E402
+from solve_pipeline.image_embedding import ImagePlan, load_rgb  # noqa: E402
+from solve_pipeline.vector_cache import file_key  # noqa: E402
 from solve_pipeline.setup_modules import TargetSpec  # noqa: E402
 from solve_pipeline.text_finetune import _threads  # noqa: E402
 
@@ -115,7 +116,7 @@ def trunk_maps(paths: Sequence[str], plan: ImagePlan, k: int = DEFAULT_K, *, cac
     from solve_pipeline.image_embedding import TooSlow
 
     cache = MapCache(cache_dir, maps_label(plan, k))
-    keys = [_key(p) if p else "" for p in paths]
+    keys = [file_key(p) if p else "" for p in paths]
     found: dict[str, np.ndarray] = {}
     for key in set(keys) - {""}:
         maps = cache.get(key)
@@ -196,7 +197,7 @@ def image_finetune_matrices(features: FeatureSet, seed: int = 0, *, plan: ImageP
     paths = list(features.image_paths_train[column]) + list(features.image_paths_test[column])
     cache_dir = None if features.cache_dir is None else features.cache_dir / "image_maps"
     cache = MapCache(cache_dir, label)
-    n_todo = sum(1 for p in set(paths) if p and not cache.has(_key(p)))
+    n_todo = sum(1 for p in set(paths) if p and not cache.has(file_key(p)))
     # The probe priced one view (or two with flip); the maps always need both.
     per_image = plan.per_image_s * (1 if plan.flip_tta else VIEWS)
     if n_todo * per_image > seconds:

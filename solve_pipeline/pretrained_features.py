@@ -85,8 +85,9 @@ def _text_block(features: FeatureSet, seconds: float, threads: int) -> tuple[Emb
 
     assert features.raw_text_columns_train is not None and features.raw_text_columns_test is not None
     started = time.monotonic()
+    cache = features.cache_dir / "text_embeddings" if features.cache_dir is not None else None
     embedded = embed_text_columns(features.raw_text_columns_train, features.raw_text_columns_test,
-                                  max_seconds=seconds, threads=threads)
+                                  max_seconds=seconds, threads=threads, cache_dir=cache)
     if embedded is None:
         return None, f"text: MiniLM would take longer than {seconds:.0f} s (or cannot load)"
     block = EmbeddingBlock(embedded.train.astype(np.float32), embedded.test.astype(np.float32),

@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 # Before torch's OpenMP starts (see fusion.py).
@@ -21,11 +22,13 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from curriculum.embedding import MINILM_DIM  # noqa: E402
+from solve_pipeline.vector_cache import VectorCache, text_key  # noqa: E402
 
 # Word pieces per encode call (256 tweets, 32 full windows); the time cap is checked after each.
 EMBED_CHUNK_PIECES = 8192
 WINDOW_OVERLAP = 32  # word pieces shared by consecutive windows, so no sentence is cut without context
 TOKENIZE_SLICE = 1024
+CACHE_LABEL = "all-MiniLM-L6-v2"
 MAX_PAIR_COLUMNS = 3  # pairwise interactions among the first columns only: k columns give k(k-1)/2 pairs
 
 _ENCODER: Any = None
@@ -89,10 +92,14 @@ def _split_windows(texts: Sequence[str], tokenizer: Any, max_pieces: int) -> lis
     return windows
 
 
-def embed_texts(texts: Sequence[str], *, max_seconds: float, threads: int = 2) -> np.ndarray | None:
+def embed_texts(texts: Sequence[str], *, max_seconds: float, threads: int = 2,
+                cache_dir: Path | None = None) -> np.ndarray | None:
     """MiniLM sentence embeddings (n, 384) float32, unit length, or None when the encoder cannot
     load or the texts would take longer than `max_seconds` (projected from the word pieces
-    already encoded, so long texts count by their windows)."""
+    already encoded, so long texts count by their windows).
+
+    With `cache_dir`, texts embedded before (by this run or an earlier one over the same
+    workspace) cost nothing, and what was finished before a projection gave up is kept."""
     try:
         encoder = _sentence_encoder()
     except Exception:  # noqa: BLE001 - missing package or broken files: TF-IDF still works
@@ -102,25 +109,46 @@ def embed_texts(texts: Sequence[str], *, max_seconds: float, threads: int = 2) -
     started = time.monotonic()
     # Repeated texts (shared questions, boilerplate) are embedded once.
     unique, inverse = np.unique(np.asarray([str(t) for t in texts], dtype=object), return_inverse=True)
-    windows = _split_windows(unique.tolist(), encoder.tokenizer, encoder.max_seq_length - 2)
+    cache = VectorCache(cache_dir, CACHE_LABEL)
+    keys = [text_key(t) for t in unique]
+    todo = [i for i, key in enumerate(keys) if key not in cache.vectors]
+    windows = _split_windows([unique[i] for i in todo], encoder.tokenizer, encoder.max_seq_length - 2)
     total_cost = sum(w.pieces + 2 for w in windows)
     previous = torch.get_num_threads()
     # The solver limits BLAS/OpenMP pools to one thread; the encoder is worth the machine's cores.
     torch.set_num_threads(max(1, threads))
     try:
         vectors: list[np.ndarray] = []
-        done_cost = 0
+        done_cost = done_windows = 0
         for chunk in _chunks(windows, EMBED_CHUNK_PIECES):
+            if not chunk:
+                continue
             vectors.append(encoder.encode([w.content for w in chunk], batch_size=32,
                                           normalize_embeddings=True, convert_to_numpy=True,
                                           show_progress_bar=False))
             done_cost += sum(w.pieces + 2 for w in chunk)
+            done_windows += len(chunk)
             projected = (time.monotonic() - started) / done_cost * total_cost
             if done_cost < total_cost and projected > max_seconds:
+                _remember(cache, [keys[i] for i in todo], windows, done_windows, vectors)
                 return None
     finally:
         torch.set_num_threads(previous)
-    return _pooled(np.vstack(vectors), windows, len(unique))[inverse]
+    _remember(cache, [keys[i] for i in todo], windows, done_windows, vectors)
+    return np.stack([cache.vectors[key] for key in keys])[inverse]
+
+
+def _remember(cache: VectorCache, keys: list[str], windows: list[_Window], done: int,
+              vectors: list[np.ndarray]) -> None:
+    """Pool and keep the texts whose windows are all encoded (windows come in text order)."""
+    if not done:
+        return
+    last = windows[done - 1].text
+    complete = last + 1 if done == len(windows) or windows[done].text != last else last
+    pooled = _pooled(np.vstack(vectors)[:done], windows[:done], last + 1)
+    for local in range(complete):
+        cache.vectors[keys[local]] = pooled[local]
+    cache.save()
 
 
 def _chunks(windows: list[_Window], max_pieces: int) -> list[list[_Window]]:
@@ -157,7 +185,8 @@ class TextEmbeddings:
 
 
 def embed_text_columns(train: dict[str, list[str]], test: dict[str, list[str]], *,
-                       max_seconds: float, threads: int = 2) -> TextEmbeddings | None:
+                       max_seconds: float, threads: int = 2,
+                       cache_dir: Path | None = None) -> TextEmbeddings | None:
     """Each text column's embedding, and for pairs among the first columns |e1 - e2|, e1 * e2 and
     their cosine (how a question relates to its answer often matters more than either alone).
     One time budget covers every column; None when it does not suffice or MiniLM cannot load."""
@@ -168,7 +197,7 @@ def embed_text_columns(train: dict[str, list[str]], test: dict[str, list[str]], 
     texts: list[str] = []
     for name in columns:
         texts += list(train[name]) + list(test[name])
-    vectors = embed_texts(texts, max_seconds=max_seconds, threads=threads)
+    vectors = embed_texts(texts, max_seconds=max_seconds, threads=threads, cache_dir=cache_dir)
     if vectors is None:
         return None
     per_row = n_train + n_test

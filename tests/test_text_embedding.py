@@ -4,11 +4,14 @@ time projection gives up when the budget is too small."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from curriculum.embedding import MINILM_DIM
 from solve_pipeline import text_embedding
+from solve_pipeline.vector_cache import VectorCache, text_key
 from solve_pipeline.text_embedding import (
     TextEmbeddings,
     _sentence_encoder,
@@ -101,3 +104,23 @@ def test_the_projection_gives_up_on_a_tiny_budget(monkeypatch: pytest.MonkeyPatc
     texts = [f"{SHORT[i % 3]} number {i}" for i in range(40)]
     assert embed_texts(texts, max_seconds=1e-6) is None
     assert embed_text_columns({"t": texts}, {"t": texts[:2]}, max_seconds=1e-6) is None
+
+
+def test_embeddings_are_kept_on_disk_and_a_cut_off_run_keeps_what_it_finished(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    first = embed_texts(SHORT, max_seconds=300, cache_dir=tmp_path)
+    assert first is not None and (tmp_path / f"{text_embedding.CACHE_LABEL}.npz").is_file()
+    # Everything is cached: no time is needed at all, and the vectors are the same.
+    again = embed_texts(list(reversed(SHORT)), max_seconds=1e-9, cache_dir=tmp_path)
+    assert again is not None and np.array_equal(again, first[::-1])
+    # A projection that gives up after the first chunk still leaves that chunk's texts behind.
+    monkeypatch.setattr(text_embedding, "EMBED_CHUNK_PIECES", 16)
+    fresh = [f"sentence number {i} about something else entirely" for i in range(12)]
+    assert embed_texts(fresh, max_seconds=1e-6, cache_dir=tmp_path / "cut") is None
+    kept = VectorCache(tmp_path / "cut", text_embedding.CACHE_LABEL).vectors
+    assert 1 <= len(kept) < len(fresh)
+    complete = embed_texts(fresh, max_seconds=300, cache_dir=tmp_path / "cut")
+    assert complete is not None
+    for text, vector in zip(fresh, complete, strict=True):
+        if text_key(text) in kept:
+            np.testing.assert_allclose(kept[text_key(text)], vector, atol=1e-5)
