@@ -65,7 +65,7 @@ def load_rgb(path: str, px: int) -> np.ndarray | None:
             left, top = (size[0] - px) // 2, (size[1] - px) // 2
             image = image.crop((left, top, left + px, top + px))
             return np.asarray(image, dtype=np.float32).transpose(2, 0, 1) / 255.0
-    except (OSError, ValueError) as error:  # one broken file costs one row, not the run
+    except (OSError, ValueError, Image.DecompressionBombError) as error:  # one bad file costs one row
         warnings.warn(f"cannot read image {path}: {error}")
         return None
 
@@ -81,7 +81,7 @@ def native_px(paths: Sequence[str], sample: int = 64) -> int | None:
         try:
             with Image.open(path) as image:
                 sides.append(min(image.size))
-        except (OSError, ValueError):
+        except (OSError, ValueError, Image.DecompressionBombError):
             continue
     return int(np.median(sides)) if sides else None
 
