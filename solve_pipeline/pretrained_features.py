@@ -16,7 +16,7 @@ import numpy as np
 
 from solve_pipeline.cv import emit
 from solve_pipeline.dataset import FeatureSet
-from solve_pipeline.image_embedding import ImagePlan
+from solve_pipeline.image_embedding import ImagePlan, TooSlow, embed_images, plan_embedding
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,6 @@ class PretrainedFeatures:
 
 def _image_block(features: FeatureSet, seconds: float,
                  threads: int) -> tuple[EmbeddingBlock | None, ImagePlan | None, str]:
-    from solve_pipeline.image_embedding import TooSlow, embed_images, plan_embedding
-
     assert features.image_paths_train is not None and features.image_paths_test is not None
     columns = list(features.image_paths_train)
     everything = [p for c in columns for p in features.image_paths_train[c] + features.image_paths_test[c]]
