@@ -31,6 +31,7 @@ from solve_pipeline.baseline_models import (  # noqa: E402
 from solve_pipeline.fusion_inputs import ModalityBlocks, fusion_matrices  # noqa: E402
 from solve_pipeline.hebo_tool import NN_DEFAULTS, NN_SPACE, SearchParam  # noqa: E402
 from solve_pipeline.setup_modules import TargetSpec  # noqa: E402
+from solve_pipeline.torch_training import start_head, torch_threads  # noqa: E402
 
 __all__ = ["FUSION_DEFAULTS", "FUSION_SPACE", "FusionModel", "ModalityBlocks",
            "fusion_candidate", "fusion_matrices"]
@@ -169,16 +170,11 @@ class FusionModel(_ClassifierBase):
         if len(y) == 0 or (self.spec.is_classification and len(np.unique(y)) < 2):
             self.fallback_ = ConstantModel(self.spec).fit(X, y)  # nothing to separate
             return self
-        previous_threads = torch.get_num_threads()
-        torch.set_num_threads(max(1, self.options.threads))
-        try:
-            # A private RNG stream: same seed → same weights and batches, without disturbing
-            # the caller's global torch state.
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(self.options.seed)
-                self._train(X, y, X_val, y_val)
-        finally:
-            torch.set_num_threads(previous_threads)
+        # A private RNG stream: same seed → same weights and batches, without disturbing the
+        # caller's global torch state.
+        with torch_threads(self.options.threads), torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.options.seed)
+            self._train(X, y, X_val, y_val)
         return self
 
     def _train(self, X: ModalityBlocks, y: np.ndarray, X_val: ModalityBlocks | None,
@@ -201,7 +197,7 @@ class FusionModel(_ClassifierBase):
             targets = torch.as_tensor(((y - self.y_mean_) / self.y_std_).astype(np.float32))
         self.net_ = _FusionNet(X, out_dim, s.hidden_size, s.dropout)
         self.backbone_ = self.net_.backbone_name
-        self._init_head(y)
+        start_head(self.net_.head, self.spec, y)
         optimizer = self._optimizer()
         loss_fn = torch.nn.CrossEntropyLoss() if self.spec.is_classification else torch.nn.MSELoss()
         inputs = self._tensors(X)
@@ -245,15 +241,6 @@ class FusionModel(_ClassifierBase):
             self.net_.load_state_dict(best_state)
         self.net_.eval()
 
-    def _init_head(self, y: np.ndarray) -> None:
-        """Start from the class prior (or the mean): early epochs then refine rather than recover."""
-        with torch.no_grad():
-            bias = self.net_.head.bias
-            if self.spec.is_classification:
-                counts = np.bincount(y.astype(int), minlength=self.spec.n_classes) + 0.5
-                bias.copy_(torch.as_tensor(np.log(counts / counts.sum()), dtype=bias.dtype))
-            else:
-                bias.zero_()
 
     def _optimizer(self) -> Any:
         s = self.settings

@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from solve_pipeline.image_backbones import Backbone, available_backbones, cheapest  # noqa: E402
+from solve_pipeline.torch_training import torch_threads  # noqa: E402
 from solve_pipeline.vector_cache import VectorCache, file_key  # noqa: E402
 
 BATCH = 32
@@ -125,9 +126,7 @@ def plan_embedding(paths: Sequence[str], seconds: float, threads: int = 2,
     assert base is not None
     probe_px = min(128, base.native_px)
     sample = [p for p in paths if p][:PROBE_IMAGES + 1]
-    previous = torch.get_num_threads()
-    torch.set_num_threads(max(1, threads))
-    try:
+    with torch_threads(threads):
         module = base.load()
         first = load_rgb(sample[0], probe_px)  # pays the decoders' one-off start-up
         began = time.monotonic()
@@ -140,8 +139,6 @@ def plan_embedding(paths: Sequence[str], seconds: float, threads: int = 2,
         began = time.monotonic()
         _forward(module, batch, flip=False)
         per_pixel = (time.monotonic() - began) / len(loaded) / probe_px ** 2 / base.relative_cost
-    finally:
-        torch.set_num_threads(previous)
     keys = [file_key(p) for p in paths if p]
     plans = []
     for backbone, px in _options(backbones, native):
@@ -181,9 +178,7 @@ def embed_images(paths: Sequence[str], plan: ImagePlan, *, cache_dir: Path | Non
     cache = VectorCache(cache_dir, plan.label)
     keys = [file_key(p) if p else "" for p in paths]
     todo = sorted({i for i, key in enumerate(keys) if key and key not in cache.vectors})
-    previous = torch.get_num_threads()
-    torch.set_num_threads(max(1, threads))
-    try:
+    with torch_threads(threads):
         module = plan.backbone.load() if todo else None
         timed_from: float | None = None
         for start in range(0, len(todo), BATCH):
@@ -202,8 +197,6 @@ def embed_images(paths: Sequence[str], plan: ImagePlan, *, cache_dir: Path | Non
                 vectors = _forward(module, np.stack([x for _, x in readable]), plan.flip_tta)
                 for (i, _), vector in zip(readable, vectors, strict=True):
                     cache.vectors[keys[i]] = vector.astype(np.float32)
-    finally:
-        torch.set_num_threads(previous)
     if todo:
         cache.save()
     found = [cache.vectors.get(key) for key in keys]

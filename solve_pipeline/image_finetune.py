@@ -28,13 +28,12 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.nn import functional  # noqa: E402
 
-from solve_pipeline.baseline_models import ConstantModel, ModelOptions, _ClassifierBase  # noqa: E402
+from solve_pipeline.baseline_models import ConstantModel  # noqa: E402
 from solve_pipeline.dataset import FeatureSet  # noqa: E402
 from solve_pipeline.image_backbones import Backbone  # noqa: E402
 from solve_pipeline.image_embedding import ImagePlan, load_rgb  # noqa: E402
 from solve_pipeline.vector_cache import file_key  # noqa: E402
-from solve_pipeline.setup_modules import TargetSpec  # noqa: E402
-from solve_pipeline.text_finetune import _threads  # noqa: E402
+from solve_pipeline.torch_training import FineTunedModel, start_head, torch_threads  # noqa: E402
 
 # Blocks trained: the last one (Lite0's 192 -> 320 channels at stride 32) beat the last two on
 # 10 monkey species at 224 px, 3-fold accuracy 0.989 vs 0.980 (frozen features + logistic 0.984).
@@ -126,7 +125,7 @@ def trunk_maps(paths: Sequence[str], plan: ImagePlan, k: int = DEFAULT_K, *, cac
     todo = sorted(i for key, i in first_row.items() if key and key not in found)
     if todo:
         module = _module(plan.backbone)
-        with _threads(threads), torch.inference_mode():
+        with torch_threads(threads), torch.inference_mode():
             timed_from: float | None = None
             for start in range(0, len(todo), TRUNK_BATCH):
                 now = time.monotonic()
@@ -323,35 +322,11 @@ def _optimizer(net: _Net, s: _Settings) -> torch.optim.Optimizer:
     ], weight_decay=s.weight_decay)
 
 
-class ImageFinetuneModel(_ClassifierBase):
+class ImageFinetuneModel(FineTunedModel):
     """The last blocks of an EfficientNet-Lite fine-tuned on FinetuneInputs, following the
     solver's model protocol."""
 
-    def __init__(self, spec: TargetSpec, options: ModelOptions | None = None,
-                 params: dict[str, Any] | None = None) -> None:
-        self.spec = spec
-        self.options = options or ModelOptions()
-        self.settings = _Settings.from_params(params, self.options.light)
-
-    # -- fitting --
-
-    def fit(self, X: FinetuneInputs, y: np.ndarray, *, X_val: FinetuneInputs | None = None,
-            y_val: np.ndarray | None = None) -> ImageFinetuneModel:
-        self.fallback_: ConstantModel | None = None
-        self.history_: list[float] = []  # validation loss per epoch
-        self.best_epoch_: int | None = None
-        self.epochs_run_ = 0.0  # fractional when the deadline cut an epoch short
-        y = np.asarray(y)
-        deadline = self.options.deadline
-        if len(y) == 0 or (self.spec.is_classification and len(np.unique(y)) < 2) or \
-                (deadline is not None and time.monotonic() > deadline):
-            self.fallback_ = ConstantModel(self.spec).fit(X, y)  # nothing to learn or no time
-            return self
-        with _threads(self.options.threads), torch.random.fork_rng(devices=[]):
-            # A private RNG stream: same seed → same dropout masks, without disturbing the caller.
-            torch.manual_seed(self.options.seed)
-            self._train(X, y, X_val, y_val)
-        return self
+    Settings = _Settings
 
     def _train(self, X: FinetuneInputs, y: np.ndarray, X_val: FinetuneInputs | None,
                y_val: np.ndarray | None) -> None:
@@ -365,7 +340,7 @@ class ImageFinetuneModel(_ClassifierBase):
             self.y_std_ = float(np.std(y)) or 1.0
             targets = torch.as_tensor(((y - self.y_mean_) / self.y_std_).astype(np.float32))
         self.net_ = _Net(_module(X.backbone), X.k, out_dim, s.dropout)
-        self._init_head(y)
+        start_head(self.net_.head, self.spec, y)
         optimizer = _optimizer(self.net_, s)
         loss_fn = nn.CrossEntropyLoss() if self.spec.is_classification else nn.MSELoss()
         rng = np.random.RandomState(self.options.seed)
@@ -421,15 +396,6 @@ class ImageFinetuneModel(_ClassifierBase):
             self.net_.load_state_dict(best_state)
         self.net_.eval()
 
-    def _init_head(self, y: np.ndarray) -> None:
-        """Start from the class prior (or the mean) so early steps refine rather than recover."""
-        with torch.no_grad():
-            bias = self.net_.head.bias
-            if self.spec.is_classification:
-                counts = np.bincount(y.astype(int), minlength=self.spec.n_classes) + 0.5
-                bias.copy_(torch.as_tensor(np.log(counts / counts.sum()), dtype=bias.dtype))
-            else:
-                bias.zero_()
 
     def _raw(self, X: FinetuneInputs) -> np.ndarray:
         """Probabilities (classification) or standardised values, averaged over both views."""
@@ -459,13 +425,13 @@ class ImageFinetuneModel(_ClassifierBase):
     def predict_proba(self, X: FinetuneInputs) -> np.ndarray:
         if self.fallback_ is not None:
             return self.fallback_.predict_proba(X)
-        with _threads(self.options.threads):
+        with torch_threads(self.options.threads):
             return self._raw(X)
 
     def _values(self, X: FinetuneInputs) -> np.ndarray:
         if self.fallback_ is not None:
             return self.fallback_._values(X)
-        with _threads(self.options.threads):
+        with torch_threads(self.options.threads):
             return self._raw(X)[:, 0] * self.y_std_ + self.y_mean_
 
 
@@ -491,7 +457,7 @@ def _probe_pace(backbone: Backbone, k: int, shape: tuple[int, int, int], threads
     rng = np.random.RandomState(0)
     maps = rng.standard_normal((s.batch_size, VIEWS, *shape)).astype(np.float16)
     labels = torch.as_tensor(rng.randint(2, size=s.batch_size))
-    with _threads(threads), torch.random.fork_rng(devices=[]):
+    with torch_threads(threads), torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         net = _Net(_module(backbone), k, 2, s.dropout).train()
         optimizer = _optimizer(net, s)

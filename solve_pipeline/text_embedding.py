@@ -19,9 +19,9 @@ from typing import Any
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 
 from curriculum.embedding import MINILM_DIM  # noqa: E402
+from solve_pipeline.torch_training import torch_threads  # noqa: E402
 from solve_pipeline.vector_cache import VectorCache, text_key  # noqa: E402
 
 # Word pieces per encode call (256 tweets, 32 full windows); the time cap is checked after each.
@@ -114,10 +114,8 @@ def embed_texts(texts: Sequence[str], *, max_seconds: float, threads: int = 2,
     todo = [i for i, key in enumerate(keys) if key not in cache.vectors]
     windows = _split_windows([unique[i] for i in todo], encoder.tokenizer, encoder.max_seq_length - 2)
     total_cost = sum(w.pieces + 2 for w in windows)
-    previous = torch.get_num_threads()
     # The solver limits BLAS/OpenMP pools to one thread; the encoder is worth the machine's cores.
-    torch.set_num_threads(max(1, threads))
-    try:
+    with torch_threads(threads):
         vectors: list[np.ndarray] = []
         done_cost = done_windows = 0
         for chunk in _chunks(windows, EMBED_CHUNK_PIECES):
@@ -132,8 +130,6 @@ def embed_texts(texts: Sequence[str], *, max_seconds: float, threads: int = 2,
             if done_cost < total_cost and projected > max_seconds:
                 _remember(cache, [keys[i] for i in todo], windows, done_windows, vectors)
                 return None
-    finally:
-        torch.set_num_threads(previous)
     _remember(cache, [keys[i] for i in todo], windows, done_windows, vectors)
     return np.stack([cache.vectors[key] for key in keys])[inverse]
 

@@ -24,9 +24,9 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from solve_pipeline.baseline_models import ConstantModel, ModelOptions, _ClassifierBase  # noqa: E402
+from solve_pipeline.baseline_models import ConstantModel  # noqa: E402
 from solve_pipeline.dataset import FeatureSet  # noqa: E402
-from solve_pipeline.setup_modules import TargetSpec  # noqa: E402
+from solve_pipeline.torch_training import FineTunedModel, start_head, torch_threads  # noqa: E402
 
 MAX_LENGTH_CAP = 256  # what all-MiniLM-L6-v2 was trained on
 MIN_LENGTH = 16
@@ -259,34 +259,10 @@ class _Schedule:
         return max(0.0, (self.total - step) / max(1, self.total - warmup))
 
 
-class MiniLMFineTuneModel(_ClassifierBase):
+class MiniLMFineTuneModel(FineTunedModel):
     """all-MiniLM-L6-v2 fine-tuned on TextInputs, following the solver's model protocol."""
 
-    def __init__(self, spec: TargetSpec, options: ModelOptions | None = None,
-                 params: dict[str, Any] | None = None) -> None:
-        self.spec = spec
-        self.options = options or ModelOptions()
-        self.settings = _Settings.from_params(params, self.options.light)
-
-    # -- fitting --
-
-    def fit(self, X: TextInputs, y: np.ndarray, *, X_val: TextInputs | None = None,
-            y_val: np.ndarray | None = None) -> MiniLMFineTuneModel:
-        self.fallback_: ConstantModel | None = None
-        self.history_: list[float] = []  # validation loss per evaluation
-        self.best_epoch_: int | None = None
-        self.epochs_run_ = 0.0  # fractional when the deadline cut an epoch short
-        y = np.asarray(y)
-        deadline = self.options.deadline
-        if len(y) == 0 or (self.spec.is_classification and len(np.unique(y)) < 2) or \
-                (deadline is not None and time.monotonic() > deadline):
-            self.fallback_ = ConstantModel(self.spec).fit(X, y)  # nothing to learn or no time
-            return self
-        with _threads(self.options.threads), torch.random.fork_rng(devices=[]):
-            # A private RNG stream: same seed → same dropout masks, without disturbing the caller.
-            torch.manual_seed(self.options.seed)
-            self._train(X, y, X_val, y_val)
-        return self
+    Settings = _Settings
 
     def _targets(self, y: np.ndarray) -> torch.Tensor:
         if self.spec.is_classification:
@@ -307,7 +283,7 @@ class MiniLMFineTuneModel(_ClassifierBase):
         targets = self._targets(y)
         out_dim = self.spec.n_classes if self.spec.is_classification else 1
         self.net_ = _Net(copy.deepcopy(body), out_dim, s.dropout)
-        self._init_head(y)
+        start_head(self.net_.head, self.spec, y)
         optimizer = _optimizer(self.net_, s)
         rng = np.random.RandomState(self.options.seed)
         batch = s.batch_rows(self.max_length_)
@@ -377,15 +353,6 @@ class MiniLMFineTuneModel(_ClassifierBase):
         optimizer.step()
         return int(ids.numel())
 
-    def _init_head(self, y: np.ndarray) -> None:
-        """Start from the class prior (or the mean) so early steps refine rather than recover."""
-        with torch.no_grad():
-            bias = self.net_.head.bias
-            if self.spec.is_classification:
-                counts = np.bincount(y.astype(int), minlength=self.spec.n_classes) + 0.5
-                bias.copy_(torch.as_tensor(np.log(counts / counts.sum()), dtype=bias.dtype))
-            else:
-                bias.zero_()
 
     def _raw(self, encoded: _Encoded) -> np.ndarray:
         self.net_.eval()
@@ -408,7 +375,7 @@ class MiniLMFineTuneModel(_ClassifierBase):
 
     def _outputs(self, X: TextInputs) -> np.ndarray:
         tokenizer, _ = _pretrained()
-        with _threads(self.options.threads):
+        with torch_threads(self.options.threads):
             return self._raw(_encode(tokenizer, X, self.max_length_))
 
     # -- prediction --
@@ -437,20 +404,6 @@ def _seconds_left(deadline: float, pace: float | None, step_tokens: int, val_tok
     return None if left < 0 else left
 
 
-class _threads:
-    """torch's intra-op threads set for a block and restored after (the solver keeps pools at 1)."""
-
-    def __init__(self, n: int) -> None:
-        self.n = max(1, n)
-
-    def __enter__(self) -> None:
-        self.previous = torch.get_num_threads()
-        torch.set_num_threads(self.n)
-
-    def __exit__(self, *_: object) -> None:
-        torch.set_num_threads(self.previous)
-
-
 # ---- cost probe ----
 
 
@@ -474,7 +427,7 @@ def _probe_pace(encoded: _Encoded, threads: int, seed: int = 0) -> _Pace:
     picked = picked[np.argsort(encoded.lengths[picked], kind="stable")]
     parts = [part for part in np.array_split(picked, 3) if len(part)]
     warm, timed = parts[len(parts) // 2], [parts[0], parts[-1]]
-    with _threads(threads), torch.random.fork_rng(devices=[]):
+    with torch_threads(threads), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         net = _Net(copy.deepcopy(body), 2, 0.1)
         optimizer = _optimizer(net, _Settings())

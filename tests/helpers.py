@@ -6,6 +6,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from agentk.sources import load_competition
 from agentk.sources.common import find_sample_csv, write_csv_exact
 
@@ -31,3 +33,17 @@ def make_mlebench_layout(local_competition_dir: Path, out_dir: Path) -> Path:
     private.mkdir(parents=True)
     write_csv_exact(comp.answers(), private / "test.csv")
     return prepared
+
+
+MONKEYS = Path(__file__).resolve().parents[2] / "shared" / "competitions-extra" / "10-monkey-species" / "data"
+
+
+def monkey_photos(per_class: int = 8, classes: tuple[str, ...] = ("n0", "n3", "n7")) -> tuple[list[str], np.ndarray]:
+    """A few real photos per species from the shared development set, with class indices."""
+    paths, labels = [], []
+    for label, name in enumerate(classes):
+        found = sorted((MONKEYS / "train" / name).glob("*.jpg"))[:per_class]
+        assert len(found) == per_class, f"the shared monkey photos are missing under {MONKEYS}"
+        paths += [str(p) for p in found]
+        labels += [label] * per_class
+    return paths, np.array(labels)

@@ -17,20 +17,8 @@ from solve_pipeline.image_backbones import available_backbones, cheapest, torchv
 from solve_pipeline.image_embedding import ImagePlan, TooSlow, embed_images, load_rgb, native_px, plan_embedding
 from solve_pipeline.pretrained_features import pretrained_features, pretrained_matrices
 from solve_pipeline.setup_modules import SetupArtifacts
+from helpers import monkey_photos
 from solver_workspaces import shapes_workspace
-
-MONKEYS = Path(__file__).resolve().parents[2] / "shared" / "competitions-extra" / "10-monkey-species" / "data"
-
-
-def monkey_photos(per_class: int = 8, classes: tuple[str, ...] = ("n0", "n3", "n7")) -> tuple[list[str], np.ndarray]:
-    paths, labels = [], []
-    for label, name in enumerate(classes):
-        found = sorted((MONKEYS / "train" / name).glob("*.jpg"))[:per_class]
-        assert len(found) == per_class, f"the shared monkey photos are missing under {MONKEYS}"
-        paths += [str(p) for p in found]
-        labels += [label] * per_class
-    return paths, np.array(labels)
-
 
 def lite0() -> ImagePlan:
     backbone = cheapest(available_backbones())

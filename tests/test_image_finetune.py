@@ -25,23 +25,13 @@ from solve_pipeline.image_finetune import (
     trunk_maps,
 )
 from solve_pipeline.setup_modules import TargetSpec
+from helpers import monkey_photos
 
-MONKEYS = Path(__file__).resolve().parents[2] / "shared" / "competitions-extra" / "10-monkey-species" / "data"
 CLASSES = ("n0", "n3", "n7")
 PER_CLASS = 10
 QUICK = {"max_epochs": 2}
 # One thread: two on a busy 2-core machine measured twice as slow here.
 ONE = ModelOptions(threads=1)
-
-
-def monkey_photos() -> tuple[list[str], np.ndarray]:
-    paths, labels = [], []
-    for label, name in enumerate(CLASSES):
-        found = sorted((MONKEYS / "train" / name).glob("*.jpg"))[:PER_CLASS]
-        assert len(found) == PER_CLASS, f"the shared monkey photos are missing under {MONKEYS}"
-        paths += [str(p) for p in found]
-        labels += [label] * PER_CLASS
-    return paths, np.array(labels)
 
 
 def lite0_plan() -> ImagePlan:
@@ -52,7 +42,7 @@ def lite0_plan() -> ImagePlan:
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[FinetuneInputs, np.ndarray]:
-    paths, labels = monkey_photos()
+    paths, labels = monkey_photos(PER_CLASS, CLASSES)
     plan = lite0_plan()
     maps = trunk_maps(paths, plan, cache_dir=tmp_path_factory.mktemp("maps"), threads=1)
     assert maps is not None
@@ -65,7 +55,7 @@ def multiclass() -> TargetSpec:
 
 def test_maps_are_cached_per_image_and_reused_without_the_network(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    paths, _ = monkey_photos()
+    paths, _ = monkey_photos(PER_CLASS, CLASSES)
     paths = paths[:3]
     plan = lite0_plan()
     first = trunk_maps(paths, plan, cache_dir=tmp_path, threads=1)
@@ -86,7 +76,7 @@ def test_maps_are_cached_per_image_and_reused_without_the_network(tmp_path: Path
 
 
 def test_matrices_from_a_feature_set_slice_like_a_matrix(tmp_path: Path) -> None:
-    paths, _ = monkey_photos()
+    paths, _ = monkey_photos(PER_CLASS, CLASSES)
     train, test = paths[:4], [paths[4], ""]
     features = FeatureSet(
         train_ids=[str(i) for i in range(4)], test_ids=["a", "b"],

@@ -1,0 +1,73 @@
+"""What the solver's torch models share: torch's threads scoped to a block, a head started at the
+class prior, and for the fine-tuned pretrained networks the whole fit protocol around training
+(constant fallback, a private seeded RNG stream)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from solve_pipeline.baseline_models import ConstantModel, ModelOptions, _ClassifierBase
+from solve_pipeline.setup_modules import TargetSpec
+
+
+class torch_threads:  # noqa: N801 - used like a function: `with torch_threads(2):`
+    """torch's intra-op threads set for a block and restored after (the solver keeps pools at 1)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = max(1, n)
+
+    def __enter__(self) -> None:
+        self.previous = torch.get_num_threads()
+        torch.set_num_threads(self.n)
+
+    def __exit__(self, *_: object) -> None:
+        torch.set_num_threads(self.previous)
+
+
+def start_head(head: nn.Linear, spec: TargetSpec, y: np.ndarray) -> None:
+    """Start from the class prior (or the mean) so early steps refine rather than recover."""
+    with torch.no_grad():
+        bias = head.bias
+        if spec.is_classification:
+            counts = np.bincount(y.astype(int), minlength=spec.n_classes) + 0.5
+            bias.copy_(torch.as_tensor(np.log(counts / counts.sum()), dtype=bias.dtype))
+        else:
+            bias.zero_()
+
+
+class FineTunedModel(_ClassifierBase):
+    """A pretrained network fine-tuned under the solver's model protocol; subclasses name their
+    `Settings` (with `from_params(params, light)`) and write `_train`."""
+
+    Settings: Any
+
+    def __init__(self, spec: TargetSpec, options: ModelOptions | None = None,
+                 params: dict[str, Any] | None = None) -> None:
+        self.spec = spec
+        self.options = options or ModelOptions()
+        self.settings = self.Settings.from_params(params, self.options.light)
+
+    def fit(self, X: Any, y: np.ndarray, *, X_val: Any = None, y_val: np.ndarray | None = None) -> Any:
+        self.fallback_: ConstantModel | None = None
+        self.history_: list[float] = []  # validation loss per evaluation
+        self.best_epoch_: int | None = None
+        self.epochs_run_ = 0.0  # fractional when the deadline cut an epoch short
+        y = np.asarray(y)
+        deadline = self.options.deadline
+        if len(y) == 0 or (self.spec.is_classification and len(np.unique(y)) < 2) or \
+                (deadline is not None and time.monotonic() > deadline):
+            self.fallback_ = ConstantModel(self.spec).fit(X, y)  # nothing to learn or no time
+            return self
+        with torch_threads(self.options.threads), torch.random.fork_rng(devices=[]):
+            # A private RNG stream: same seed → same dropout masks, without disturbing the caller.
+            torch.manual_seed(self.options.seed)
+            self._train(X, y, X_val, y_val)
+        return self
+
+    def _train(self, X: Any, y: np.ndarray, X_val: Any, y_val: np.ndarray | None) -> None:
+        raise NotImplementedError
