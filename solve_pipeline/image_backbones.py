@@ -179,7 +179,8 @@ def _zoo_backbones() -> list[Backbone]:
 
 def available_backbones() -> list[Backbone]:
     """Usable backbones, best expected features first (bigger ImageNet models before smaller)."""
-    return _zoo_backbones()[:2] + _lite_backbones() + _zoo_backbones()[2:]
+    zoo = _zoo_backbones()
+    return zoo[:2] + _lite_backbones() + zoo[2:]
 
 
 def cheapest(backbones: list[Backbone]) -> Backbone | None:
