@@ -489,7 +489,8 @@ def solve(options: SolveOptions) -> dict:
         "seed": options.seed,
         "time_budget_s": options.time_budget,
         "submission_path": str(state.submission_path),
-        "candidates": ranked_candidates(state.candidates + solver.kept_candidate(), solver.higher),
+        # The kept file goes first: on a tie it stays the submission, so it must rank first too.
+        "candidates": ranked_candidates(solver.kept_candidate() + state.candidates, solver.higher),
         "elapsed_s": round(state.elapsed(), 3),
         "time_to_first_submission_s": round(state.first_submission_s or 0.0, 3),
     }
