@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export LANCEDB_LOG := error
 
-.PHONY: demo test install clean autogluon sandbox
+.PHONY: demo test test-fast lint install clean autogluon sandbox
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -21,7 +21,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q --no-deps "hebo==0.3.6"
 	touch $(STAMP)
 
-# Generated code runs inside bubblewrap (agentk/isolation.py): Debian's package, installed here when
+# Generated code runs inside bubblewrap (agentk/core/isolation.py): Debian's package, installed here when
 # we may (root with apt); otherwise the run says, loudly, that it has no sandbox.
 sandbox:
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
@@ -33,8 +33,18 @@ install: $(STAMP) sandbox
 demo: $(STAMP) sandbox
 	$(BIN)/agentk demo
 
-test: $(STAMP) sandbox
+# The floors (.importlinter) and ruff's checks (pyproject.toml) hold before any test runs.
+lint: $(STAMP)
+	$(BIN)/python -m ruff check -q .
+	$(BIN)/lint-imports --no-cache > $(VENV)/lint-imports.log || { cat $(VENV)/lint-imports.log; exit 1; }
+
+# Everything, as CI runs it.
+test: lint sandbox
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# Unit tests only (a couple of minutes): no solver, run or bench end to end.
+test-fast: lint sandbox
+	$(BIN)/python -m pytest -q -m "not integration" $(PYTEST_ARGS)
 
 # `agentk bench` rival: AutoGluon in its own venv, because its numpy/pandas/scikit-learn pins clash
 # with ours. The local CPU torch goes in first so that no extra pulls CUDA wheels. No fastai extra:

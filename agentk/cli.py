@@ -12,8 +12,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from agentk.config import RunConfig
-from agentk.errors import AgentKError
+from agentk.core.config import RunConfig
+from agentk.core.errors import AgentKError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="agentk: an autonomous Kaggle competitor.")
 console = Console(highlight=False)
@@ -132,9 +132,9 @@ def submit(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Submit a locally validated file to Kaggle, wait for its score and place it on the leaderboard."""
-    from agentk.kaggle.publish import submit_run
+    from agentk.publish import submit_run
     from agentk.kaggle.reference import parse_competition_reference
-    from agentk.workspace import Workspace
+    from agentk.core.workspace import Workspace
 
     def body():
         slug = parse_competition_reference(competition)
@@ -162,9 +162,9 @@ def leaderboard(
     """Download the public leaderboard and place a score on it (rank, percentile, medal)."""
     from agentk.grading import leaderboard_position
     from agentk.kaggle.client import KaggleClient
-    from agentk.kaggle.publish import ledger_for
+    from agentk.publish import ledger_for
     from agentk.kaggle.reference import parse_competition_reference
-    from agentk.workspace import Workspace, read_json_object
+    from agentk.core.workspace import Workspace, read_json_object
 
     def body():
         slug = parse_competition_reference(competition)
@@ -205,7 +205,7 @@ def bench(
 ) -> None:
     """Run competitions and print setup attempts per stage, time to a valid submission and scores;
     with rivals, agentk against LightGBM defaults and AutoGluon side by side."""
-    from agentk.bench import (
+    from agentk.bench.run import (
         compare, expand_sources, parse_rivals, render_comparison, render_seed_table, render_table, run_bench,
         summarise_seeds, summary_line,
     )
@@ -244,7 +244,7 @@ def demo(
     time_budget: float = typer.Option(60.0, "--time-budget", help="Solver time budget in seconds."),
 ) -> None:
     """Build the embedded demo competition (no network, no credentials) and solve it."""
-    from agentk.demo import make_demo_competition
+    from agentk.sources.demo import make_demo_competition
     from agentk.runner import run_competition
 
     def body():

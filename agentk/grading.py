@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agentk.errors import GradingError, InvalidSubmissionError
-from agentk.metrics import (
+from agentk.core.errors import GradingError, InvalidSubmissionError
+from agentk.core.metrics import (
     Metric,
     UnknownMetricError,
     get_metric,

@@ -14,16 +14,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from agentk.config import RunConfig
-from agentk.errors import AgentKError, SolveFailed
-from agentk.events import EventLog
+from agentk.core.config import RunConfig
+from agentk.core.errors import AgentKError, SolveFailed
+from agentk.core.events import EventLog
 from agentk.grading import grade_run
-from agentk.isolation import Mounts, isolation_status
-from agentk.sandbox import Limits, run_python
+from agentk.core.isolation import Mounts, isolation_status
+from agentk.core.sandbox import Limits, run_python
 from agentk.sources import load_competition
 from agentk.sources.base import Competition
-from agentk.workspace import RunState, Workspace, atomic_write_json, read_json_object, workspace_for
-from agentk.workspace_lock import workspace_lock
+from agentk.core.workspace import RunState, Workspace, atomic_write_json, read_json_object, workspace_for
+from agentk.core.workspace_lock import workspace_lock
 from setup_pipeline.expert.expert_policy import ExpertPolicy
 from setup_pipeline.mdp import Blame, SetupBudget, SetupMDP
 from setup_pipeline.policy import Policy
@@ -38,7 +38,7 @@ class RunOutcome:
 
 def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
     """Run one competition; raises AgentKError (after writing result.json) when it cannot finish."""
-    from agentk.kaggle.publish import fetch_source, kaggle_slug
+    from agentk.publish import fetch_source, kaggle_slug
 
     slug = kaggle_slug(str(source))
     if config.submit and slug is None:
@@ -54,7 +54,7 @@ def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
 
 def _run_locked(competition: Competition, workspace: Workspace, source: str | Path, slug: str | None,
                 config: RunConfig) -> RunOutcome:
-    from agentk.kaggle.publish import submit_top_k
+    from agentk.publish import submit_top_k
 
     removed = workspace.create()
     atomic_write_json(workspace.root / "config.json", json.loads(config.model_dump_json()))

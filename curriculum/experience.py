@@ -8,7 +8,7 @@ LLM policy's working memory.
 
 Storage is a lancedb table on disk (one row per experience, with the error's embedding), so the
 memory outlives runs and can be shared by every workspace under one root. It is shared, so what
-is stored is redacted first (agentk/secrets.py): one run's secret never reaches another's prompt.
+is stored is redacted first (agentk/core/secrets.py): one run's secret never reaches another's prompt.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agentk.secrets import redact
+from agentk.core.secrets import redact
 from curriculum.embedding import Embedder, MiniLMEmbedder
 
 TABLE = "experience"

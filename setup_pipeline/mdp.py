@@ -12,12 +12,12 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from agentk.errors import SetupFailed
-from agentk.events import EventLog
-from agentk.isolation import Mounts
-from agentk.sandbox import Limits, run_python
-from agentk.secrets import redact, redact_obj
-from agentk.workspace import RunState, Workspace, atomic_write_text
+from agentk.core.errors import SetupFailed
+from agentk.core.events import EventLog
+from agentk.core.isolation import Mounts
+from agentk.core.sandbox import Limits, run_python
+from agentk.core.secrets import redact, redact_obj
+from agentk.core.workspace import RunState, Workspace, atomic_write_text
 from setup_pipeline.policy import Decline, Fill, Policy, StageContext, Verdict
 from setup_pipeline.stages import MetaCheckSpec, StageSpec, build_sequence
 from unit_tests_setup.context import CheckContext

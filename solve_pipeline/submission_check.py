@@ -24,7 +24,7 @@ def _read_text_csv(path: Path) -> pd.DataFrame:
 
 def _read_sample(path: Path) -> pd.DataFrame:
     """A sample in any format (CSV, gzip, ...), cells as text, read as perception read it."""
-    from setup_pipeline.perception.readers import UnreadableTable, read_table
+    from agentk.core.readers import UnreadableTable, read_table
 
     try:
         return read_table(path)

@@ -24,7 +24,7 @@ from typing import Callable
 
 from pydantic import BaseModel, ValidationError
 
-from agentk.workspace import atomic_write_bytes
+from agentk.core.workspace import atomic_write_bytes
 
 
 class SubmissionRecord(BaseModel):

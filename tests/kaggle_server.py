@@ -26,6 +26,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import pandas as pd
 
 from agentk.grading import grade_submission
@@ -369,8 +371,6 @@ def start(fake: FakeKaggle) -> tuple[ThreadingHTTPServer, threading.Thread]:
 
 # ------------------------------------------------------------------ pytest fixtures
 # Test files import these names (`from kaggle_server import fake_kaggle, kaggle_client`) to use them.
-
-import pytest
 
 TITANIC = Path(__file__).resolve().parents[2] / "shared" / "competitions" / "titanic"
 

@@ -15,16 +15,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentk.bench import _ratio, compare, parse_rivals, summary_line
-from agentk.bench_rivals.autogluon_rival import autogluon_python, choose_metric
-from agentk.bench_rivals.common import NOT_INSTALLED, NOT_TABULAR, SystemResult, TargetFrame, tabular_inputs
-from agentk.bench_rivals.memory import PeakRss
-from agentk.errors import AgentKError
+from agentk.bench.run import _ratio, compare, parse_rivals, summary_line
+from agentk.bench.rivals.autogluon_rival import autogluon_python, choose_metric
+from agentk.bench.rivals.common import NOT_INSTALLED, NOT_TABULAR, SystemResult, TargetFrame, tabular_inputs
+from agentk.bench.rivals.memory import PeakRss
+from agentk.core.errors import AgentKError
 from agentk.grading import grade_file
-from agentk.isolation import Mounts
-from agentk.sandbox import run_python
+from agentk.core.isolation import Mounts
+from agentk.core.sandbox import run_python
 from agentk.sources import load_competition
-from agentk.workspace import Workspace
+from agentk.core.workspace import Workspace
 
 COMPETITIONS = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 TITANIC = COMPETITIONS / "titanic"
@@ -100,7 +100,7 @@ def test_two_splits_hold_out_different_rows_and_report_a_mean(bench: dict) -> No
 def test_autogluon_formatting_path_turns_runner_predictions_into_a_valid_submission(bench: dict) -> None:
     """Predictions shaped like autogluon_runner.py's (labels as file text, probabilities per label)
     go through the sandboxed formatter and the same validation and grader as every system."""
-    from agentk.bench_rivals.common import finish, rival_dir
+    from agentk.bench.rivals.common import finish, rival_dir
 
     workspace = Workspace(bench["root"] / "ws" / "split0" / "titanic")
     folder = rival_dir(workspace, "fake-autogluon")
@@ -113,7 +113,7 @@ def test_autogluon_formatting_path_turns_runner_predictions_into_a_valid_submiss
                   "Survived__proba__0": 0.1 + 0.8 * female, "Survived__proba__1": 0.9 - 0.8 * female}).to_csv(predictions / "predictions.csv", index=False)
     (predictions / "predictions.json").write_text(json.dumps({"targets": {"Survived": {"classes": ["1", "0"]}}}))
     submission = folder / "submission.csv"
-    execution = run_python(["-m", "agentk.bench_rivals.frames", str(workspace.root), str(predictions), "--out", str(submission)],
+    execution = run_python(["-m", "agentk.bench.rivals.frames", str(workspace.root), str(predictions), "--out", str(submission)],
                            cwd=folder, mounts=Mounts.workspace(workspace.root, write=[]))
     assert execution.ok, execution.error_summary()
     result = finish(SystemResult("fake-autogluon"), workspace, load_competition(bench["root"] / "ws" / "_splits" / "split0" / "titanic"), submission)
@@ -125,7 +125,7 @@ def test_autogluon_formatting_path_turns_runner_predictions_into_a_valid_submiss
 
 
 def test_missing_autogluon_venv_is_a_status_not_a_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentk.bench_rivals import autogluon_rival
+    from agentk.bench.rivals import autogluon_rival
 
     monkeypatch.delenv("AGENTK_AUTOGLUON_PYTHON", raising=False)
     monkeypatch.setattr(autogluon_rival, "DEFAULT_PYTHON", tmp_path / ".venv-autogluon" / "bin" / "python")

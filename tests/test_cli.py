@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentk.baselines import constant_score
+from agentk.bench.baselines import constant_score
 from agentk.sources import load_competition
 
 AGENTK = [sys.executable, "-m", "agentk.cli"]
@@ -37,7 +37,7 @@ def test_demo_solves_the_embedded_competition_offline(tmp_path: Path) -> None:
 
 
 def test_bench_prints_a_table_and_writes_rows(tmp_path: Path) -> None:
-    from agentk.demo import make_demo_competition
+    from agentk.sources.demo import make_demo_competition
 
     source = make_demo_competition(tmp_path / "demo")
     rows_path = tmp_path / "rows.json"
@@ -50,7 +50,7 @@ def test_bench_prints_a_table_and_writes_rows(tmp_path: Path) -> None:
 
 
 def test_pass_at_k_is_the_unbiased_estimator() -> None:
-    from agentk.bench import pass_at_k
+    from agentk.bench.run import pass_at_k
 
     assert pass_at_k(10, 0, 1) == 0.0 and pass_at_k(10, 10, 3) == 1.0
     assert pass_at_k(10, 3, 1) == pytest.approx(0.3)
@@ -59,7 +59,7 @@ def test_pass_at_k_is_the_unbiased_estimator() -> None:
 
 
 def test_bench_over_seeds_reports_stage_success_and_pass_at_k(tmp_path: Path) -> None:
-    from agentk.demo import make_demo_competition
+    from agentk.sources.demo import make_demo_competition
 
     source = make_demo_competition(tmp_path / "demo")
     rows_path = tmp_path / "rows.json"

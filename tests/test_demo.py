@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentk.demo import make_demo_competition
-from agentk.errors import SourceError
+from agentk.sources.demo import make_demo_competition
+from agentk.core.errors import SourceError
 from agentk.sources import load_competition
 
 

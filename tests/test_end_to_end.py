@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agentk.baselines import constant_score
-from agentk.metrics import get_metric
+from agentk.bench.baselines import constant_score
+from agentk.core.metrics import get_metric
 from agentk.sources import load_competition
 from helpers import make_mlebench_layout
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import accuracy_score, f1_score, log_loss, roc_auc_score
 
-from agentk.errors import GradingError, InvalidSubmissionError
+from agentk.core.errors import GradingError, InvalidSubmissionError
 from agentk.grading import GradeReport, grade_file, grade_submission, leaderboard_position, medal_ranks
 from agentk.sources.base import Competition, GradingFacts
 

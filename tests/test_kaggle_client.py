@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["kaggle_server"]  # fixtures: fake_kaggle, kaggle_client
-
 from agentk.kaggle import (
     CompetitionNotFound,
     KaggleClient,
@@ -17,6 +15,8 @@ from agentk.kaggle import (
     RetryPolicy,
     RulesNotAccepted,
 )
+
+pytest_plugins = ["kaggle_server"]  # fixtures: fake_kaggle, kaggle_client
 
 
 def test_competition_metadata(kaggle_client: KaggleClient) -> None:

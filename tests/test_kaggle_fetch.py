@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["kaggle_server"]  # fixtures: fake_kaggle, kaggle_client
-
 from agentk.kaggle import DailyLimitReached, DuplicateSubmission, KaggleClient
 from agentk.kaggle.description import clean_page, description_markdown
 from agentk.kaggle.fetch import fetch_competition
 from agentk.kaggle.submit import SubmissionLedger, submission_message, submit_and_score
 from agentk.sources import load_competition
+
+pytest_plugins = ["kaggle_server"]  # fixtures: fake_kaggle, kaggle_client
 
 
 def test_fetch_writes_a_loadable_local_competition(kaggle_client: KaggleClient, fake_kaggle, tmp_path: Path) -> None:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["kaggle_server"]  # fixtures: fake_kaggle, kaggle_client
-
 from agentk.kaggle import KaggleClient, KaggleUnavailable, RetryPolicy
 from agentk.kaggle.fetch import fetch_competition
 from agentk.kaggle.official import call_with_deadline
 from agentk.kaggle.scrape import USER_AGENT, fetch_pages, scrape_pages
+
+pytest_plugins = ["kaggle_server"]  # fixtures: fake_kaggle, kaggle_client
 
 PAGES = Path(__file__).parent / "kaggle_pages"
 NOISE = ("cookies", "OK, Got it", "Sign In", "Datasets", "© 2026", "Download All", "https://", "storage.googleapis",

@@ -7,10 +7,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-pytest_plugins = ["kaggle_server"]  # fixtures: fake_kaggle, kaggle_client
-
 from agentk.grading import leaderboard_position
 from agentk.kaggle import DailyLimitReached, KaggleClient
+
+pytest_plugins = ["kaggle_server"]  # fixtures: fake_kaggle, kaggle_client
 
 
 def _submission(fake_kaggle, tmp_path: Path, correct: bool = True) -> Path:

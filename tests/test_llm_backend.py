@@ -9,7 +9,7 @@ import time
 import pytest
 from llm_server import Reply, ScriptedLLMServer
 
-from agentk.errors import AgentKError
+from agentk.core.errors import AgentKError
 from agentk.llm import (
     ContextTooLong,
     LLMAuthError,

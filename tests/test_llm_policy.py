@@ -9,10 +9,10 @@ from pathlib import Path
 
 from llm_server import Reply, ScriptedLLMServer
 
-from agentk.events import EventLog
+from agentk.core.events import EventLog
 from agentk.llm import LLMConfig, make_client
 from agentk.sources import load_competition
-from agentk.workspace import Workspace
+from agentk.core.workspace import Workspace
 from setup_pipeline.expert.expert_policy import ExpertPolicy
 from setup_pipeline.llm_policy.policy import HybridPolicy, LLMPolicy
 from setup_pipeline.mdp import SetupBudget, SetupMDP

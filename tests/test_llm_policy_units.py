@@ -11,7 +11,7 @@ from llm_server import Reply, ScriptedLLMServer
 
 from agentk.llm import LLMConfig, make_client
 from agentk.sources import load_competition
-from agentk.workspace import Workspace
+from agentk.core.workspace import Workspace
 from setup_pipeline.llm_policy.credit_assignment import assign_blame, judge_stages
 from setup_pipeline.llm_policy.data_view import build_data_view
 from setup_pipeline.llm_policy.policy import HybridPolicy, LLMPolicy
@@ -46,7 +46,7 @@ def test_data_view_elides_long_listings_and_keeps_the_budget(tmp_path: Path) -> 
     pd.DataFrame({"id": range(50, 60)}).to_csv(raw / "data" / "test.csv", index=False)
     view = build_data_view(raw, max_chars=3000, max_entries=5)
     assert "images/  (40 files)" in view and "... <35 additional files>" in view and "img_039.png" not in view
-    assert "### data/train.csv\nformat: csv (read it with setup_pipeline.perception.readers.read_table), rows: 50, columns: 3" in view
+    assert "### data/train.csv\nformat: csv (read it with agentk.core.readers.read_table), rows: 50, columns: 3" in view
     assert "label: " in view and "w: float64" in view  # dtypes
     assert view.count("dog") + view.count("cat") == 5  # the head: five rows
     assert len(build_data_view(raw, max_chars=700)) <= 700

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from agentk.errors import AgentKError
+from agentk.core.errors import AgentKError
 from agentk.llm import BackendNotInstalled, ContextTooLong, LLMConfig, make_client, user
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from agentk.metrics import METRICS, infer_metric
+from agentk.core.metrics import METRICS, infer_metric
 
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "descriptions"
 

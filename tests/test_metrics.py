@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from sklearn.metrics import accuracy_score, log_loss, roc_auc_score
 
-from agentk.errors import AgentKError
-from agentk.metrics import (
+from agentk.core.errors import AgentKError
+from agentk.core.metrics import (
     METRICS,
     UnknownMetricError,
     better,

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 from sklearn import metrics as skm
 
-from agentk.metrics import METRICS, get_metric, label_list, score_class_probabilities
+from agentk.core.metrics import METRICS, get_metric, label_list, score_class_probabilities
 
 
 def _fn(name: str):  # noqa: ANN202 - the registry's callable

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from agentk.metrics import MetricGuess, detect_metric, evaluation_section, infer_metric
+from agentk.core.metrics import MetricGuess, detect_metric, evaluation_section, infer_metric
 
 
 @pytest.mark.parametrize(

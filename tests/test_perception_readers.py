@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from setup_pipeline.perception.catalogue import build_catalogue
-from setup_pipeline.perception.readers import UnreadableTable, file_kind, read_table, table_format
+from agentk.core.readers import UnreadableTable, file_kind, read_table, table_format
 
 FRAME = pd.DataFrame({"id": ["007", "010", "123"], "price": [3.25, 10.0, -1.5], "city": ["Zürich", "Oslo", ""]})
 EXPECTED = {"id": ["007", "010", "123"], "price": ["3.25", "10.0", "-1.5"], "city": ["Zürich", "Oslo", ""]}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agentk.sandbox import ExecutionResult, Limits, run_python, scrubbed_env
+from agentk.core.sandbox import ExecutionResult, Limits, run_python, scrubbed_env
 
 FAST = Limits(timeout_s=20.0, grace_s=1.0)
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentk.errors import SetupFailed
-from agentk.events import EventLog
+from agentk.core.errors import SetupFailed
+from agentk.core.events import EventLog
 from agentk.sources import load_competition
-from agentk.workspace import Workspace
+from agentk.core.workspace import Workspace
 from setup_pipeline.expert.expert_policy import ExpertPolicy
 from setup_pipeline.mdp import SetupBudget, SetupMDP, stage_pass_rates
 from setup_pipeline.policy import Action, Fill, StageContext

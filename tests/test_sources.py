@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from helpers import make_mlebench_layout
 
-from agentk.errors import GradingError, SourceError
+from agentk.core.errors import GradingError, SourceError
 from agentk.sources import load_competition
 from agentk.sources.common import build_atomically, find_sample_csv
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from agentk.workspace import Workspace, read_json_object
+from agentk.core.workspace import Workspace, read_json_object
 
 
 @dataclass

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from setup_pipeline.perception.readers import IMAGE_EXTENSIONS as _IMAGE_SUFFIXES
-from setup_pipeline.perception.readers import UnreadableTable, file_kind, read_table
+from agentk.core.readers import IMAGE_EXTENSIONS as _IMAGE_SUFFIXES
+from agentk.core.readers import UnreadableTable, file_kind, read_table
 
 IMAGE_EXTENSIONS = set(_IMAGE_SUFFIXES)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from agentk.isolation import Mounts
-from agentk.sandbox import Limits, run_python
+from agentk.core.isolation import Mounts
+from agentk.core.sandbox import Limits, run_python
 from unit_tests_setup.context import CheckContext
 from unit_tests_setup.files import MapError, find_sample_submission, read_map
 from unit_tests_setup.submission_rules import validate_against_setup
@@ -71,7 +71,7 @@ def _same_rows(train_maps: dict[str, pd.DataFrame], test_maps: dict[str, pd.Data
 
 
 def _sample_ids(sample, id_column: str | None) -> set[str]:
-    from setup_pipeline.perception.readers import read_table
+    from agentk.core.readers import read_table
 
     frame = read_table(sample)
     column = id_column if id_column in frame.columns else frame.columns[0]

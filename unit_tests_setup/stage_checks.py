@@ -235,7 +235,7 @@ def check_target_transform(ctx: CheckContext) -> list[str]:
 
 
 def _same_labels(a: pd.Series, b: pd.Series) -> bool:
-    from agentk.metrics import normalise_labels
+    from agentk.core.metrics import normalise_labels
 
     return len(a) == len(b) and bool((normalise_labels(a.to_numpy()) == normalise_labels(b.to_numpy())).all())
 

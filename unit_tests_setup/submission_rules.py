@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentk.workspace import Workspace
+from agentk.core.workspace import Workspace
 from unit_tests_setup.files import MapError, find_sample_submission, test_ids
 
 

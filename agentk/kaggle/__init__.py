@@ -6,7 +6,7 @@ and the one-line errors in `agentk.kaggle.errors`. Importing this package never 
 """
 
 from agentk.kaggle.client import KaggleClient
-from agentk.kaggle.credentials import (
+from agentk.core.credentials import (
     KaggleCredentials,
     find_credentials,
     redact,

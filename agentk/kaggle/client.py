@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from agentk.kaggle import records
-from agentk.kaggle.credentials import KaggleCredentials, find_credentials
+from agentk.core.credentials import KaggleCredentials, find_credentials
 from agentk.kaggle.errors import DailyLimitReached, KaggleError, SubmissionFailed
-from agentk.archives import DEFAULT_LIMITS, ArchiveLimits, check_zip, extract_zip
-from agentk.errors import ArchiveError
+from agentk.core.archives import DEFAULT_LIMITS, ArchiveLimits, check_zip, extract_zip
+from agentk.core.errors import ArchiveError
 from agentk.kaggle.download import (
     DownloadSettings,
     competition_archive,

@@ -1,17 +1,11 @@
-"""Kaggle errors: each one reaches the user as a single actionable line (see agentk/errors.py)."""
+"""Kaggle errors: each one reaches the user as a single actionable line (see agentk/core/errors.py)."""
 
 from __future__ import annotations
 
-from agentk.errors import AgentKError
-from agentk.errors import UnsafeArchive as UnsafeArchive  # archive checks serve local data too: agentk.archives
-
-
-class KaggleError(AgentKError):
-    """Anything Kaggle refused or could not do, said in one line."""
-
-
-class KaggleCredentialsError(KaggleError):
-    """Credentials are missing, incomplete, or rejected by Kaggle (HTTP 401)."""
+# Credentials are read on the ground floor too (the sandbox must hide them): their error lives there.
+from agentk.core.errors import KaggleCredentialsError as KaggleCredentialsError
+from agentk.core.errors import KaggleError as KaggleError
+from agentk.core.errors import UnsafeArchive as UnsafeArchive  # archive checks serve local data too: agentk.core.archives
 
 
 class RulesNotAccepted(KaggleError):

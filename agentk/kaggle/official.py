@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from requests.adapters import HTTPAdapter
 
-from agentk.kaggle.credentials import KaggleCredentials, config_dir, redact
+from agentk.core.credentials import KaggleCredentials, config_dir, redact
 from agentk.kaggle.errors import KaggleUnavailable
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import requests
 
-from agentk.kaggle.credentials import TOKEN_PAGE, redact
+from agentk.core.credentials import TOKEN_PAGE, redact
 from agentk.kaggle.errors import (
     CompetitionNotFound,
     KaggleCredentialsError,

@@ -29,7 +29,7 @@ from agentk.llm.errors import (
     ModelNotServed,
 )
 from agentk.llm.types import Completion, Message
-from agentk.secrets import redact
+from agentk.core.secrets import redact
 
 # How vLLM, OpenAI, llama.cpp and others phrase "prompt too long"
 _CONTEXT_RE = re.compile(

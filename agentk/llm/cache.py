@@ -4,7 +4,7 @@ replies instead of paying for them again, and a run can be reproduced exactly.
 Key = sha256 over the model, the messages and the sampling params (plus a caller's `variant`, so a
 retry that deliberately wants a fresh sample with an identical prompt can ask for one). Never the
 API key or base URL: the same model behind another server gives a reusable answer. Entries are
-redacted (agentk/secrets.py) before they are written: a secret in a prompt or a reply stays out.
+redacted (agentk/core/secrets.py) before they are written: a secret in a prompt or a reply stays out.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from agentk.llm.types import Completion, Message
-from agentk.secrets import redact_obj
-from agentk.workspace import atomic_write_text
+from agentk.core.secrets import redact_obj
+from agentk.core.workspace import atomic_write_text
 
 
 def cache_key(model: str, messages: Sequence[Message], params: dict[str, Any], variant: int = 0) -> str:

@@ -5,7 +5,7 @@ Workspace files (none holds the API key):
   logs/llm_calls.jsonl           one line per query: stage, cache key, tokens, latency, or the error
   logs/llm_usage.json            the ledger, reloaded on resume so the budget spans the whole run
 
-Prompts are redacted (agentk/secrets.py) before they are sent or hashed, replies as they arrive,
+Prompts are redacted (agentk/core/secrets.py) before they are sent or hashed, replies as they arrive,
 log lines before they are written: a secret that reached a stage's output goes no further.
 """
 
@@ -21,8 +21,8 @@ from agentk.llm.cache import CachedBackend, ResponseCache, cache_key
 from agentk.llm.config import LLMConfig
 from agentk.llm.errors import LLMConfigError, LLMError
 from agentk.llm.types import Backend, Completion, Message, TokenLedger, as_messages
-from agentk.secrets import redact, redact_obj, register
-from agentk.workspace import atomic_write_text, read_json_object
+from agentk.core.secrets import redact, redact_obj, register
+from agentk.core.workspace import atomic_write_text, read_json_object
 
 CACHE_DIR = "llm_cache"
 CALL_LOG = "logs/llm_calls.jsonl"

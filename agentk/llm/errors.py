@@ -1,12 +1,12 @@
 """LLM errors: each is an AgentKError so the CLI shows one actionable line, never a traceback.
 
-They live here rather than in `agentk/errors.py` so the LLM layer can grow without touching the
+They live here rather than in `agentk/core/errors.py` so the LLM layer can grow without touching the
 shared module; all derive from `LLMError` so callers can catch the family at once.
 """
 
 from __future__ import annotations
 
-from agentk.errors import AgentKError
+from agentk.core.errors import AgentKError
 
 
 class LLMError(AgentKError):

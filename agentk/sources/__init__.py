@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from agentk.errors import SourceError
+from agentk.core.errors import SourceError
 from agentk.sources.base import Competition, GradingFacts
 
 __all__ = ["Competition", "GradingFacts", "load_competition"]
@@ -59,7 +59,7 @@ def _mlebench_root(folder: Path) -> Path | None:
 
 def reject_remote_reference(text: str) -> None:
     """Kaggle URLs and bare slugs that are not folders: `agentk run` downloads those first
-    (agentk.kaggle.publish.fetch_source); here only folders load."""
+    (agentk.publish.fetch_source); here only folders load."""
     if Path(text).expanduser().exists():
         return
     looks_like_url = re.match(r"[a-z]+://", text) is not None or "kaggle.com" in text

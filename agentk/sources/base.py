@@ -43,7 +43,7 @@ class Competition:
     def __post_init__(self) -> None:
         # The id names the workspace folder, and it comes from data (competition.toml, a
         # folder name): make it one safe path component here, once, for every source.
-        from agentk.workspace import safe_component
+        from agentk.core.workspace import safe_component
 
         object.__setattr__(self, "id", safe_component(self.id))
 
@@ -58,7 +58,7 @@ class Competition:
 
     def answers(self) -> pd.DataFrame:
         if self.answers_fn is None:
-            from agentk.errors import GradingError
+            from agentk.core.errors import GradingError
 
             raise GradingError(f"competition {self.id!r} has no answers to grade against")
         return self.answers_fn()

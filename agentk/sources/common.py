@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from agentk.errors import SourceError
+from agentk.core.errors import SourceError
 from agentk.sources.base import GradingFacts
 
 # Bump when what prepare() writes changes, so older preparations are redone.
@@ -226,7 +226,7 @@ def parse_grading(table: dict[str, Any], shown: str) -> GradingFacts:
 def _registry_direction(metric: str, where: str) -> bool:
     """Fall back on the metric registry when a TOML leaves the direction implicit."""
     try:
-        from agentk.metrics import get_metric
+        from agentk.core.metrics import get_metric
 
         return bool(get_metric(metric).higher_is_better)
     except Exception as exc:  # unknown metric or registry unavailable: the TOML must say it

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
-from agentk.errors import SourceError
+from agentk.core.errors import SourceError
 from agentk.sources import common
 from agentk.sources.base import Competition, GradingFacts
 

@@ -23,7 +23,7 @@ def _label_columns(facts: DataFacts) -> list[str]:
     return [t.column for t in facts.targets]
 
 
-_IMPORTS = ("from setup_pipeline.perception.readers import read_table\n"
+_IMPORTS = ("from agentk.core.readers import read_table\n"
             "from setup_pipeline.perception.recipe import assemble\n\n\n")
 
 
@@ -245,7 +245,7 @@ def submission_format(facts: DataFacts, sources: dict[str, str]) -> str:
 
 def metric(facts: DataFacts) -> str:
     return (
-        "from agentk.metrics import score_prediction_frame\n\n"
+        "from agentk.core.metrics import score_prediction_frame\n\n"
         f"METRIC = {facts.metric!r}\n"
         f"TARGETS = {_label_columns(facts)!r}\n"
         f"HIGHER_IS_BETTER = {facts.metric_higher_is_better!r}\n\n\n"

@@ -284,10 +284,10 @@ def _scan(lines: list[str], fenced: bool, seen_submission: bool) -> list[str] | 
             continue
         if fenced:
             # The header is the fence's first non-empty line.
-            if not any(l.strip() for l in lines[fence_start + 1:i]):
+            if not any(line.strip() for line in lines[fence_start + 1:i]):
                 return header
             continue
-        nxt = next((l for l in lines[i + 1:] if l.strip()), "")
+        nxt = next((line for line in lines[i + 1:] if line.strip()), "")
         if _is_row(_fields(nxt), len(header)):
             return header
     return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import traceback
 
-from agentk.metrics import get_metric, normalise_labels
+from agentk.core.metrics import get_metric, normalise_labels
 from setup_pipeline.expert import codegen
 from setup_pipeline.expert.description import summarise
 from setup_pipeline.expert.inspect import DataFacts, ExpertDeclined, inspect_competition

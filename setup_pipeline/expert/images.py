@@ -15,7 +15,7 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel
 
-from setup_pipeline.perception.readers import IMAGE_EXTENSIONS
+from agentk.core.readers import IMAGE_EXTENSIONS
 
 
 def present(series: pd.Series) -> pd.Series:

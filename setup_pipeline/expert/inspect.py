@@ -14,7 +14,7 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from agentk import metrics
+from agentk.core import metrics
 from setup_pipeline.expert.description import submission_example_rows, submission_header
 from setup_pipeline.expert.images import ImageLayout, ImageLayouts, present
 from setup_pipeline.expert.row_files import RowFiles, find_row_files

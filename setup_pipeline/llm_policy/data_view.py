@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from agentk.llm.memory import truncate_middle
-from setup_pipeline.perception.readers import IMAGE_EXTENSIONS, UnreadableTable, file_kind, read_table, table_format
+from agentk.core.readers import IMAGE_EXTENSIONS, UnreadableTable, file_kind, read_table, table_format
 
 _SKIP_NAMES = {"description.md"}  # the description has its own memory entry
 
@@ -99,7 +99,7 @@ def table_summary(path: Path, root: Path, *, rows: int = 5, max_width: int = 160
         head = cells.head(rows).to_string(index=False)  # as written: ids keep their leading zeros
     head = "\n".join(line[:max_width] for line in head.splitlines())
     return (
-        f"### {rel}\nformat: {fmt} (read it with setup_pipeline.perception.readers.read_table), "
+        f"### {rel}\nformat: {fmt} (read it with agentk.core.readers.read_table), "
         f"rows: {_row_count(path) if fmt == 'csv' else len(cells)}, columns: {sample.shape[1]}\n"
         f"dtypes: {truncate_middle(dtypes, 1200)}\nhead:\n{head}"
     )

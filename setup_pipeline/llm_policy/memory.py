@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from agentk.llm import WorkingMemory
-from agentk.workspace import Workspace
+from agentk.core.workspace import Workspace
 from setup_pipeline.policy import StageContext
 from setup_pipeline.stages import StageSpec
 

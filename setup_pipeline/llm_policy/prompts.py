@@ -4,7 +4,7 @@ Every prompt is rebuilt from working memory (Agent K, section 3.1.2): no chat hi
 between stages or attempts; the entries that matter (summary, data view, plan, the last code and
 its error) are rendered afresh each time. Building a prompt reads nothing and writes nothing:
 the policy gathers the facts (`memory.py`) and passes them in. The previous code, its output and
-its error are what generated code printed, so every prompt is redacted (agentk/secrets.py).
+its error are what generated code printed, so every prompt is redacted (agentk/core/secrets.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentk.llm import Message, WorkingMemory, system, user
 from agentk.llm.parsing import fenced_blocks
-from agentk.secrets import redact
+from agentk.core.secrets import redact
 
 SYSTEM = (
     "You are a Kaggle grandmaster setting up a competition so that a generic solver can train on it. "

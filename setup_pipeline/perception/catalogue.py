@@ -1,6 +1,6 @@
 """A catalogue of every file under raw/data: what each is (from content), and every table read.
 
-Archives are unpacked first, safely (`agentk.archives` checks them before a byte is written), into a
+Archives are unpacked first, safely (`agentk.core.archives` checks them before a byte is written), into a
 folder beside them (`<name>_unpacked/`), once; the catalogue then lists their members like any other
 file. An archive that is refused or corrupt is skipped and named, and the rest of the data is used. Only tables are opened in full: images
 and other per-row files are listed by path, so a folder of 10,000 images takes a directory walk.
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from agentk.archives import ArchiveLimits, extract_zip, gunzip_file
-from agentk.errors import ArchiveError
-from setup_pipeline.perception.readers import IMAGE_EXTENSIONS, FileKind, UnreadableTable, file_kind, read_table
+from agentk.core.archives import ArchiveLimits, extract_zip, gunzip_file
+from agentk.core.errors import ArchiveError
+from agentk.core.readers import IMAGE_EXTENSIONS, FileKind, UnreadableTable, file_kind, read_table
 
 UNPACKED_SUFFIX = "_unpacked"
 _LIMITS = ArchiveLimits(max_total_bytes=20 * 2**30)  # an archive inside the data is one file of it

@@ -14,7 +14,7 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel
 
-from setup_pipeline.perception.readers import read_table
+from agentk.core.readers import read_table
 
 
 class Join(BaseModel):

@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from agentk.workspace import Workspace, read_json_object  # noqa: E402
+from agentk.core.workspace import Workspace, read_json_object  # noqa: E402
 from solve_pipeline.submission_record import read_record  # noqa: E402
 from unit_tests_setup.submission_rules import validate_against_setup  # noqa: E402
 

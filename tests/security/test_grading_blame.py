@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import accuracy_score, mean_squared_error
 
-from agentk.errors import GradingError
+from agentk.core.errors import GradingError
 from agentk.grading import grade_run, grade_submission
 from agentk.sources import load_competition
 from agentk.sources.base import GradingFacts

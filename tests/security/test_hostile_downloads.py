@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from agentk.archives import ArchiveLimits
-from agentk.errors import CorruptArchive, UnsafeArchive
+from agentk.core.archives import ArchiveLimits
+from agentk.core.errors import CorruptArchive, UnsafeArchive
 from agentk.kaggle import KaggleClient, KaggleUnavailable, RetryPolicy
 from agentk.kaggle.download import DownloadSettings
 from agentk.kaggle.errors import DownloadStalled
 from agentk.kaggle.fetch import fetch_competition
 from setup_pipeline.perception.catalogue import build_catalogue
-from setup_pipeline.perception.readers import UnreadableTable, read_table
+from agentk.core.readers import UnreadableTable, read_table
 
 pytest_plugins = ["kaggle_server"]  # fixtures: fake_kaggle
 

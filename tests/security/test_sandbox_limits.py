@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agentk.cgroups import open_jail
-from agentk.sandbox import Limits, run_python
+from agentk.core.cgroups import open_jail
+from agentk.core.sandbox import Limits, run_python
 
 
 def _jail_possible() -> bool:

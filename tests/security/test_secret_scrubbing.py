@@ -15,11 +15,11 @@ import pytest
 from llm_server import Reply, ScriptedLLMServer
 from test_llm_policy import MODEL, SHARED, script
 
-from agentk.config import RunConfig
-from agentk.errors import SetupFailed
+from agentk.core.config import RunConfig
+from agentk.core.errors import SetupFailed
 from agentk.llm import LLMConfig, make_client, user
 from agentk.runner import run_competition
-from agentk.secrets import REDACTED, is_secret_name, redact, redact_obj, refresh
+from agentk.core.secrets import REDACTED, is_secret_name, redact, redact_obj, refresh
 
 # Distinctive fake values. Some have a well-known shape, some are known only by value.
 KAGGLE_ENV_KEY = "kgl-env-7fQ2xLw9Rb4Tz"

@@ -13,19 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from agentk.config import RunConfig
-from agentk.errors import AgentKError, WorkspaceError
+from agentk.core.config import RunConfig
+from agentk.core.errors import AgentKError, WorkspaceError
 from agentk.runner import run_competition
 from agentk.sources import load_competition
-from agentk.workspace import Workspace, safe_component, workspace_for
-from agentk.workspace_lock import workspace_lock
+from agentk.core.workspace import Workspace, safe_component, workspace_for
+from agentk.core.workspace_lock import workspace_lock
 
 AGENTK = [sys.executable, "-m", "agentk.cli"]
 SECRET = "root:x:0:0:root:/root:/bin/bash  # stands in for /etc/passwd"
 HOLD_LOCK = (
     "import sys, time\n"
     "from pathlib import Path\n"
-    "from agentk.workspace_lock import workspace_lock\n"
+    "from agentk.core.workspace_lock import workspace_lock\n"
     "with workspace_lock(Path(sys.argv[1])):\n"
     "    print('held', flush=True)\n"
     "    time.sleep(120)\n"

@@ -14,7 +14,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from agentk.errors import SourceError
+from agentk.core.errors import SourceError
 
 TOML_NAME = "competition.toml"
 _SEED_LINE = re.compile(r"^\s*split_seed\s*=.*$", re.MULTILINE)

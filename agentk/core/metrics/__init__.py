@@ -20,11 +20,11 @@ Modules: `labels` (normalisation), `functions` (the maths), `registry` (names, a
 `detection` (reading a description), `scoring` (raw frames and probability matrices).
 """
 
-from agentk.metrics.detection import MetricGuess, detect_metric, evaluation_section, infer_metric
-from agentk.metrics.functions import LOG_FLOOR, PROBA_EPS
-from agentk.metrics.labels import label_list, normalise_ids, normalise_labels
-from agentk.metrics.registry import METRICS, Metric, MetricKind, UnknownMetricError, better, for_task, get_metric
-from agentk.metrics.scoring import (
+from agentk.core.metrics.detection import MetricGuess, detect_metric, evaluation_section, infer_metric
+from agentk.core.metrics.functions import LOG_FLOOR, PROBA_EPS
+from agentk.core.metrics.labels import label_list, normalise_ids, normalise_labels
+from agentk.core.metrics.registry import METRICS, Metric, MetricKind, UnknownMetricError, better, for_task, get_metric
+from agentk.core.metrics.scoring import (
     RANKING_DEPTH,
     score_class_probabilities,
     score_positive_probability,

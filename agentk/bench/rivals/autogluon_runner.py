@@ -3,7 +3,7 @@ ours: it imports nothing from agentk, only AutoGluon, pandas and numpy, and talk
 
     <venv-autogluon>/bin/python autogluon_runner.py JOB.json
 
-JOB.json (written by agentk.bench_rivals.autogluon_rival): train_csv, test_csv, train_id, test_id,
+JOB.json (written by agentk.bench.rivals.autogluon_rival): train_csv, test_csv, train_id, test_id,
 targets [{column, problem_type, eval_metric|null, log_target}], time_limit, presets, out_dir.
 Writes out_dir/predictions.csv (`id`, per target `t` and, for classifiers, `t__proba__<j>` for the
 j-th label of predictions.json's `classes`) and out_dir/predictions.json.

@@ -8,7 +8,7 @@ import numpy as np
 from scipy import stats
 from sklearn import metrics as skm
 
-from agentk.metrics.labels import label_list, normalise_labels
+from agentk.core.metrics.labels import label_list, normalise_labels
 
 # Kaggle's log-loss clipping bound.
 PROBA_EPS = 1e-15

@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentk.errors import CorruptArchive, UnsafeArchive
+from agentk.core.errors import CorruptArchive, UnsafeArchive
 
 _CHUNK = 1 << 20
 _MiB = 2**20

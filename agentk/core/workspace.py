@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agentk.errors import WorkspaceError
+from agentk.core.errors import WorkspaceError
 
 # A readable, portable folder name: starts with a letter or digit (no ".", "..", hidden or
 # option-like names, and none of the root's own "_kaggle", "_memory" ... folders).

@@ -9,8 +9,8 @@ from typing import Literal
 
 from sklearn import metrics as skm
 
-from agentk.errors import AgentKError
-from agentk.metrics import functions as F
+from agentk.core.errors import AgentKError
+from agentk.core.metrics import functions as F
 
 MetricKind = Literal["label", "proba", "value", "ranking"]
 

@@ -1,7 +1,7 @@
 """What a secret is, and how to keep one out of text: the one place that knows.
 
 A secret is (1) the value of an environment variable with a secret-looking name, (2) a Kaggle key
-or token found where the official client looks (agentk/kaggle/credentials.py), (3) a value
+or token found where the official client looks (agentk/core/credentials.py), (3) a value
 registered at runtime (the LLM API key from the LLM config), or (4) anything shaped like a
 well-known credential (OpenAI/Hugging Face/GitHub/AWS/Google keys, private-key blocks, a Kaggle
 `"key": "<32 hex>"`, `Authorization: Bearer ...`, `SOME_TOKEN=...`).
@@ -113,7 +113,7 @@ def _is_candidate(value: str) -> bool:
 
 
 def _credential_files(env: Mapping[str, str]) -> tuple[Path, ...]:
-    from agentk.kaggle.credentials import config_dir
+    from agentk.core.credentials import config_dir
 
     home = Path(env.get("HOME") or Path.home())
     return (config_dir(env) / "kaggle.json", home / ".kaggle" / "access_token", home / ".kaggle" / "access_token.txt")
@@ -135,8 +135,8 @@ def _fingerprint(env: Mapping[str, str]) -> object:
 def _kaggle_values(env: Mapping[str, str]) -> list[str]:
     """Kaggle secrets where the official client looks; both the environment's and the files'
     (an environment KAGGLE_KEY hides kaggle.json's key from the client, not from generated code)."""
-    from agentk.errors import AgentKError
-    from agentk.kaggle import credentials
+    from agentk.core.errors import AgentKError
+    from agentk.core import credentials
 
     found: list[str] = []
     without_env = {k: v for k, v in env.items() if k not in credentials.SECRET_ENV_VARS}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from agentk.grading import grade_submission
-from agentk.metrics import get_metric
+from agentk.core.metrics import get_metric
 from agentk.sources.base import Competition
 
 

@@ -3,7 +3,7 @@ valid submission, the validation and test scores, and the best constant predicti
 
 With rivals (`--rivals lightgbm,autogluon`) each competition is also solved, in the same run, on
 the same workspace and with the same time budget, by LightGBM with defaults and by AutoGluon
-(agentk/bench_rivals/), and the table compares score, time to first valid submission, total time
+(agentk/bench/rivals/), and the table compares score, time to first valid submission, total time
 and peak memory. With `--splits N` every split competition is graded over held-out splits with
 seeds 0..N-1 and the comparison reports the mean and spread over them.
 """
@@ -20,20 +20,20 @@ from typing import Any
 
 from rich.table import Table
 
-from agentk.baselines import constant_score
-from agentk.bench_rivals.common import SystemResult
-from agentk.bench_rivals.memory import PeakRss
-from agentk.config import RunConfig
-from agentk.errors import AgentKError, SourceError
+from agentk.bench.baselines import constant_score
+from agentk.bench.rivals.common import SystemResult
+from agentk.bench.rivals.memory import PeakRss
+from agentk.core.config import RunConfig
+from agentk.core.errors import AgentKError, SourceError
 from agentk.sources import load_competition
 from agentk.sources.base import Competition
-from agentk.workspace import Workspace, read_json_object
+from agentk.core.workspace import Workspace, read_json_object
 
 
 def expand_sources(sources: list[str]) -> list[str]:
     """Each argument is a competition folder or a folder whose sub-folders are competitions."""
     if not sources:
-        from agentk.demo import make_demo_competition
+        from agentk.sources.demo import make_demo_competition
 
         return [str(make_demo_competition(Path("workspaces/_sources/demo").resolve()))]
     expanded: list[str] = []
@@ -82,7 +82,7 @@ def run_bench(sources: list[str], config: RunConfig, seeds: int = 1, rivals: tup
               splits: int = 1, autogluon_python: Path | None = None) -> list[dict[str, Any]]:
     """One row per (competition, split, seed). Several seeds or splits each get their own workspace
     root, so runs never collide; rivals run on the workspace agentk just used."""
-    from agentk.bench_rivals.splits import is_resplittable, split_source
+    from agentk.bench.rivals.splits import is_resplittable, split_source
     from agentk.runner import run_competition
 
     root = Path(config.workspace_root)
@@ -113,8 +113,8 @@ def run_bench(sources: list[str], config: RunConfig, seeds: int = 1, rivals: tup
 
 def _run_rivals(rivals: tuple[str, ...], workspace: Workspace, competition: Competition, config: RunConfig,
                 autogluon_python: Path | None) -> dict[str, dict[str, Any]]:
-    from agentk.bench_rivals.autogluon_rival import run_autogluon
-    from agentk.bench_rivals.lightgbm_defaults import run_lightgbm
+    from agentk.bench.rivals.autogluon_rival import run_autogluon
+    from agentk.bench.rivals.lightgbm_defaults import run_lightgbm
 
     runners: dict[str, Callable[[], SystemResult]] = {
         "lightgbm": lambda: run_lightgbm(workspace, competition, config.time_budget_s, config.seed),

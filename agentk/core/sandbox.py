@@ -1,7 +1,7 @@
 """Run untrusted Python (generated code, and our own solver that imports it) in a contained subprocess.
 
 Where bubblewrap works, the child runs in its own namespaces and sees only the runtime and the
-folders the caller names (agentk/isolation.py). Always: its own session (so the whole process
+folders the caller names (agentk/core/isolation.py). Always: its own session (so the whole process
 group can be signalled), resource limits (address space, CPU, processes, file size), an
 allow-listed environment without credentials, HOME pointed at its working directory, a timeout
 that escalates SIGINT -> SIGTERM -> SIGKILL, and head+tail truncated output capture.
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from agentk.cgroups import open_jail
-from agentk.isolation import Mounts, bwrap_argv, isolation_status, python_path
-from agentk.secrets import is_secret_name, redact
+from agentk.core.cgroups import open_jail
+from agentk.core.isolation import Mounts, bwrap_argv, isolation_status, python_path
+from agentk.core.secrets import is_secret_name, redact
 
 logger = logging.getLogger(__name__)
 

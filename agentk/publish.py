@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentk.errors import AgentKError
+from agentk.core.errors import AgentKError
 from agentk.grading import leaderboard_position
 from agentk.kaggle.client import KaggleClient
 from agentk.kaggle.download import DownloadSettings
@@ -20,12 +20,12 @@ from agentk.kaggle.submit import (
     submission_message,
     submit_and_score,
 )
-from agentk.workspace import Workspace, contained_path, read_json_object
-from agentk.workspace_lock import workspace_lock
+from agentk.core.workspace import Workspace, contained_path, read_json_object
+from agentk.core.workspace_lock import workspace_lock
 
 if TYPE_CHECKING:
-    from agentk.config import RunConfig
-    from agentk.events import EventLog
+    from agentk.core.config import RunConfig
+    from agentk.core.events import EventLog
 
 
 def kaggle_slug(text: str) -> str | None:

@@ -43,3 +43,11 @@ class UnsafeArchive(ArchiveError):
 
 class CorruptArchive(ArchiveError):
     """Truncated, damaged or not an archive at all."""
+
+
+class KaggleError(AgentKError):
+    """Anything Kaggle refused or could not do, said in one line (the rest: agentk/kaggle/errors.py)."""
+
+
+class KaggleCredentialsError(KaggleError):
+    """Credentials are missing, incomplete, or rejected by Kaggle (HTTP 401)."""

@@ -168,8 +168,8 @@ def table_format(path: Path) -> TableFormat:
 
 def _check_workbook(path: Path) -> None:
     """An .xlsx is a zip: the same bomb and corruption checks as any archive, before pandas inflates it."""
-    from agentk.archives import check_zip, open_zip
-    from agentk.errors import ArchiveError
+    from agentk.core.archives import check_zip, open_zip
+    from agentk.core.errors import ArchiveError
 
     try:
         with open_zip(path) as workbook:

@@ -6,7 +6,7 @@ targets dropped), string columns as pandas `category` (what LightGBM needs to us
 targets come from agentk's setup (its transformed target map and classes), and the submission from
 its formatter, with probabilities wherever the formatter or metric uses them.
 
-`run_lightgbm(...)` is the orchestrator side; `python -m agentk.bench_rivals.lightgbm_defaults`
+`run_lightgbm(...)` is the orchestrator side; `python -m agentk.bench.rivals.lightgbm_defaults`
 is the sandboxed subprocess (it imports the generated setup modules).
 """
 
@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentk.bench_rivals.common import (
+from agentk.bench.rivals.common import (
     SystemResult,
     event_notes,
     failure_line,
@@ -30,10 +30,10 @@ from agentk.bench_rivals.common import (
     rival_dir,
     tabular_inputs,
 )
-from agentk.isolation import Mounts
-from agentk.sandbox import Limits, run_python
+from agentk.core.isolation import Mounts
+from agentk.core.sandbox import Limits, run_python
 from agentk.sources.base import Competition
-from agentk.workspace import Workspace
+from agentk.core.workspace import Workspace
 
 SYSTEM = "lightgbm"
 # Interpreter start, imports and formatting on top of the budget; defaults finish in seconds.
@@ -50,7 +50,7 @@ def run_lightgbm(workspace: Workspace, competition: Competition, time_budget_s: 
     submission = folder / "submission.csv"
     submission.unlink(missing_ok=True)  # a stale file must not pass for this run's
     execution, seconds, peak = measured(lambda: run_python(
-        ["-m", "agentk.bench_rivals.lightgbm_defaults", str(workspace.root), "--out", str(submission), "--seed", str(seed)],
+        ["-m", "agentk.bench.rivals.lightgbm_defaults", str(workspace.root), "--out", str(submission), "--seed", str(seed)],
         cwd=folder,
         limits=Limits(timeout_s=time_budget_s + STARTUP_ALLOWANCE_S),
         log_prefix=folder / "run",
@@ -76,7 +76,7 @@ def fit_predict(workspace: Path, out: Path, seed: int) -> dict[str, object]:
     import numpy as np
     import pandas as pd
 
-    from agentk.bench_rivals.frames import (
+    from agentk.bench.rivals.frames import (
         enter_setup,
         normalise,
         prediction_frame,
@@ -136,7 +136,7 @@ def fit_predict(workspace: Path, out: Path, seed: int) -> dict[str, object]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m agentk.bench_rivals.lightgbm_defaults", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m agentk.bench.rivals.lightgbm_defaults", description=__doc__)
     parser.add_argument("workspace", type=Path)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seed", type=int, default=0)

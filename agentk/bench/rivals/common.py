@@ -17,11 +17,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentk.bench_rivals.memory import PeakRss
-from agentk.sandbox import ExecutionResult
+from agentk.bench.rivals.memory import PeakRss
+from agentk.core.sandbox import ExecutionResult
 from agentk.sources import common as source_files
 from agentk.sources.base import Competition
-from agentk.workspace import Workspace, read_json_object
+from agentk.core.workspace import Workspace, read_json_object
 
 NOT_INSTALLED = "not installed (make autogluon)"
 NOT_TABULAR = "n/a: not tabular"

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentk.bench_rivals.common import (
+from agentk.bench.rivals.common import (
     NOT_INSTALLED,
     RawInputs,
     SystemResult,
@@ -27,16 +27,16 @@ from agentk.bench_rivals.common import (
     rival_dir,
     tabular_inputs,
 )
-from agentk.metrics import UnknownMetricError, get_metric
-from agentk.isolation import Mounts
-from agentk.sandbox import ExecutionResult, Limits, run_python
+from agentk.core.metrics import UnknownMetricError, get_metric
+from agentk.core.isolation import Mounts
+from agentk.core.sandbox import ExecutionResult, Limits, run_python
 from agentk.sources.base import Competition
-from agentk.workspace import Workspace
+from agentk.core.workspace import Workspace
 
 SYSTEM = "autogluon"
 PRESETS = "medium_quality"
 ENV_PYTHON = "AGENTK_AUTOGLUON_PYTHON"
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DEFAULT_PYTHON = REPO / ".venv-autogluon" / "bin" / "python"
 RUNNER = Path(__file__).resolve().with_name("autogluon_runner.py")
 # run_python starts our interpreter; this replaces it (same pid, limits kept) with AutoGluon's.
@@ -139,7 +139,7 @@ def run_autogluon(workspace: Workspace, competition: Competition, time_budget_s:
         if not fitted.ok:
             return fitted
         return run_python(
-            ["-m", "agentk.bench_rivals.frames", str(workspace.root), str(predictions), "--out", str(submission)],
+            ["-m", "agentk.bench.rivals.frames", str(workspace.root), str(predictions), "--out", str(submission)],
             cwd=folder, limits=Limits(timeout_s=300), log_prefix=folder / "format",
             mounts=Mounts.workspace(workspace.root, write=[]),
         )

@@ -2,7 +2,7 @@
 formatter → submission.csv.
 
 This imports the workspace's generated modules (untrusted code), so it only runs inside a sandboxed
-subprocess: the LightGBM rival's own process, and `python -m agentk.bench_rivals.frames` for
+subprocess: the LightGBM rival's own process, and `python -m agentk.bench.rivals.frames` for
 AutoGluon, whose predictions come from another venv's interpreter as a file.
 
 Own copy of the prediction-frame contract (docs/architecture.md) rather than the solver's, which
@@ -139,7 +139,7 @@ def format_external(workspace: Path, predictions: Path, out: Path) -> dict[str, 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m agentk.bench_rivals.frames",
+    parser = argparse.ArgumentParser(prog="python -m agentk.bench.rivals.frames",
                                      description="Format an external system's predictions with the setup's formatter.")
     parser.add_argument("workspace", type=Path)
     parser.add_argument("predictions", type=Path, help="folder with predictions.csv and predictions.json")

@@ -12,7 +12,7 @@ import pandas as pd
 from sklearn.datasets import load_breast_cancer
 from sklearn.model_selection import train_test_split
 
-from agentk.errors import SourceError
+from agentk.core.errors import SourceError
 from agentk.sources import common
 
 DEMO_ID = "breast-cancer-diagnosis"

@@ -1,7 +1,7 @@
 """The run's event stream: a JSONL log in the workspace and one line per outcome on the console.
 
 Both carry output of generated code and error messages, so every record and line is redacted
-(agentk/secrets.py) before it is written or shown.
+(agentk/core/secrets.py) before it is written or shown.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
-from agentk.secrets import redact, redact_obj
+from agentk.core.secrets import redact, redact_obj
 
 
 class EventLog:

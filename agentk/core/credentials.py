@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentk.kaggle.errors import KaggleCredentialsError
+from agentk.core.errors import KaggleCredentialsError
 
 TOKEN_PAGE = "https://www.kaggle.com/settings → API → Create New Token"
 # Environment variables whose values are secrets; never copied into a sandbox or a log.

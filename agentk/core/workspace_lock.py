@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from agentk.errors import WorkspaceInUse
+from agentk.core.errors import WorkspaceInUse
 
 LOCK_NAME = ".agentk.lock"
 # The holder writes its pid just after taking the lock; a rival that looks in that instant

@@ -7,9 +7,9 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from agentk.metrics.functions import floats
-from agentk.metrics.labels import normalise_ids, normalise_labels
-from agentk.metrics.registry import get_metric
+from agentk.core.metrics.functions import floats
+from agentk.core.metrics.labels import normalise_ids, normalise_labels
+from agentk.core.metrics.registry import get_metric
 
 # How many classes, best first, a probability matrix submits to a ranking metric: the K of most
 # Kaggle MAP@K / top-K classification competitions.
