@@ -1,4 +1,5 @@
-"""Run one official-client call: retry rate limits and server errors (bounded), map the rest to our errors."""
+"""Run one official-client call: retry rate limits and server errors (bounded, with tenacity), map the rest to our
+errors."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import requests
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from agentk.core.credentials import TOKEN_PAGE, redact
+from agentk.core.retry import Transient, last_transient, retry_after_s
 from agentk.kaggle.errors import (
     CompetitionNotFound,
     KaggleCredentialsError,
@@ -49,8 +52,8 @@ def call_kaggle(
 ) -> T:
     """`fn()` with Kaggle's failures turned into one-line KaggleErrors; `what` names the action."""
     policy = policy or RetryPolicy()
-    last = ""
-    for attempt in range(policy.attempts):
+
+    def attempt() -> T:
         try:
             with quiet_stdout(what):
                 return fn()
@@ -58,18 +61,26 @@ def call_kaggle(
             status = exc.response.status_code if exc.response is not None else 0
             if status not in _RETRIED:
                 raise http_error(what, status, str(exc), slug, credentials_source) from None
-            last = f"HTTP {status}"
-            retry_after = _retry_after(exc.response)
+            raise Transient(f"HTTP {status}", retry_after_s(exc.response)) from None
         except (requests.ConnectionError, requests.Timeout) as exc:
-            last = f"{type(exc).__name__}"
-            retry_after = None
-        if attempt + 1 < policy.attempts:
-            wait = policy.delay(attempt, retry_after)
-            log.info("%s: %s, retrying in %.1fs (%d/%d)", what, last, wait, attempt + 1, policy.attempts - 1)
-            sleep(wait)
-    raise KaggleUnavailable(
-        f"{what}: Kaggle kept failing ({last}) after {policy.attempts} attempts; try again later"
-    )
+            raise Transient(type(exc).__name__) from None
+
+    def wait(state: RetryCallState) -> float:
+        return policy.delay(state.attempt_number - 1, last_transient(state).hint_s)
+
+    def before_sleep(state: RetryCallState) -> None:
+        assert state.next_action is not None
+        log.info("%s: %s, retrying in %.1fs (%d/%d)", what, last_transient(state).message,
+                 state.next_action.sleep, state.attempt_number, policy.attempts - 1)
+
+    retrying = Retrying(stop=stop_after_attempt(policy.attempts), wait=wait, sleep=sleep,
+                        retry=retry_if_exception_type(Transient), before_sleep=before_sleep, reraise=True)
+    try:
+        return retrying(attempt)
+    except Transient as last:
+        raise KaggleUnavailable(
+            f"{what}: Kaggle kept failing ({last.message}) after {policy.attempts} attempts; try again later"
+        ) from None
 
 
 def http_error(what: str, status: int, message: str, slug: str, credentials_source: str) -> KaggleError:
@@ -84,12 +95,3 @@ def http_error(what: str, status: int, message: str, slug: str, credentials_sour
         return CompetitionNotFound(slug)
     detail = redact(message.strip().splitlines()[0]) if message.strip() else "no detail"
     return KaggleError(f"{what}: Kaggle answered HTTP {status}: {detail}")
-
-
-def _retry_after(response: requests.Response | None) -> float | None:
-    if response is None:
-        return None
-    try:
-        return float(response.headers.get("Retry-After", ""))
-    except ValueError:
-        return None

@@ -1,13 +1,12 @@
 """OpenAI-compatible chat backend over HTTP: vLLM's `vllm serve`, Ollama, llama.cpp server, hosted APIs.
 
 Every request has a (connect, read) timeout, so nothing hangs. 429, 5xx, timeouts and refused
-connections are retried with capped exponential backoff and full jitter, honouring Retry-After.
+connections are retried (tenacity) with capped exponential backoff and full jitter, honouring Retry-After.
 Everything else maps to one LLMError subclass with a one-line message naming the server.
 """
 
 from __future__ import annotations
 
-import email.utils
 import json
 import random
 import re
@@ -16,7 +15,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import requests
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
+from agentk.core.retry import Transient, last_transient, retry_after_s
 from agentk.llm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, LLMConfig
 from agentk.llm.errors import (
     ContextTooLong,
@@ -60,22 +61,6 @@ def server_message(response: requests.Response) -> str:
         text = response.text or response.reason or ""
     text = " ".join(text.split())
     return text[:_MAX_DETAIL] + ("…" if len(text) > _MAX_DETAIL else "")
-
-
-def retry_after_s(response: requests.Response) -> float | None:
-    """Retry-After as seconds (integer or HTTP-date form), or None when absent or unreadable."""
-    value = response.headers.get("Retry-After")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 class OpenAICompatibleBackend:
@@ -125,40 +110,45 @@ class OpenAICompatibleBackend:
         payload: dict[str, Any] = {"model": cfg.model, "messages": sent}
         payload.update(cfg.sampling_params())
         tries = cfg.max_retries + 1
-        last: str = ""
-        kind: type[Exception] = LLMServerError
-        for attempt in range(tries):
-            hint: float | None = None
-            self.attempts += 1
-            started = time.monotonic()
-            try:
-                response = self.session.post(self.url, json=payload, headers=self._headers(), timeout=self._timeout())
-            except requests.ConnectTimeout:
-                kind, last = LLMUnreachable, f"cannot connect to {cfg.base_url} (connect timed out)"
-            except requests.Timeout:
-                kind, last = LLMTimeout, f"no reply from {self.url} within {cfg.timeout_s:g}s"
-            except requests.ConnectionError as exc:
-                kind, last = LLMUnreachable, f"cannot connect to {cfg.base_url} ({_reason(exc)})"
-            except requests.RequestException as exc:  # e.g. the connection dropped mid-reply
-                kind, last = LLMServerError, f"request to {self.url} failed ({type(exc).__name__})"
-            else:
-                latency = time.monotonic() - started
-                status = response.status_code
-                if status == 200:
-                    return self._parse(response, latency)
-                if status == 429 or status >= 500:
-                    hint = retry_after_s(response)
-                    kind = LLMRateLimited if status == 429 else LLMServerError
-                    last = f"{self.url} answered {status}: {self._redact(server_message(response))}"
-                else:
-                    raise self._client_error(response)
-            if attempt + 1 < tries:
-                self._sleep(self._backoff(attempt, hint))
-        hint_text = {
-            LLMUnreachable: f"; is the server running? set {ENV_BASE_URL}",
-            LLMTimeout: "; raise timeout_s or use a smaller model",
-        }.get(kind, "")
-        raise kind(f"{last} (after {tries} attempt{'s' if tries > 1 else ''}){hint_text}")
+        retrying = Retrying(
+            stop=stop_after_attempt(tries), sleep=self._sleep, retry=retry_if_exception_type(Transient), reraise=True,
+            wait=lambda state: self._backoff(state.attempt_number - 1, last_transient(state).hint_s),
+        )
+        try:
+            return retrying(self._attempt, payload)
+        except Transient as last:
+            hint_text = {
+                LLMUnreachable: f"; is the server running? set {ENV_BASE_URL}",
+                LLMTimeout: "; raise timeout_s or use a smaller model",
+            }.get(last.kind, "")
+            raise last.kind(f"{last.message} (after {tries} attempt{'s' if tries > 1 else ''}){hint_text}") from None
+
+    def _attempt(self, payload: dict[str, Any]) -> Completion:
+        """One POST: the completion, a Transient worth another attempt, or the error that ends the call."""
+        cfg = self.config
+        self.attempts += 1
+        started = time.monotonic()
+        try:
+            response = self.session.post(self.url, json=payload, headers=self._headers(), timeout=self._timeout())
+        except requests.ConnectTimeout:
+            raise Transient(f"cannot connect to {cfg.base_url} (connect timed out)", kind=LLMUnreachable) from None
+        except requests.Timeout:
+            raise Transient(f"no reply from {self.url} within {cfg.timeout_s:g}s", kind=LLMTimeout) from None
+        except requests.ConnectionError as exc:
+            raise Transient(f"cannot connect to {cfg.base_url} ({_reason(exc)})", kind=LLMUnreachable) from None
+        except requests.RequestException as exc:  # e.g. the connection dropped mid-reply
+            raise Transient(f"request to {self.url} failed ({type(exc).__name__})", kind=LLMServerError) from None
+        latency = time.monotonic() - started
+        status = response.status_code
+        if status == 200:
+            return self._parse(response, latency)
+        if status == 429 or status >= 500:
+            raise Transient(
+                f"{self.url} answered {status}: {self._redact(server_message(response))}",
+                retry_after_s(response),
+                LLMRateLimited if status == 429 else LLMServerError,
+            )
+        raise self._client_error(response)
 
     def _parse(self, response: requests.Response, latency: float) -> Completion:
         try:
