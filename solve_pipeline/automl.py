@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from agentk.core.metrics.direction import Direction
 from solve_pipeline.baseline_models import Candidate
 from solve_pipeline.cv import CandidateRun, CVContext, emit, finish_run, fit_fold, start_run
 
@@ -37,9 +38,9 @@ def survivors(scored: list[tuple[CandidateRun, float]], higher_is_better: bool,
               keep_at_least: int = MIN_SURVIVORS) -> list[CandidateRun]:
     """Top half by first-fold score (at least `keep_at_least`), best first; unscored runs last."""
     finite = [(run, score) for run, score in scored if math.isfinite(score)]
-    finite.sort(key=lambda item: item[1], reverse=higher_is_better)
+    best_first = Direction(higher_is_better).ranked(finite, key=lambda item: item[1])
     keep = max(keep_at_least, math.ceil(len(scored) / 2))
-    return [run for run, _ in finite[:keep]]
+    return [run for run, _ in best_first[:keep]]
 
 
 @dataclass

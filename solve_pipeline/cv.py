@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from agentk.core.metrics.direction import Direction
 from solve_pipeline.baseline_models import Candidate, ModelOptions
 from solve_pipeline.dataset import FeatureSet
 from solve_pipeline.decoding import Decoder
@@ -30,14 +31,6 @@ def emit(event: str, **fields: object) -> None:
     """One JSON line on stdout; NaN becomes null so every line is strict JSON."""
     clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in fields.items()}
     print(json.dumps({"event": event, **clean}, default=str), flush=True)
-
-
-def is_better(score: float, reference: float, higher_is_better: bool) -> bool:
-    if not math.isfinite(score):
-        return False
-    if not math.isfinite(reference):
-        return True
-    return score > reference if higher_is_better else score < reference
 
 
 def make_folds(n_rows: int, folds: int, seed: int, strata: np.ndarray | None) -> list[tuple]:
@@ -89,7 +82,11 @@ class CVContext:
 
     @property
     def higher_is_better(self) -> bool:
-        return False if self.surrogate else self.artifacts.higher_is_better
+        return self.direction.higher_is_better
+
+    @property
+    def direction(self) -> Direction:
+        return Direction(False) if self.surrogate else self.artifacts.direction
 
 
 def prediction_frame(ids: Sequence[str], targets: list[TargetSpec], outputs: dict[str, np.ndarray],

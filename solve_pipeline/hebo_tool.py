@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field, model_validator
 
+from agentk.core.metrics.direction import Direction
+
 ParamKind = Literal["num", "pow", "int", "cat", "bool"]
 
 
@@ -245,8 +247,9 @@ def _result(trials: list[Trial], higher_is_better: bool) -> TuningResult:
     scored = [t for t in trials if t.error is None]
     if not scored:
         return TuningResult(None, None, trials)
-    pick = max if higher_is_better else min
-    best = pick(scored, key=lambda t: t.score)
+    best = Direction(higher_is_better).best(scored, key=lambda t: t.score)
+    if best is None:
+        return TuningResult(None, None, trials)
     return TuningResult(dict(best.params), best.score, trials)
 
 

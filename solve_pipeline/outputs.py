@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from agentk.core.metrics.direction import Direction
 from solve_pipeline.cv import Predictions, emit, prediction_frame
 from solve_pipeline.dataset import FeatureSet
 from solve_pipeline.setup_modules import SetupArtifacts
@@ -108,4 +109,4 @@ def write_candidate(artifacts: SetupArtifacts, features: FeatureSet, results: di
 
 def ranked_candidates(candidates: list[dict[str, object]], higher_is_better: bool) -> list[dict[str, object]]:
     """Best first by validation; the sort is stable, so ties keep the order the solver adopted them in."""
-    return sorted(candidates, key=lambda c: float(c["validation_score"]), reverse=higher_is_better)
+    return Direction(higher_is_better).ranked(candidates, key=lambda c: float(c["validation_score"]))  # type: ignore[arg-type]

@@ -16,6 +16,8 @@ from types import ModuleType
 
 import pandas as pd
 
+from agentk.core.metrics.direction import Direction
+
 MODALITIES: tuple[str, ...] = ("tab", "txt", "img")
 TASKS: tuple[str, ...] = ("binary", "multiclass", "regression")
 
@@ -178,8 +180,16 @@ class SetupArtifacts:
             self._module(key)
 
     @property
+    def direction(self) -> Direction:
+        """code_metric.py's HIGHER_IS_BETTER, read as bool() like its metric stage reads it. The
+        stage requires the name, so a module without it is an error here, not a guess."""
+        if not hasattr(self.metric, "HIGHER_IS_BETTER"):
+            raise AttributeError(f"{MODULE_FILES['metric']} defines no HIGHER_IS_BETTER")
+        return Direction(bool(self.metric.HIGHER_IS_BETTER))
+
+    @property
     def higher_is_better(self) -> bool:
-        return bool(getattr(self.metric, "HIGHER_IS_BETTER", True))
+        return self.direction.higher_is_better
 
     @property
     def test_ids(self) -> list[str]:

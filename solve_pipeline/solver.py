@@ -38,7 +38,7 @@ from solve_pipeline import blending  # noqa: E402
 from solve_pipeline.automl import RaceOutcome, race, revive  # noqa: E402
 from solve_pipeline.catalog import finetune_options, race_candidates, tunable_for  # noqa: E402
 from solve_pipeline.cv import (  # noqa: E402
-    CandidateRun, CVContext, Predictions, cv_score, emit, finish_run, is_better, make_folds,
+    CandidateRun, CVContext, Predictions, cv_score, emit, finish_run, make_folds,
     normalise_proba, score_outputs, start_run,
 )
 from solve_pipeline.baseline_models import default_candidates  # noqa: E402
@@ -148,7 +148,7 @@ class Solver:
         for spec in self.ctx.targets:
             trial = {**state.best, spec.column: results[spec.column]}
             score = score_outputs(self.ctx, None, {t: p.oof for t, p in trial.items()})
-            if is_better(score, state.best_score, self.higher):
+            if self.ctx.direction.better(score, state.best_score):
                 state.best, state.best_score, improved = trial, score, True
         return improved
 
@@ -268,8 +268,9 @@ class Solver:
         return report
 
     def tune(self) -> dict[str, Any]:
-        ranked = sorted((r for r in self.state.complete if tunable_for(r.name, self.ctx.features, self.ctx.targets)),
-                        key=lambda r: cv_score(r, self.ctx), reverse=self.higher)
+        ranked = self.ctx.direction.ranked(
+            (r for r in self.state.complete if tunable_for(r.name, self.ctx.features, self.ctx.targets)),
+            key=lambda r: cv_score(r, self.ctx))
         budget = self.at(TUNE_UNTIL) - time.monotonic()
         # The best family whose CV is cheap enough for a worthwhile number of trials.
         affordable = [r for r in ranked if affordable_trials(r.seconds, budget) >= MIN_TRIALS]
@@ -363,7 +364,7 @@ class Solver:
             if choice.skipped is not None:
                 report[spec.column]["skipped"] = choice.skipped
                 emit("decoding_skipped", target=spec.column, reason=choice.skipped)
-            if choice.decoder.kind != "argmax" and is_better(choice.score, score, self.higher):
+            if choice.decoder.kind != "argmax" and self.ctx.direction.better(choice.score, score):
                 current = decoded[spec.column]
                 decoded[spec.column] = replace(current, model=f"{current.model}_{choice.decoder.kind}",
                                                decoder=choice.decoder)

@@ -24,6 +24,7 @@ from typing import Callable
 
 from pydantic import BaseModel, ValidationError
 
+from agentk.core.metrics.direction import Direction
 from agentk.core.workspace import atomic_write_bytes
 
 
@@ -99,8 +100,7 @@ def is_improvement(candidate: SubmissionRecord, existing: SubmissionRecord | Non
     if not _finite(existing.validation_score):
         return True, "the recorded submission has no validation score"
     new, old = float(candidate.validation_score), float(existing.validation_score)  # type: ignore[arg-type]
-    better = new > old if candidate.higher_is_better else new < old
-    if better:
+    if Direction(candidate.higher_is_better).better(new, old):
         return True, f"validation {new:.6g} beats the recorded {old:.6g}"
     return False, f"validation {new:.6g} does not beat the recorded {old:.6g} ({existing.model})"
 

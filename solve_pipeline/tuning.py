@@ -12,8 +12,9 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
+from agentk.core.metrics.direction import Direction
 from solve_pipeline.baseline_models import Candidate
-from solve_pipeline.cv import CandidateRun, CVContext, cv_score, emit, finish_run, is_better, start_run
+from solve_pipeline.cv import CandidateRun, CVContext, cv_score, emit, finish_run, start_run
 from solve_pipeline.hebo_tool import HeboConfig, SearchParam, Trial, tune
 
 # HEBO's model-based suggest() costs ~2 s on 2 cores: below a few trials, tuning is overhead.
@@ -64,7 +65,7 @@ def tune_family(tunable: Tunable, base: CandidateRun, base_score: float, ctx: CV
         if run is None or not finish_run(run, ctx, trial_deadline):
             raise TimeoutError("the trial's time ran out before its folds finished")
         score = cv_score(run, ctx)
-        if is_better(score, best["score"], higher_is_better):
+        if Direction(higher_is_better).better(score, best["score"]):
             best["run"], best["score"] = run, score
         return score
 

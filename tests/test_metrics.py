@@ -15,8 +15,8 @@ from sklearn.metrics import accuracy_score, log_loss, roc_auc_score
 from agentk.core.errors import AgentKError
 from agentk.core.metrics import (
     METRICS,
+    Direction,
     UnknownMetricError,
-    better,
     detect_metric,
     for_task,
     get_metric,
@@ -128,8 +128,8 @@ def test_perfect_predictions_score_best_and_damage_scores_worse(name: str) -> No
     best = metric.fn(y, perfect)
     assert best == pytest.approx(BEST.get(name, 0.0), abs=1e-9)
     scores = [metric.fn(y, w) for w in worse]
-    assert better(best, scores[0], metric.higher_is_better)
-    assert better(scores[0], scores[1], metric.higher_is_better)
+    assert Direction(metric.higher_is_better).better(best, scores[0])
+    assert Direction(metric.higher_is_better).better(scores[0], scores[1])
 
 
 def test_known_values() -> None:
@@ -263,10 +263,11 @@ def test_for_task_upgrades_binary_metrics_for_multiclass() -> None:
 
 
 def test_better_is_strict_and_direction_aware() -> None:
-    assert better(0.9, 0.8, True) and not better(0.8, 0.9, True)
-    assert better(0.1, 0.2, False) and not better(0.2, 0.1, False)
-    assert not better(0.5, 0.5, True) and not better(0.5, 0.5, False)
-    assert better(0.1, float("nan"), True) and not better(float("nan"), 0.1, False)
+    higher, lower = Direction(True), Direction(False)
+    assert higher.better(0.9, 0.8) and not higher.better(0.8, 0.9)
+    assert lower.better(0.1, 0.2) and not lower.better(0.2, 0.1)
+    assert not higher.better(0.5, 0.5) and not lower.better(0.5, 0.5)
+    assert higher.better(0.1, float("nan")) and not lower.better(float("nan"), 0.1)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from unit_tests_setup.context import CheckContext
+from agentk.core.metrics.direction import Direction
 from unit_tests_setup.files import IMAGE_EXTENSIONS, MapError, csv_headers, has_images, has_tables, read_map
 from unit_tests_setup.submission_rules import validate_against_setup
 
@@ -266,8 +267,7 @@ def check_metric(ctx: CheckContext) -> list[str]:
     truth = read_map(ctx.setup / "train_tab_target_map.csv")
     if truth.iloc[:, 1:].nunique().max() <= 1:
         return []  # a constant target cannot tell a good prediction from a bad one
-    better = perfect > shuffled if higher else perfect < shuffled
-    if not better:
+    if not Direction(higher).better(perfect, shuffled):
         way = "higher" if higher else "lower"
         return [f"the metric does not prefer correct predictions: perfect={perfect:.6g}, shuffled={shuffled:.6g} with {way} is better"]
     return []

@@ -16,14 +16,15 @@ Conventions every metric function follows (`Metric.fn(y_true, y_pred) -> float`)
 Multi-target competitions ("mean column-wise AUC/RMSE/log loss") need no metric of their own:
 `score_prediction_frame` and the grader average the metric over the target columns.
 
-Modules: `labels` (normalisation), `functions` (the maths), `registry` (names, aliases, direction),
+Modules: `labels` (normalisation), `functions` (the maths), `registry` (names, aliases, direction), `direction` (better / best / ranked, NaN-aware),
 `detection` (reading a description), `scoring` (raw frames and probability matrices).
 """
 
 from agentk.core.metrics.detection import MetricGuess, detect_metric, evaluation_section, infer_metric
+from agentk.core.metrics.direction import Direction
 from agentk.core.metrics.functions import LOG_FLOOR, PROBA_EPS
 from agentk.core.metrics.labels import label_list, normalise_ids, normalise_labels
-from agentk.core.metrics.registry import METRICS, Metric, MetricKind, UnknownMetricError, better, for_task, get_metric
+from agentk.core.metrics.registry import METRICS, Metric, MetricKind, UnknownMetricError, for_task, get_metric
 from agentk.core.metrics.scoring import (
     RANKING_DEPTH,
     score_class_probabilities,
@@ -32,8 +33,8 @@ from agentk.core.metrics.scoring import (
 )
 
 __all__ = [
-    "LOG_FLOOR", "METRICS", "PROBA_EPS", "RANKING_DEPTH", "Metric", "MetricGuess", "MetricKind",
-    "UnknownMetricError", "better", "detect_metric", "evaluation_section", "for_task", "get_metric",
+    "Direction", "LOG_FLOOR", "METRICS", "PROBA_EPS", "RANKING_DEPTH", "Metric", "MetricGuess", "MetricKind",
+    "UnknownMetricError", "detect_metric", "evaluation_section", "for_task", "get_metric",
     "infer_metric", "label_list", "normalise_ids", "normalise_labels", "score_class_probabilities",
     "score_positive_probability", "score_prediction_frame",
 ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -11,6 +10,7 @@ from sklearn import metrics as skm
 
 from agentk.core.errors import AgentKError
 from agentk.core.metrics import functions as F
+from agentk.core.metrics.direction import Direction
 
 MetricKind = Literal["label", "proba", "value", "ranking"]
 
@@ -26,6 +26,10 @@ class Metric:
     kind: MetricKind
     fn: F.MetricFn
     aliases: tuple[str, ...] = ()
+
+    @property
+    def direction(self) -> Direction:
+        return Direction(self.higher_is_better)
 
 
 def _m(name: str, higher_is_better: bool, kind: MetricKind, fn: F.MetricFn, aliases: str = "") -> Metric:
@@ -106,12 +110,3 @@ def for_task(name: str, n_classes: int | None) -> str:
     if n_classes is not None and n_classes > 2:
         return {"logloss": "multiclass_logloss", "f1": "macro_f1"}.get(canonical, canonical)
     return canonical
-
-
-def better(a: float, b: float, higher_is_better: bool) -> bool:
-    """True when score a is strictly better than b; NaN is never better and anything beats NaN."""
-    if math.isnan(a):
-        return False
-    if math.isnan(b):
-        return True
-    return a > b if higher_is_better else a < b
