@@ -11,6 +11,8 @@ from pathlib import Path
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 
+from agentk.core.markdown import headings
+
 # The pages an agent needs, in reading order, with the heading each gets. Others (rules, prizes,
 # timeline, citation) are about the contest, not the task.
 SECTIONS = {
@@ -41,13 +43,6 @@ def description_markdown(title: str, pages: dict[str, str]) -> str:
     return "\n\n".join(parts).strip() + "\n"
 
 
-def write_description(title: str, pages: dict[str, str], dest: Path, raw_dir: Path) -> Path:
-    """Write description.md and keep each page's original content in raw_dir (re-cleaning needs no refetch)."""
-    save_raw_pages(pages, raw_dir)
-    dest.write_text(description_markdown(title, pages))
-    return dest
-
-
 def save_raw_pages(pages: dict[str, str], raw_dir: Path) -> None:
     raw_dir.mkdir(parents=True, exist_ok=True)
     for name, content in pages.items():
@@ -71,7 +66,8 @@ def clean_page(content: str) -> str:
 def _drop_repeated_heading(text: str, heading: str) -> str:
     # Hosts often open a page with its own "## Overview"; under our "## Overview" it is just noise.
     first, _, rest = text.partition("\n")
-    if re.fullmatch(rf"#+\s*{re.escape(heading)}\s*", first, flags=re.IGNORECASE):
+    found = headings(first)
+    if found and found[0].title.lower() == heading.lower():
         return rest.strip()
     return text
 

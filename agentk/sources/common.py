@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import tomllib
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any, Callable, Iterable
 import pandas as pd
 
 from agentk.core.errors import SourceError
+from agentk.core.markdown import headings
 from agentk.sources.base import GradingFacts
 
 # Bump when what prepare() writes changes, so older preparations are redone.
@@ -235,12 +235,10 @@ def _registry_direction(metric: str, where: str) -> bool:
 
 def title_from_description(text: str, fallback: str) -> str:
     """The first heading, unless it is Kaggle's generic 'Overview'."""
-    for line in text.splitlines():
-        match = re.match(r"#+\s+(.*\S)", line)
-        if match:
-            heading = match.group(1).strip()
-            return fallback if heading.lower() in _GENERIC_HEADINGS else heading
-    return fallback
+    heading = next((h.title for h in headings(text) if h.title), None)
+    if heading is None:
+        return fallback
+    return fallback if heading.lower() in _GENERIC_HEADINGS else heading
 
 
 def humanise(slug: str) -> str:

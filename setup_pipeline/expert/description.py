@@ -12,7 +12,8 @@ import csv
 import re
 from dataclasses import dataclass
 
-_HEADING = re.compile(r"^(#{1,6})\s*(.*?)\s*#*\s*$")
+from agentk.core.markdown import heading_lines
+
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
@@ -46,15 +47,12 @@ def _split(text: str) -> list[_Section]:
     out: list[_Section] = [_Section(0, "", "", "overview")]
     stack: list[tuple[int, str]] = []  # (level, category) of open ancestors
     lines: list[str] = []
-    in_fence = False
-    for line in text.splitlines():
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        match = None if in_fence else _HEADING.match(line)
-        if match and match.group(2):
+    found = {number: h for number, h in heading_lines(text).items() if h.title}
+    for number, line in enumerate(text.splitlines()):
+        if number in found:
             out[-1].body = "\n".join(lines).strip("\n")
             lines = []
-            level, heading = len(match.group(1)), match.group(2).strip()
+            level, heading = found[number].level, found[number].title
             while stack and stack[-1][0] >= level:
                 stack.pop()
             inherited = stack[-1][1] if stack else "overview"

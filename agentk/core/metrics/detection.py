@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from agentk.core.markdown import Heading, heading_lines
+
 Source = Literal["evaluation_section", "scoring_sentence", "anywhere", "none"]
 
 EVIDENCE_CHARS = 200
@@ -175,7 +177,6 @@ def _without_code(text: str) -> str:
     return re.sub(r"(?ms)^\s*(```|~~~).*?(^\s*\1|\Z)", lambda m: re.sub(r"[^\n]", " ", m.group()), text)
 
 
-_HEADING_RE = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _BOLD_LINE_RE = re.compile(r"^\s*\*\*(.+?)\*\*:?\s*$")
 _EVAL_TITLE_RE = re.compile(
     r"^(\d+\.?\s*)?(evaluation( metrics?| criteria| and scoring)?|metrics?|scoring( metric)?)\s*:?$", re.IGNORECASE)
@@ -187,11 +188,10 @@ _END_TITLE_RE = re.compile(
     r"|important dates|resources|about\b.*)\s*:?$", re.IGNORECASE)
 
 
-def _heading(line: str) -> tuple[int, str] | None:
+def _heading(line: str, markdown: Heading | None) -> tuple[int, str] | None:
     """(level, title) when the line is a heading: markdown (level 1..6), bold or plain (level 7)."""
-    match = _HEADING_RE.match(line)
-    if match:
-        return len(match.group(1)), match.group(2).strip("*: ")
+    if markdown is not None:
+        return markdown.level, markdown.title.strip("*: ")
     match = _BOLD_LINE_RE.match(line)
     if match:
         return 7, match.group(1).strip(": ")
@@ -205,19 +205,20 @@ def _heading(line: str) -> tuple[int, str] | None:
 def _section_spans(text: str) -> list[tuple[int, int]]:
     """Character spans (after the heading line) of every evaluation section."""
     lines = text.splitlines(keepends=True)
+    marked = heading_lines(text)
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))
     spans: list[tuple[int, int]] = []
     i = 0
     while i < len(lines):
-        head = _heading(lines[i])
+        head = _heading(lines[i], marked.get(i))
         if head is None or not _EVAL_TITLE_RE.match(head[1]):
             i += 1
             continue
         level, end = head[0], i + 1
         while end < len(lines):
-            nxt = _heading(lines[end])
+            nxt = _heading(lines[end], marked.get(end))
             if nxt and ((nxt[0] <= level and nxt[0] < 7) or (nxt[0] == 7 and _END_TITLE_RE.match(nxt[1]))):
                 break
             if level == 7 and nxt and nxt[0] < 7 and not _EVAL_TITLE_RE.match(nxt[1]):
