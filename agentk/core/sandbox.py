@@ -27,6 +27,7 @@ from typing import IO
 
 from agentk.core.cgroups import open_jail
 from agentk.core.isolation import Mounts, bwrap_argv, isolation_status, python_path
+from agentk.core.processes import group_alive
 from agentk.core.secrets import is_secret_name, redact
 
 logger = logging.getLogger(__name__)
@@ -305,22 +306,7 @@ def _group_alive(pgid: int) -> bool:
         return False
     except PermissionError:
         return True
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                # Fields after the parenthesised command: state, ppid, pgrp, ...
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # exited while we looked
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
+    return group_alive(pgid)
 
 
 def _kill_group(pgid: int, sig: signal.Signals) -> None:

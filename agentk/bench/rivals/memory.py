@@ -4,8 +4,8 @@ Every system in the bench (agentk's setup and solver subprocesses, each rival) r
 the bench process, one system at a time. Two measurements are combined, because neither alone is
 right for a process tree:
 
-* sampling `/proc` every `interval_s` and summing the RSS of all live descendants catches processes
-  that run *at the same time* (a sandbox group, a worker pool), which `ru_maxrss` cannot: it is the
+* sampling the process table (agentk.core.processes) every `interval_s` and summing the RSS of all
+  live descendants catches processes that run *at the same time* (a sandbox group, a worker pool), which `ru_maxrss` cannot: it is the
   peak of the single largest child, never a sum;
 * `getrusage(RUSAGE_CHILDREN).ru_maxrss` is exact for a single process, so a spike shorter than the
   sampling interval is still seen. It is a process-wide high-water mark, so it only tells something
@@ -17,43 +17,18 @@ from __future__ import annotations
 import os
 import resource
 import threading
-from pathlib import Path
 from types import TracebackType
 
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
-def _proc_table() -> dict[int, tuple[int, int, int]]:
-    """pid -> (ppid, pgrp, rss bytes) for every visible process (empty when /proc is missing)."""
-    table: dict[int, tuple[int, int, int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return table
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            raw = Path(f"/proc/{entry}/stat").read_bytes()
-        except OSError:
-            continue  # exited while we looked
-        # The command name is parenthesised and may hold spaces: split after its last ')'.
-        fields = raw.rsplit(b")", 1)[-1].split()
-        try:
-            # After ')': state(0) ppid(1) pgrp(2) ... rss is field 24 of the full line, 21 here.
-            table[int(entry)] = (int(fields[1]), int(fields[2]), int(fields[21]) * _PAGE)
-        except (IndexError, ValueError):
-            continue
-    return table
+from agentk.core.processes import process_table
 
 
 def tree_rss_bytes(root_pid: int, include_root: bool = False) -> int:
     """Summed RSS of `root_pid`'s descendants (and of anything sharing a descendant's process
     group: the sandbox makes each child a group leader, so an orphaned grandchild still counts)."""
-    table = _proc_table()
+    table = process_table()
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
+    for pid, info in table.items():
+        children.setdefault(info.ppid, []).append(pid)
     found: set[int] = set()
     stack = [root_pid]
     while stack:
@@ -62,10 +37,10 @@ def tree_rss_bytes(root_pid: int, include_root: bool = False) -> int:
                 found.add(child)
                 stack.append(child)
     groups = set(found)
-    found |= {pid for pid, (_, pgrp, _) in table.items() if pgrp in groups and pid != root_pid}
+    found |= {pid for pid, info in table.items() if info.pgrp in groups and pid != root_pid}
     if include_root and root_pid in table:
         found.add(root_pid)
-    return sum(table[pid][2] for pid in found if pid in table)
+    return sum(table[pid].rss_bytes for pid in found if pid in table)
 
 
 class PeakRss:
