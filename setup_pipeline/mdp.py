@@ -251,15 +251,3 @@ def _code_problems(code: str, required: tuple[str, ...]) -> list[str]:
             defined.add(node.target.id)
     missing = [name for name in required if name not in defined]
     return [f"the code must define {', '.join(missing)}"] if missing else []
-
-
-def stage_pass_rates(attempt_lines: list[dict]) -> dict[str, dict[str, float]]:
-    """Per stage: attempts, passes and the pass rate, from logs/attempts.jsonl records."""
-    rates: dict[str, dict[str, float]] = {}
-    for line in attempt_lines:
-        entry = rates.setdefault(line["stage"], {"attempts": 0, "passed": 0})
-        entry["attempts"] += 1
-        entry["passed"] += int(bool(line["passed"]))
-    for entry in rates.values():
-        entry["pass_rate"] = entry["passed"] / entry["attempts"] if entry["attempts"] else 0.0
-    return rates

@@ -352,15 +352,10 @@ class Candidate:
     make: Callable[[TargetSpec, ModelOptions, FeatureSet], Model]
 
 
-def default_candidates() -> list[Candidate]:
-    """Cheapest first, so the first submission lands quickly and later ones improve on it."""
+def constant_candidate() -> Candidate:
+    """Class frequencies or the mean: the solver's first submission, before any race family."""
 
     def constant_matrices(features: FeatureSet, seed: int) -> tuple:
         return np.zeros((features.n_train, 1)), np.zeros((features.n_test, 1))
 
-    return [
-        Candidate("constant", constant_matrices, lambda s, o, f: ConstantModel(s, o)),
-        Candidate("linear", linear_matrices, lambda s, o, f: LinearModel(s, o, C=_linear_c(f))),
-        Candidate("lightgbm", tree_matrices,
-                  lambda s, o, f: LightGBMModel(s, o, categorical=f.categorical_indices)),
-    ]
+    return Candidate("constant", constant_matrices, lambda s, o, f: ConstantModel(s, o))

@@ -13,11 +13,9 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import pandas as pd
 from scipy.optimize import minimize
 
 Task = Literal["binary", "multiclass", "regression"]
@@ -258,41 +256,6 @@ def blend(solutions: list[Solution], y: np.ndarray, task: Task,
     result.method, result.score = winner, result.blend_scores[winner]
     result.oof, result.test = nested[winner], test
     return result
-
-
-# ---- the solve/predictions/<model>_{oof,test}.csv frames (docs/architecture.md) ----
-
-
-def solutions_from_frames(folder: Path, column: str, task: Task,
-                          classes: list | None = None) -> list[Solution]:
-    """One target's solutions from prediction frames, rows aligned on the first frame's ids.
-
-    Classification reads the `<column>__proba__<label>` columns in `classes` order; regression
-    reads `<column>` itself, which is on the original scale (compare with original targets).
-    """
-    solutions: list[Solution] = []
-    order: dict[str, pd.Index] = {}
-    for oof_path in sorted(Path(folder).glob("*_oof.csv")):
-        name = oof_path.name[: -len("_oof.csv")]
-        test_path = oof_path.with_name(f"{name}_test.csv")
-        if not test_path.exists():
-            continue
-        frames = {"oof": pd.read_csv(oof_path, dtype={"id": str}),
-                  "test": pd.read_csv(test_path, dtype={"id": str})}
-        arrays = {}
-        for part, frame in frames.items():
-            frame = frame.set_index("id")
-            order.setdefault(part, frame.index)
-            if set(frame.index) != set(order[part]):
-                raise ValueError(f"{name}_{part}.csv has different ids from the other solutions")
-            frame = frame.loc[order[part]]
-            if task == "regression":
-                arrays[part] = frame[column].to_numpy(dtype=np.float64)
-            else:
-                cols = [f"{column}__proba__{label}" for label in classes or []]
-                arrays[part] = _layout(frame[cols].to_numpy(dtype=np.float64), task)
-        solutions.append(Solution(name, arrays["oof"], arrays["test"]))
-    return solutions
 
 
 def as_class_matrix(pred: np.ndarray, task: Task) -> np.ndarray:

@@ -19,16 +19,7 @@ from solve_pipeline.baseline_models import (
     _ClassifierBase,
     _expand,
 )
-from solve_pipeline.hebo_tool import SearchParam
 from solve_pipeline.setup_modules import TargetSpec
-
-CATBOOST_SPACE: list[SearchParam] = [
-    SearchParam(name="learning_rate", kind="pow", lb=0.01, ub=0.3),
-    SearchParam(name="depth", kind="int", lb=3, ub=10),
-    SearchParam(name="l2_leaf_reg", kind="pow", lb=0.5, ub=30.0),
-    SearchParam(name="random_strength", kind="pow", lb=0.1, ub=10.0),
-    SearchParam(name="bagging_temperature", kind="num", lb=0.0, ub=1.0),
-]
 
 
 def _dense(X: Matrix) -> np.ndarray:

@@ -23,34 +23,18 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from solve_pipeline.baseline_models import (  # noqa: E402
-    Candidate,
     ConstantModel,
     ModelOptions,
     _ClassifierBase,
 )
 from solve_pipeline.fusion_inputs import ModalityBlocks, fusion_matrices  # noqa: E402
-from solve_pipeline.hebo_tool import NN_DEFAULTS, NN_SPACE, SearchParam  # noqa: E402
+from solve_pipeline.registry import FUSION_DEFAULTS, NN_DEFAULTS  # noqa: E402
 from solve_pipeline.setup_modules import TargetSpec  # noqa: E402
 from solve_pipeline.torch_training import start_head, torch_threads  # noqa: E402
 
-__all__ = ["FUSION_DEFAULTS", "FUSION_SPACE", "FusionModel", "ModalityBlocks",
-           "fusion_candidate", "fusion_matrices"]
+__all__ = ["FusionModel", "ModalityBlocks", "fusion_matrices"]
 
 PREDICT_BATCH = 1024
-
-FUSION_SPACE: list[SearchParam] = [
-    *NN_SPACE,
-    SearchParam(name="hidden_size", kind="int", lb=32, ub=512),
-]
-# Defaults inside FUSION_SPACE (what an untuned run uses), for seeding a HEBO search.
-FUSION_DEFAULTS: dict[str, Any] = {
-    "learning_rate": 1e-3,
-    "optimizer": "AdamW",
-    "weight_decay": 1e-4,
-    "dropout": 0.2,
-    "batch_size": "128",
-    "hidden_size": 128,
-}
 
 
 # ---- network ----
@@ -119,12 +103,13 @@ class _FusionNet(nn.Module):
 
 @dataclass
 class _Settings:
-    learning_rate: float = 1e-3
-    optimizer: str = "AdamW"
-    weight_decay: float = 1e-4
-    dropout: float = 0.2
-    batch_size: int = 128
-    hidden_size: int = 128
+    # An untuned net runs at the registry's defaults, the point HEBO's search starts from.
+    learning_rate: float = float(FUSION_DEFAULTS["learning_rate"])
+    optimizer: str = str(FUSION_DEFAULTS["optimizer"])
+    weight_decay: float = float(FUSION_DEFAULTS["weight_decay"])
+    dropout: float = float(FUSION_DEFAULTS["dropout"])
+    batch_size: int = int(FUSION_DEFAULTS["batch_size"])
+    hidden_size: int = int(FUSION_DEFAULTS["hidden_size"])
     max_epochs: int = int(NN_DEFAULTS["max_epochs"])
     patience: int = 5
 
@@ -303,7 +288,3 @@ class FusionModel(_ClassifierBase):
 def _take(inputs: tuple, rows: Any) -> tuple:
     return tuple(None if block is None else block[rows] for block in inputs)
 
-
-def fusion_candidate(params: dict[str, Any] | None = None) -> Candidate:
-    """The "fusion" candidate: ModalityBlocks from any modality mix, read by FusionModel."""
-    return Candidate("fusion", fusion_matrices, lambda spec, options, features: FusionModel(spec, options, params))

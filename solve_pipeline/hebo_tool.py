@@ -2,8 +2,8 @@
 
 `tune` drives HEBO's suggest/observe loop over a search space. The objective is any callable
 `params -> score`; a failing trial (exception or non-finite score) is recorded and fed back to
-HEBO as a bad value so tuning carries on. `lightgbm_cv_objective` builds a ready-made objective
-(K-fold CV of LightGBM with early stopping).
+HEBO as a bad value so tuning carries on. What to tune (each family's space and defaults) is
+solve_pipeline.registry's to say.
 """
 
 from __future__ import annotations
@@ -252,89 +252,3 @@ def _result(trials: list[Trial], higher_is_better: bool) -> TuningResult:
         return TuningResult(None, None, trials)
     return TuningResult(dict(best.params), best.score, trials)
 
-
-# ---- ready-made search spaces (paper defaults: 20 trials, 30 epochs, a time cap per trial) ----
-
-NN_SPACE: list[SearchParam] = [
-    SearchParam(name="learning_rate", kind="pow", lb=1e-6, ub=1e-2),
-    SearchParam(name="optimizer", kind="cat", categories=["Adam", "SGD", "AdamW"]),
-    SearchParam(name="weight_decay", kind="pow", lb=1e-6, ub=1e-2),
-    SearchParam(name="dropout", kind="num", lb=0.0, ub=0.5),
-    SearchParam(name="batch_size", kind="cat", categories=["32", "64", "128", "256"]),
-]
-NN_DEFAULTS: dict[str, Any] = {"max_epochs": 30, "n_trials": 20}
-
-LIGHTGBM_SPACE: list[SearchParam] = [
-    SearchParam(name="learning_rate", kind="pow", lb=0.01, ub=0.3),
-    SearchParam(name="num_leaves", kind="int", lb=8, ub=256),
-    SearchParam(name="min_child_samples", kind="int", lb=5, ub=100),
-    SearchParam(name="feature_fraction", kind="num", lb=0.4, ub=1.0),
-    SearchParam(name="bagging_fraction", kind="num", lb=0.4, ub=1.0),
-    SearchParam(name="lambda_l2", kind="pow", lb=1e-3, ub=10.0),
-]
-
-
-def lightgbm_cv_objective(X: np.ndarray, y: np.ndarray,
-                          task: Literal["binary", "multiclass", "regression"], folds: int,
-                          metric_fn: Callable[[np.ndarray, np.ndarray], float],
-                          higher_is_better: bool, seed: int = 0,
-                          max_seconds_per_trial: float | None = None,
-                          num_boost_round: int = 1000) -> Callable[[dict[str, Any]], float]:
-    """K-fold CV of LightGBM under given params; returns the mean fold score of `metric_fn`.
-
-    `metric_fn(y_true, pred)` gets probabilities for classification (binary: P(class 1), shape
-    (n,); multiclass: (n, K)) and values for regression. Early stopping watches LightGBM's own
-    loss on the held-out fold. `higher_is_better` is kept on the callable for `HeboConfig`.
-    """
-    import lightgbm as lgb
-    from sklearn.model_selection import KFold, StratifiedKFold
-
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y)
-    splitter = (StratifiedKFold if task != "regression" else KFold)(
-        n_splits=folds, shuffle=True, random_state=seed)
-    splits = list(splitter.split(X, y))
-    base: dict[str, Any] = {"verbose": -1, "num_threads": 2, "seed": seed,
-                            "deterministic": True, "force_col_wise": True}
-    if task == "binary":
-        base["objective"] = "binary"
-    elif task == "multiclass":
-        base.update(objective="multiclass", num_class=int(y.max()) + 1)
-    else:
-        base["objective"] = "regression"
-
-    def objective(params: dict[str, Any]) -> float:
-        full = {**base, **params}
-        if full.get("bagging_fraction", 1.0) < 1.0:
-            full.setdefault("bagging_freq", 1)  # bagging_fraction is ignored without it
-        scores = []
-        for train_idx, valid_idx in splits:
-            # The trial's time is shared equally by folds so a slow first fold cannot leave
-            # the later ones with a single tree.
-            deadline = None if max_seconds_per_trial is None else \
-                time.monotonic() + max_seconds_per_trial / len(splits)
-            train = lgb.Dataset(X[train_idx], label=y[train_idx])
-            valid = lgb.Dataset(X[valid_idx], label=y[valid_idx], reference=train)
-            callbacks = [lgb.early_stopping(50, verbose=False)]
-            if deadline is not None:
-                callbacks.append(_stop_at(deadline))
-            booster = lgb.train(full, train, num_boost_round=num_boost_round,
-                                valid_sets=[valid], callbacks=callbacks)
-            pred = booster.predict(X[valid_idx], num_iteration=booster.best_iteration or None)
-            scores.append(float(metric_fn(y[valid_idx], np.asarray(pred))))
-        return float(np.mean(scores))
-
-    objective.higher_is_better = higher_is_better  # type: ignore[attr-defined]
-    return objective
-
-
-def _stop_at(deadline: float) -> Callable:
-    """LightGBM callback: keep the trees built so far once the trial's time is spent."""
-    import lightgbm as lgb
-
-    def callback(env: Any) -> None:
-        if time.monotonic() > deadline:
-            raise lgb.callback.EarlyStopException(env.iteration, env.evaluation_result_list)
-
-    callback.order = 40
-    return callback

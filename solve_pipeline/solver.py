@@ -36,18 +36,19 @@ import pandas as pd  # noqa: E402
 
 from solve_pipeline import blending  # noqa: E402
 from solve_pipeline.automl import RaceOutcome, race, revive  # noqa: E402
-from solve_pipeline.catalog import finetune_options, race_candidates, tunable_for  # noqa: E402
 from solve_pipeline.cv import (  # noqa: E402
     CandidateRun, CVContext, Predictions, cv_score, emit, finish_run, make_folds,
     normalise_proba, score_outputs, start_run,
 )
-from solve_pipeline.baseline_models import default_candidates  # noqa: E402
+from solve_pipeline.baseline_models import constant_candidate  # noqa: E402
 from solve_pipeline.dataset import build_features  # noqa: E402
+from solve_pipeline.finetune_plan import finetune_options  # noqa: E402
 from solve_pipeline.decoding import Decoder, choose_decoder, fit_evaluations  # noqa: E402
 from solve_pipeline.outputs import (  # noqa: E402
     check_against_formatter, clear_candidates, formatted_submission, ranked_candidates,
     save_prediction_frames, write_candidate, write_json_atomic,
 )
+from solve_pipeline.registry import race_candidates, tunable_for  # noqa: E402
 from solve_pipeline.setup_modules import SetupArtifacts  # noqa: E402
 from solve_pipeline.submission_record import (  # noqa: E402
     SubmissionRecord, adopt_submission, setup_fingerprint,
@@ -216,7 +217,7 @@ class Solver:
 
     def constant_first(self) -> None:
         """The floor, and the first valid submission within seconds of the start."""
-        constant = start_run(default_candidates()[0], self.ctx)
+        constant = start_run(constant_candidate(), self.ctx)
         finish_run(constant, self.ctx, None)
         score = cv_score(constant, self.ctx)
         if not math.isfinite(score) and not self.ctx.surrogate:

@@ -14,11 +14,11 @@ from sklearn.metrics import accuracy_score, log_loss
 
 from solve_pipeline.baseline_models import ConstantModel, ModelOptions
 from solve_pipeline.families import (
-    CATBOOST_SPACE,
     CatBoostModel,
     ExtraTreesModel,
     RandomForestModel,
 )
+from solve_pipeline.registry import CATBOOST_SPACE
 from solve_pipeline.setup_modules import TargetSpec
 
 COMPETITIONS = Path(__file__).resolve().parents[2] / "shared" / "competitions"

@@ -19,15 +19,8 @@ from sklearn.metrics import accuracy_score, log_loss
 from curriculum.embedding import MINILM_DIM
 from solve_pipeline.baseline_models import ConstantModel, ModelOptions
 from solve_pipeline.dataset import CATEGORY, NUMERIC, FeatureSet
-from solve_pipeline.fusion import (
-    FUSION_DEFAULTS,
-    FUSION_SPACE,
-    FusionModel,
-    ModalityBlocks,
-    fusion_candidate,
-    fusion_matrices,
-)
-from solve_pipeline.hebo_tool import NN_SPACE
+from solve_pipeline.fusion import FusionModel, ModalityBlocks, fusion_matrices
+from solve_pipeline.registry import FUSION_DEFAULTS, FUSION_SPACE, NN_SPACE, family_candidate
 from solve_pipeline.setup_modules import TargetSpec
 
 COMPETITIONS = Path(__file__).resolve().parents[2] / "shared" / "competitions"
@@ -255,7 +248,7 @@ def test_one_class_fold_falls_back_to_the_prior() -> None:
 
 def test_candidate_wiring_and_search_space() -> None:
     features, y_train, _ = titanic()
-    candidate = fusion_candidate({**FUSION_DEFAULTS, "hidden_size": 32})
+    candidate = family_candidate("fusion", params={**FUSION_DEFAULTS, "hidden_size": 32})
     assert candidate.name == "fusion"
     X, X_test = candidate.matrices(features, 0)
     assert X.shape[0] == features.n_train and X_test.shape[0] == features.n_test

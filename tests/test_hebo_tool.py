@@ -1,26 +1,20 @@
-"""HEBO tool: tuning a known function, failures, time budget, seeding, LightGBM on titanic."""
+"""HEBO tool: tuning a known function, failures, time budget, seeding."""
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 
 from solve_pipeline.hebo_tool import (
-    LIGHTGBM_SPACE,
-    NN_SPACE,
     HeboConfig,
     SearchParam,
     Trial,
-    lightgbm_cv_objective,
     tune,
 )
-
-TITANIC = Path("/work/shared/competitions/titanic/data/train.csv")
+from solve_pipeline.registry import NN_SPACE
 
 BOWL = [SearchParam(name="x", kind="num", lb=-5, ub=5),
         SearchParam(name="y", kind="num", lb=-5, ub=5)]
@@ -111,27 +105,3 @@ def test_bad_space_rejected() -> None:
         SearchParam(name="lr", kind="pow", lb=0.0, ub=1.0)
     with pytest.raises(ValueError):
         SearchParam(name="opt", kind="cat")
-
-
-@pytest.mark.skipif(not TITANIC.exists(), reason="titanic data not available")
-def test_lightgbm_titanic_tuning_not_worse_than_default(record_property) -> None:
-    frame = pd.read_csv(TITANIC)
-    frame["SexCode"] = (frame["Sex"] == "male").astype(float)
-    X = frame[["Pclass", "SexCode", "Age", "SibSp", "Parch", "Fare"]].to_numpy(float)
-    y = frame["Survived"].to_numpy()
-
-    def accuracy(y_true: np.ndarray, proba: np.ndarray) -> float:
-        return float(np.mean((proba > 0.5).astype(int) == y_true))
-
-    objective = lightgbm_cv_objective(X, y, "binary", folds=3, metric_fn=accuracy,
-                                      higher_is_better=True, seed=0, num_boost_round=200,
-                                      max_seconds_per_trial=3.0)
-    default = objective({})
-    config = HeboConfig(n_trials=6, n_initial=5, seed=0, higher_is_better=True)
-    result = tune(objective, LIGHTGBM_SPACE, config)
-    record_property("default_cv_accuracy", default)
-    record_property("tuned_cv_accuracy", result.best_score)
-    print(f"titanic LightGBM CV accuracy: default {default:.4f}, tuned {result.best_score:.4f}")
-    assert len(result.trials) == 6 and all(t.error is None for t in result.trials)
-    assert result.best_score >= default - 0.01
-    assert 8 <= result.best_params["num_leaves"] <= 256

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from solve_pipeline.automl import race, revive
-from solve_pipeline.baseline_models import Candidate, ConstantModel, default_candidates
+from solve_pipeline.baseline_models import Candidate, ConstantModel
+from solve_pipeline.registry import family_candidate
 from solve_pipeline.solver import SolveOptions, prepare
 from solver_workspaces import titanic_workspace
 
@@ -31,7 +32,7 @@ def _context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 def test_a_family_without_features_passes_the_pace_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ctx = _context(tmp_path, monkeypatch)
-    _, linear, lightgbm = default_candidates()
+    linear, lightgbm = family_candidate("linear"), family_candidate("lightgbm")
     nothing = Candidate("no_backbone", lambda features, seed: None, lambda s, o, f: ConstantModel(s))
     finished: list[str] = []
     now = time.monotonic()
@@ -46,7 +47,7 @@ def test_a_family_without_features_passes_the_pace_on(tmp_path: Path, monkeypatc
 
 def test_a_survivor_stopped_by_the_deadline_is_revived(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ctx = _context(tmp_path, monkeypatch)
-    _, linear, _ = default_candidates()
+    linear = family_candidate("linear")
     slow = Candidate("slow", linear.matrices, lambda s, o, f: SlowConstant(s))
     finished: list[str] = []
     outcome = race([linear, slow], ctx, time.monotonic() + 3, True, lambda run: finished.append(run.name))

@@ -1,0 +1,279 @@
+"""The model families, one entry each: what it reads, how it is built, its HEBO space and defaults,
+and when it runs. The race (`race_candidates`), HEBO tuning (`tunable_for`) and the fusion net read
+their facts here; `hebo_tool` only suggests and observes.
+
+Race order is the order of `FAMILIES`, cheapest first: the race's first rung then gives early
+families their scores before slow ones start, and the late-fusion net only runs where it has
+something trees cannot read well (text or images), unless asked for on tables too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from solve_pipeline.baseline_models import (
+    Candidate, LightGBMModel, LinearModel, Model, ModelOptions, _linear_c, linear_matrices, tree_matrices,
+)
+from solve_pipeline.dataset import FeatureSet
+from solve_pipeline.families import CatBoostModel, ExtraTreesModel, RandomForestModel
+from solve_pipeline.hebo_tool import SearchParam
+from solve_pipeline.setup_modules import TargetSpec
+from solve_pipeline.target_encoding import TargetEncoded, high_cardinality_columns
+from solve_pipeline.tuning import Tunable
+
+Params = dict[str, Any]
+# (features, seed, the solve's budget in seconds or None) -> train and test matrices, or None
+# when the family has nothing to read.
+Inputs = Callable[[FeatureSet, int, float | None], Any]
+# (target, options, features, tuned params or None for the defaults) -> an unfitted model.
+Constructor = Callable[[TargetSpec, ModelOptions, FeatureSet, Params | None], Model]
+
+
+# ---- search spaces and defaults (paper defaults: 20 trials, 30 epochs, a time cap per trial) ----
+
+LINEAR_SPACE: list[SearchParam] = [SearchParam(name="C", kind="pow", lb=1e-3, ub=1e3)]
+# A standardized ImageNet/MiniLM embedding of ~1,000 dimensions wants stronger regularization than
+# a table: C from 0.01 to 1 measured within 0.002 accuracy on 10-monkey-species, 0.1 in the middle.
+PRETRAINED_C = 0.1
+
+LIGHTGBM_SPACE: list[SearchParam] = [
+    SearchParam(name="learning_rate", kind="pow", lb=0.01, ub=0.3),
+    SearchParam(name="num_leaves", kind="int", lb=8, ub=256),
+    SearchParam(name="min_child_samples", kind="int", lb=5, ub=100),
+    SearchParam(name="feature_fraction", kind="num", lb=0.4, ub=1.0),
+    SearchParam(name="bagging_fraction", kind="num", lb=0.4, ub=1.0),
+    SearchParam(name="lambda_l2", kind="pow", lb=1e-3, ub=10.0),
+]
+LIGHTGBM_DEFAULTS: Params = {"learning_rate": 0.05, "num_leaves": 31, "min_child_samples": 20,
+                             "feature_fraction": 0.8, "bagging_fraction": 0.8, "lambda_l2": 1.0}
+
+CATBOOST_SPACE: list[SearchParam] = [
+    SearchParam(name="learning_rate", kind="pow", lb=0.01, ub=0.3),
+    SearchParam(name="depth", kind="int", lb=3, ub=10),
+    SearchParam(name="l2_leaf_reg", kind="pow", lb=0.5, ub=30.0),
+    SearchParam(name="random_strength", kind="pow", lb=0.1, ub=10.0),
+    SearchParam(name="bagging_temperature", kind="num", lb=0.0, ub=1.0),
+]
+# CatBoostModel's own defaults (random_strength and bagging_temperature are CatBoost's).
+CATBOOST_DEFAULTS: Params = {"learning_rate": 0.08, "depth": 6, "l2_leaf_reg": 3.0,
+                             "random_strength": 1.0, "bagging_temperature": 1.0}
+
+NN_SPACE: list[SearchParam] = [
+    SearchParam(name="learning_rate", kind="pow", lb=1e-6, ub=1e-2),
+    SearchParam(name="optimizer", kind="cat", categories=["Adam", "SGD", "AdamW"]),
+    SearchParam(name="weight_decay", kind="pow", lb=1e-6, ub=1e-2),
+    SearchParam(name="dropout", kind="num", lb=0.0, ub=0.5),
+    SearchParam(name="batch_size", kind="cat", categories=["32", "64", "128", "256"]),
+]
+NN_DEFAULTS: Params = {"max_epochs": 30, "n_trials": 20}
+FUSION_SPACE: list[SearchParam] = [
+    *NN_SPACE,
+    SearchParam(name="hidden_size", kind="int", lb=32, ub=512),
+]
+# Defaults inside FUSION_SPACE (what an untuned run uses), for seeding a HEBO search.
+FUSION_DEFAULTS: Params = {
+    "learning_rate": 1e-3,
+    "optimizer": "AdamW",
+    "weight_decay": 1e-4,
+    "dropout": 0.2,
+    "batch_size": "128",
+    "hidden_size": 128,
+}
+
+
+# ---- budget shares of the families that embed ----
+
+# Without a budget (tuning, tests) the embedding families get this much before falling back.
+EMBED_DEFAULT_S = 240.0
+# Share of the whole budget the late-fusion net may spend embedding text before it falls back.
+EMBED_SHARE = 0.25
+# Share of the budget pretrained embeddings may take: on photos they are what the score rests on.
+PRETRAINED_SHARE = 0.4
+# Text alone may take more: MiniLM on 10,876 tweets needs 45-75 s on 2 cores, and at a 120 s
+# budget that beats what the time would otherwise buy (tuning TF-IDF's C: F1 0.742 -> 0.756).
+PRETRAINED_TEXT_SHARE = 0.55
+
+
+def pretrained_share(features: FeatureSet) -> float:
+    return PRETRAINED_SHARE if features.image_paths_train is not None else PRETRAINED_TEXT_SHARE
+
+
+# ---- when a family applies ----
+
+
+def has_pretrained_inputs(features: FeatureSet) -> bool:
+    return features.image_paths_train is not None or features.raw_text_columns_train is not None
+
+
+def has_rich_inputs(features: FeatureSet) -> bool:
+    return features.text_train is not None or features.image_train is not None
+
+
+def has_images(features: FeatureSet) -> bool:
+    return features.image_paths_train is not None
+
+
+def has_high_cardinality(features: FeatureSet) -> bool:
+    return bool(high_cardinality_columns(features))
+
+
+def _always(features: FeatureSet) -> bool:
+    return True
+
+
+def _never(features: FeatureSet) -> bool:
+    return False
+
+
+# ---- inputs: the matrices each family reads ----
+
+
+def _tree_inputs(features: FeatureSet, seed: int, budget_s: float | None) -> Any:
+    return tree_matrices(features, seed)
+
+
+def _linear_inputs(features: FeatureSet, seed: int, budget_s: float | None) -> Any:
+    return linear_matrices(features, seed)
+
+
+def _pretrained_inputs(features: FeatureSet, seed: int, budget_s: float | None) -> Any:
+    # Lazy: the embeddings need torch, which a tabular solve never loads.
+    from solve_pipeline.pretrained_features import pretrained_matrices
+
+    seconds = EMBED_DEFAULT_S if budget_s is None else pretrained_share(features) * budget_s
+    return pretrained_matrices(features, seconds=seconds)
+
+
+def _fusion_inputs(features: FeatureSet, seed: int, budget_s: float | None) -> Any:
+    from solve_pipeline.fusion_inputs import fusion_matrices  # lazy: torch
+
+    # Sentence embedding is the net's big fixed cost; past its share it falls back to TF-IDF SVD.
+    # No floor: on a 10 s budget a 10 s embedding would be the whole budget.
+    seconds = EMBED_DEFAULT_S if budget_s is None else EMBED_SHARE * budget_s
+    return fusion_matrices(features, seed, max_embed_seconds=seconds)
+
+
+# ---- constructors ----
+
+
+def _linear(spec: TargetSpec, options: ModelOptions, features: FeatureSet, params: Params | None) -> Model:
+    return LinearModel(spec, options, C=_linear_c(features) if params is None else params["C"])
+
+
+def _pretrained_linear(spec: TargetSpec, options: ModelOptions, features: FeatureSet,
+                       params: Params | None) -> Model:
+    return LinearModel(spec, options, C=PRETRAINED_C if params is None else params["C"])
+
+
+def _lightgbm(spec: TargetSpec, options: ModelOptions, features: FeatureSet, params: Params | None) -> Model:
+    return LightGBMModel(spec, options, categorical=features.categorical_indices, params=params)
+
+
+def _lightgbm_te(spec: TargetSpec, options: ModelOptions, features: FeatureSet, params: Params | None) -> Model:
+    inner = LightGBMModel(spec, options, categorical=features.categorical_indices, params=params)
+    return TargetEncoded(inner, high_cardinality_columns(features), spec, options.seed)
+
+
+def _catboost(spec: TargetSpec, options: ModelOptions, features: FeatureSet, params: Params | None) -> Model:
+    return CatBoostModel(spec, options, categorical=features.categorical_indices, params=params)
+
+
+def _extratrees(spec: TargetSpec, options: ModelOptions, features: FeatureSet, params: Params | None) -> Model:
+    return ExtraTreesModel(spec, options)
+
+
+def _random_forest(spec: TargetSpec, options: ModelOptions, features: FeatureSet,
+                   params: Params | None) -> Model:
+    return RandomForestModel(spec, options)
+
+
+def _fusion(spec: TargetSpec, options: ModelOptions, features: FeatureSet, params: Params | None) -> Model:
+    from solve_pipeline.fusion import FusionModel  # lazy: torch
+
+    return FusionModel(spec, options, params=params)
+
+
+# ---- the registry ----
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model family and everything the race, HEBO and reports need to know about it."""
+
+    name: str
+    inputs: Inputs
+    constructor: Constructor
+    applies: Callable[[FeatureSet], bool] = _always  # whether it enters the full race
+    space: tuple[SearchParam, ...] = ()  # empty: HEBO leaves it alone
+    defaults: Callable[[FeatureSet], Params] | None = None  # the untuned point inside `space`
+    leads: Callable[[FeatureSet], bool] = _never  # it sets the race's pace: runs first
+    light: bool = False  # in the light race (setup's quick check) too
+    tune_classifiers_only: bool = False
+    switchable: bool = False  # the solver's --fusion on/off overrides `applies`
+
+
+def _fixed(params: Params) -> Callable[[FeatureSet], Params]:
+    return lambda features: params
+
+
+FAMILIES: tuple[Family, ...] = (
+    # Regularisation is the logistic model's one real knob: it decides calibration on wide
+    # tables (leaf's 192 shape features) and on TF-IDF (spooky). Ridge picks its own alpha.
+    Family("linear", _linear_inputs, _linear, space=tuple(LINEAR_SPACE),
+           defaults=lambda features: {"C": _linear_c(features)}, light=True, tune_classifiers_only=True),
+    # Logistic/ridge on frozen pretrained embeddings (and the table): transfer learning's strong,
+    # cheap baseline, and what wins on small photo sets. Early, so its embeddings are computed
+    # once and shared by the fusion net later. On images it sets the race's pace (a family that
+    # always finishes): pixels alone lose by far.
+    Family("pretrained_linear", _pretrained_inputs, _pretrained_linear, applies=has_pretrained_inputs,
+           space=tuple(LINEAR_SPACE), defaults=_fixed({"C": PRETRAINED_C}), leads=has_images,
+           tune_classifiers_only=True),
+    Family("lightgbm", _tree_inputs, _lightgbm, space=tuple(LIGHTGBM_SPACE),
+           defaults=_fixed(LIGHTGBM_DEFAULTS), light=True),
+    Family("lightgbm_te", _tree_inputs, _lightgbm_te, applies=has_high_cardinality,
+           space=tuple(LIGHTGBM_SPACE), defaults=_fixed(LIGHTGBM_DEFAULTS)),
+    Family("catboost", _tree_inputs, _catboost, space=tuple(CATBOOST_SPACE), defaults=_fixed(CATBOOST_DEFAULTS)),
+    Family("extratrees", _tree_inputs, _extratrees),
+    Family("random_forest", _tree_inputs, _random_forest),
+    Family("fusion", _fusion_inputs, _fusion, applies=has_rich_inputs, space=tuple(FUSION_SPACE),
+           defaults=_fixed(FUSION_DEFAULTS), switchable=True),
+)
+BY_NAME: dict[str, Family] = {family.name: family for family in FAMILIES}
+
+
+def family_candidate(name: str, budget_s: float | None = None, params: Params | None = None) -> Candidate:
+    """The race's (or a HEBO trial's) candidate of family `name`; `params` None means its defaults."""
+    family = BY_NAME[name]
+
+    def matrices(features: FeatureSet, seed: int) -> Any:
+        return family.inputs(features, seed, budget_s)
+
+    return Candidate(name, matrices, lambda s, o, f: family.constructor(s, o, f, params))
+
+
+def _enters(family: Family, features: FeatureSet, fusion: str) -> bool:
+    if family.switchable and fusion != "auto":
+        return fusion == "on"
+    return family.applies(features)
+
+
+def race_candidates(features: FeatureSet, light: bool = False, fusion: str = "auto",
+                    budget_s: float | None = None) -> list[Candidate]:
+    if light:
+        return [family_candidate(f.name) for f in FAMILIES if f.light]
+    entering = [f for f in FAMILIES if _enters(f, features, fusion)]
+    ordered = [f for f in entering if f.leads(features)] + [f for f in entering if not f.leads(features)]
+    return [family_candidate(f.name, budget_s) for f in ordered]
+
+
+def tunable_for(name: str, features: FeatureSet, targets: list[TargetSpec]) -> Tunable | None:
+    """The HEBO set-up for a race family, or None when it is not worth tuning."""
+    family = BY_NAME.get(name)
+    if family is None or not family.space or family.defaults is None:
+        return None
+    if family.tune_classifiers_only and not any(t.is_classification for t in targets):
+        return None
+    # Tuning builds with the default embedding time: its matrices are the race's, already cached.
+    return Tunable(name, list(family.space), family.defaults(features),
+                   lambda params: family_candidate(name, params=params))

@@ -1,0 +1,73 @@
+"""The model-family registry: race order and membership by inputs, what HEBO may tune, and
+defaults that lie inside their own search spaces. Hand-built FeatureSets, nothing is trained."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+from solve_pipeline.dataset import CATEGORY, NUMERIC, FeatureSet
+from solve_pipeline.registry import (
+    FAMILIES,
+    LIGHTGBM_DEFAULTS,
+    family_candidate,
+    race_candidates,
+    tunable_for,
+)
+from solve_pipeline.setup_modules import TargetSpec
+
+TABLE_ONLY = ["linear", "lightgbm", "catboost", "extratrees", "random_forest"]
+
+
+def _features(n: int = 40, levels: int = 3, **extra: object) -> FeatureSet:
+    rng = np.random.default_rng(0)
+    tab = np.column_stack([rng.normal(size=n), np.arange(n) % levels]).astype(float)
+    return FeatureSet([str(i) for i in range(n // 2)], [str(i) for i in range(n // 2, n)],
+                      tab[: n // 2], tab[n // 2:], ["x", "c"], [NUMERIC, CATEGORY], **extra)
+
+
+def _names(features: FeatureSet, **kwargs: object) -> list[str]:
+    return [c.name for c in race_candidates(features, **kwargs)]
+
+
+def test_race_order_follows_the_inputs() -> None:
+    table = _features()
+    assert _names(table) == TABLE_ONLY
+    assert _names(table, light=True) == ["linear", "lightgbm"]
+    assert _names(table, fusion="on") == TABLE_ONLY + ["fusion"]
+    assert _names(_features(levels=15)) == ["linear", "lightgbm", "lightgbm_te", *TABLE_ONLY[2:]]
+    text = _features(text_train=sparse.csr_matrix(np.ones((20, 3))), text_test=sparse.csr_matrix(np.ones((20, 3))),
+                     raw_text_columns_train={"t": ["a"] * 20}, raw_text_columns_test={"t": ["b"] * 20})
+    assert _names(text) == ["linear", "pretrained_linear", *TABLE_ONLY[1:], "fusion"]
+    assert _names(text, fusion="off") == ["linear", "pretrained_linear", *TABLE_ONLY[1:]]
+    photos = _features(image_paths_train={"img": ["a.png"] * 20}, image_paths_test={"img": ["b.png"] * 20})
+    assert _names(photos) == ["pretrained_linear", *TABLE_ONLY]  # it sets the pace on images
+
+
+def test_what_hebo_may_tune() -> None:
+    table = _features()
+    binary, regression = [TargetSpec("y", "binary", [0, 1])], [TargetSpec("y", "regression")]
+    assert tunable_for("linear", table, binary).defaults == {"C": 1.0}
+    assert tunable_for("linear", table, regression) is None  # ridge picks its own alpha
+    assert tunable_for("extratrees", table, binary) is None and tunable_for("constant", table, binary) is None
+    lightgbm = tunable_for("lightgbm", table, regression)
+    assert lightgbm.defaults == LIGHTGBM_DEFAULTS and lightgbm.build(LIGHTGBM_DEFAULTS).name == "lightgbm"
+
+
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f.space], ids=lambda f: f.name)
+def test_defaults_lie_inside_the_space(family) -> None:
+    defaults = family.defaults(_features())
+    assert set(defaults) == {p.name for p in family.space}
+    for param in family.space:
+        value = defaults[param.name]
+        if param.kind == "cat":
+            assert value in param.categories
+        else:
+            assert param.lb <= value <= param.ub
+
+
+def test_a_candidate_reads_its_family_matrices() -> None:
+    table = _features()
+    X, X_test = family_candidate("lightgbm").matrices(table, 0)
+    assert X.shape == (20, 2) and X_test.shape == (20, 2)
