@@ -1,32 +1,55 @@
 """LLM settings: one typed model, filled from explicit values or the environment.
 
-The API key is a SecretStr so that `repr`, `model_dump_json` and logs show `**********`; only the
-HTTP backend reads the real value, to build the Authorization header.
+pydantic-settings reads the environment: every field from `AGENTK_LLM_<FIELD>` (empty values count
+as unset), the API key also from `OPENAI_API_KEY`; explicit values win over both. The API key is a
+SecretStr so that `repr`, `model_dump_json` and logs show `**********`; only the HTTP backend reads
+the real value, to build the Authorization header.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from agentk.llm.errors import LLMConfigError
 
-ENV_BASE_URL = "AGENTK_LLM_BASE_URL"
-ENV_MODEL = "AGENTK_LLM_MODEL"
-ENV_API_KEY = "AGENTK_LLM_API_KEY"
-ENV_PROVIDER = "AGENTK_LLM_PROVIDER"
-ENV_TOKEN_BUDGET = "AGENTK_LLM_TOKEN_BUDGET"
+ENV_PREFIX = "AGENTK_LLM_"
+ENV_BASE_URL = f"{ENV_PREFIX}BASE_URL"
+ENV_MODEL = f"{ENV_PREFIX}MODEL"
+ENV_API_KEY = f"{ENV_PREFIX}API_KEY"
+ENV_PROVIDER = f"{ENV_PREFIX}PROVIDER"
+ENV_TOKEN_BUDGET = f"{ENV_PREFIX}TOKEN_BUDGET"
 FALLBACK_API_KEY = "OPENAI_API_KEY"  # what hosted APIs and most tooling already set
 
+# The environment `from_env` was handed in place of os.environ (tests pass their own mapping).
+_GIVEN_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("agentk_llm_env", default=None)
 
-class LLMConfig(BaseModel):
+
+class _EnvSource(EnvSettingsSource):
+    """os.environ, or the mapping handed to `LLMConfig.from_env`."""
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        given = _GIVEN_ENV.get()
+        if given is None:
+            return super()._load_env_vars()
+        return {(k if self.case_sensitive else k.lower()): v for k, v in given.items()
+                if v or not self.env_ignore_empty}
+
+
+class LLMConfig(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_ignore_empty=True, frozen=True, extra="ignore", validate_by_name=True,
+    )
+
     provider: Literal["openai", "vllm"] = "openai"  # "openai" = any OpenAI-compatible HTTP server
     base_url: str = Field("http://127.0.0.1:8000/v1", description="up to and including /v1")
     model: str = ""
-    api_key: SecretStr | None = None
+    # The first alias found wins: our own variable before the one other tools set.
+    api_key: SecretStr | None = Field(None, validation_alias=AliasChoices(ENV_API_KEY, FALLBACK_API_KEY))
     timeout_s: float = Field(120.0, gt=0, description="read timeout of one request")
     connect_timeout_s: float = Field(5.0, gt=0)
     max_retries: int = Field(4, ge=0, description="extra attempts on 429/5xx/timeouts/refused connections")
@@ -39,7 +62,17 @@ class LLMConfig(BaseModel):
     seed: int | None = None
     cache: bool = True
 
-    model_config = {"frozen": True}
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Explicit values, then the environment; no .env or secrets files.
+        return init_settings, _EnvSource(settings_cls)
 
     @field_validator("base_url")
     @classmethod
@@ -62,26 +95,20 @@ class LLMConfig(BaseModel):
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMConfig:
-        """Explicit overrides win over the environment, which wins over defaults."""
-        env = os.environ if env is None else env
-        values: dict[str, Any] = {}
-        if env.get(ENV_PROVIDER):
-            values["provider"] = env[ENV_PROVIDER]
-        if env.get(ENV_BASE_URL):
-            values["base_url"] = env[ENV_BASE_URL]
-        if env.get(ENV_MODEL):
-            values["model"] = env[ENV_MODEL]
-        key = env.get(ENV_API_KEY) or env.get(FALLBACK_API_KEY)
-        if key:
-            values["api_key"] = key
-        if env.get(ENV_TOKEN_BUDGET):
-            try:
-                values["token_budget"] = int(env[ENV_TOKEN_BUDGET])
-            except ValueError as exc:
-                raise LLMConfigError(f"{ENV_TOKEN_BUDGET} must be an integer, got {env[ENV_TOKEN_BUDGET]!r}") from exc
-        values.update({k: v for k, v in overrides.items() if v is not None})
+        """Explicit overrides (None means unset) win over the environment, which wins over defaults;
+        bad values become one LLMConfigError."""
+        token = _GIVEN_ENV.set(env)
         try:
-            return cls(**values)
+            return cls(**{k: v for k, v in overrides.items() if v is not None})
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise LLMConfigError(f"invalid LLM settings: {problems}") from None
+            raise LLMConfigError(_problems(exc)) from None
+        finally:
+            _GIVEN_ENV.reset(token)
+
+
+def _problems(exc: ValidationError) -> str:
+    for error in exc.errors():
+        if error["loc"] == ("token_budget",) and error["type"] == "int_parsing":
+            return f"{ENV_TOKEN_BUDGET} must be an integer, got {error['input']!r}"
+    problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+    return f"invalid LLM settings: {problems}"
