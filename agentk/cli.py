@@ -12,8 +12,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from agentk.core.artifacts import RunResult
 from agentk.core.config import RunConfig
 from agentk.core.errors import AgentKError
+from agentk.core.metrics.direction import Direction
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="agentk: an autonomous Kaggle competitor.")
 console = Console(highlight=False)
@@ -81,10 +83,10 @@ def run(
     )
     outcome = _guard(lambda: run_competition(source, config))
     if as_json:
-        console.print_json(json.dumps(outcome.result))
+        console.print_json(json.dumps(outcome.result.to_json()))
     elif quiet:
         r = outcome.result
-        console.print(f"{r['competition_id']}: valid={r['valid_submission']} validation={_fmt(r['validation_score'])} test={_fmt(r['test_score'])} → {r['submission_path']}")
+        console.print(f"{r.competition_id}: valid={r.valid_submission} validation={_fmt(r.validation_score)} test={_fmt(r.test_score)} → {r.submission_path}")
     else:
         _print_result(outcome.result)
 
@@ -164,7 +166,7 @@ def leaderboard(
     from agentk.kaggle.client import KaggleClient
     from agentk.publish import ledger_for
     from agentk.kaggle.reference import parse_competition_reference
-    from agentk.core.workspace import Workspace, read_json_object
+    from agentk.core.workspace import Workspace
 
     def body():
         slug = parse_competition_reference(competition)
@@ -173,14 +175,15 @@ def leaderboard(
         workspace = Workspace(Path(workspace_root).resolve() / slug)
         keep = workspace.submissions if workspace.root.exists() else None
         board = KaggleClient().leaderboard(slug, keep_dir=keep)
-        higher = read_json_object(workspace.result_path).get("higher_is_better", True)
-        if lower_is_better:
-            higher = False
+        run = RunResult.read(workspace.result_path)
+        recorded = run.direction if run is not None else None
+        # The flag wins; without it the run's recorded direction, and with no run to say, higher
+        # (the flag exists for the metrics that go the other way).
+        direction = Direction(False) if lower_is_better else recorded or Direction(True)
         ours = score
         if ours is None and workspace.root.exists():
-            scored = [e.record.public_score for e in ledger_for(workspace).entries() if e.record.public_score is not None]
-            ours = (max(scored) if higher else min(scored)) if scored else None
-        return board, ours, (leaderboard_position(ours, board, higher) if ours is not None else None)
+            ours = direction.best_score(e.record.public_score for e in ledger_for(workspace).entries())
+        return board, ours, (leaderboard_position(ours, board, direction.higher_is_better) if ours is not None else None)
 
     board, ours, position = _guard(body)
     console.print(f"{len(board)} teams on the public leaderboard")
@@ -258,19 +261,19 @@ def _fmt(value: object) -> str:
     return f"{value:.5f}" if isinstance(value, (int, float)) else "—"
 
 
-def _print_result(result: dict) -> None:
-    table = Table(title=f"agentk · {result['competition_id']}", show_header=False)
-    passed = sum(1 for s in result["setup"].values() if s["passed"])
-    attempts = sum(s["attempts"] for s in result["setup"].values())
-    table.add_row("setup stages passed", f"{passed}/{len(result['setup'])} ({attempts} attempts)")
-    table.add_row("metric", str(result.get("metric")))
-    table.add_row("validation score", _fmt(result.get("validation_score")))
-    note = result.get("test_score_note")
-    table.add_row("test score", _fmt(result.get("test_score")) + (f" ({note})" if note else ""))
-    table.add_row("model", str(result.get("model")))
-    table.add_row("time", f"{result['elapsed_s']:.1f} s")
-    table.add_row("submission", str(result.get("submission_path")))
-    kaggle = result.get("kaggle")
+def _print_result(result: RunResult) -> None:
+    table = Table(title=f"agentk · {result.competition_id}", show_header=False)
+    passed = sum(1 for s in result.setup.values() if s.passed)
+    attempts = sum(s.attempts for s in result.setup.values())
+    table.add_row("setup stages passed", f"{passed}/{len(result.setup)} ({attempts} attempts)")
+    table.add_row("metric", str(result.metric))
+    table.add_row("validation score", _fmt(result.validation_score))
+    note = result.test_score_note
+    table.add_row("test score", _fmt(result.test_score) + (f" ({note})" if note else ""))
+    table.add_row("model", str(result.model))
+    table.add_row("time", f"{result.elapsed_s:.1f} s")
+    table.add_row("submission", str(result.submission_path))
+    kaggle = result.kaggle
     if kaggle:
         table.add_row("kaggle submissions", str(len(kaggle["submissions"])) + (" (daily limit reached)" if kaggle["daily_limit_reached"] else ""))
         table.add_row("kaggle best public", f"{_fmt(kaggle['best_public'])} ({kaggle['best_model'] or '—'})")

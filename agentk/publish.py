@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentk.core.artifacts import RunResult, SolveResult
 from agentk.core.errors import AgentKError
+from agentk.core.metrics.direction import Direction
 from agentk.grading import leaderboard_position
 from agentk.kaggle.client import KaggleClient
 from agentk.kaggle.download import DownloadSettings
@@ -61,14 +63,14 @@ def submit_run(
 ) -> dict[str, Any]:
     """Submit a validated file of this workspace (default: its final submission) and report the
     public/private scores and the leaderboard position of the public score."""
-    result = read_json_object(workspace.result_path)
+    result = RunResult.read(workspace.result_path)
     file = Path(file) if file is not None else workspace.submission_path
-    if not result.get("valid_submission") or not file.is_file():
+    if result is None or not result.valid_submission or not file.is_file():
         raise AgentKError(f"no validated submission in {workspace.root}: run `agentk run {slug}` first")
     if file.resolve() != workspace.submission_path.resolve():
         _validate_extra_file(workspace, file)
     client = client or KaggleClient()
-    text = message or submission_message(str(result.get("model")), str(result.get("metric")), result.get("validation_score"))
+    text = message or submission_message(str(result.model), str(result.metric), result.validation_score)
     record = submit_and_score(client, slug, file, text, ledger_for(workspace), force=force, timeout_s=timeout_s, interval_s=interval_s)
     report: dict[str, Any] = {
         "slug": slug,
@@ -79,10 +81,10 @@ def submit_run(
         "private_score": record.private_score,
         "leaderboard": None,
     }
-    higher = result.get("higher_is_better")
-    if record.public_score is not None and isinstance(higher, bool):
+    direction = result.direction
+    if record.public_score is not None and direction is not None:
         board = client.leaderboard(slug, keep_dir=workspace.submissions)
-        position = leaderboard_position(record.public_score, board, higher)
+        position = leaderboard_position(record.public_score, board, direction.higher_is_better)
         report["leaderboard"] = {"rank": position.rank, "n_teams": position.n_teams, "percentile": position.percentile, "medal": position.medal}
     return report
 
@@ -112,17 +114,16 @@ class SubmissionCandidate:
 def _submission_candidates(workspace: Workspace, events: EventLog) -> list[SubmissionCandidate]:
     """The solver's per-model submissions, best first; a solve from before candidates existed
     (a resumed older workspace) offers its single final submission instead."""
-    solve = read_json_object(workspace.solve / "solve_result.json")
-    listed = solve.get("candidates")
-    if not isinstance(listed, list) or not listed:
-        return [SubmissionCandidate(str(solve.get("model")), solve.get("validation_score"), workspace.submission_path)]
+    solve = SolveResult.read(workspace.solve)
+    if not solve.candidates:
+        return [SubmissionCandidate(str(solve.model), solve.validation_score, workspace.submission_path)]
     found: list[SubmissionCandidate] = []
-    for entry in listed:
-        path = workspace.root / str(entry.get("path", ""))
+    for entry in solve.candidates:
+        path = workspace.root / entry.path
         if not path.is_file():
-            events.emit("kaggle_candidate_skipped", model=entry.get("model"), reason=f"missing file {path}")
+            events.emit("kaggle_candidate_skipped", model=entry.model, reason=f"missing file {path}")
             continue
-        found.append(SubmissionCandidate(str(entry.get("model")), entry.get("validation_score"), path))
+        found.append(SubmissionCandidate(str(entry.model), entry.validation_score, path))
     return found
 
 
@@ -164,7 +165,8 @@ def submit_top_k(workspace: Workspace, slug: str, config: RunConfig, events: Eve
         if report is not None:
             sent.add(digest)
             reports.append(report)
-    return _kaggle_summary(reports, _higher_is_better(workspace), limit_reached)
+    run = RunResult.read(workspace.result_path)  # written by the runner just before the sends
+    return _kaggle_summary(reports, run.direction if run is not None else None, limit_reached)
 
 
 def _send(workspace: Workspace, slug: str, config: RunConfig, events: EventLog,
@@ -184,22 +186,15 @@ def _send(workspace: Workspace, slug: str, config: RunConfig, events: EventLog,
     return report
 
 
-def _higher_is_better(workspace: Workspace) -> bool | None:
-    direction = read_json_object(workspace.setup / "plan.json").get("higher_is_better")
-    if not isinstance(direction, bool):
-        direction = read_json_object(workspace.solve / "solve_result.json").get("higher_is_better")
-    return direction if isinstance(direction, bool) else None
-
-
-def _kaggle_summary(reports: list[dict[str, Any]], higher: bool | None, limit_reached: str | None) -> dict[str, Any]:
+def _kaggle_summary(reports: list[dict[str, Any]], direction: Direction | None, limit_reached: str | None) -> dict[str, Any]:
     """result.json's "kaggle": every report, and the best public score with its leaderboard place."""
     scored = [r for r in reports if r.get("public_score") is not None]
     best: dict[str, Any] | None = None
     if scored:
-        if higher is None:  # no known direction, no "best": the best by validation stands in
+        if direction is None:  # no known direction, no "best": the best by validation stands in
             best = scored[0]
         else:
-            best = (max if higher else min)(scored, key=lambda r: r["public_score"])
+            best = direction.best(scored, key=lambda r: r["public_score"]) or scored[0]
     return {
         "submissions": reports,
         "best_public": best["public_score"] if best else None,

@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from agentk.core.artifacts import MetaRecord, RunResult, SetupLayout, SolveResult, StageRecord, run_direction
 from agentk.core.config import RunConfig
 from agentk.core.errors import AgentKError, SolveFailed
 from agentk.core.events import EventLog
@@ -33,7 +34,7 @@ from unit_tests_setup.submission_rules import validate_against_setup
 @dataclass(frozen=True)
 class RunOutcome:
     workspace: Workspace
-    result: dict[str, Any]
+    result: RunResult
 
 
 def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
@@ -104,7 +105,7 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
             save(state)
         state.error = None
         if config.submit and slug is not None:
-            atomic_write_json(workspace.result_path, _result(competition, workspace, state))
+            atomic_write_json(workspace.result_path, _result(competition, workspace, state).to_json())
             kaggle_report = submit_top_k(workspace, slug, config, events)
     except AgentKError as exc:
         state.error = str(exc)
@@ -112,11 +113,10 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
     finally:
         state.elapsed_s += time.monotonic() - started
         save(state)
-        result = _result(competition, workspace, state)
-        if kaggle_report is not None:
-            result["kaggle"] = kaggle_report
-        atomic_write_json(workspace.result_path, result)
-        events.emit("run_end", **{k: v for k, v in result.items() if k != "setup"})
+        result = _result(competition, workspace, state, kaggle_report)
+        record = result.to_json()
+        atomic_write_json(workspace.result_path, record)
+        events.emit("run_end", **{k: v for k, v in record.items() if k != "setup"})
     return RunOutcome(workspace, result)
 
 
@@ -241,32 +241,37 @@ def _solver_printer(events: EventLog, status: Any = None):
     return on_line
 
 
-def _result(competition: Competition, workspace: Workspace, state: RunState) -> dict[str, Any]:
-    plan = read_json_object(workspace.setup / "plan.json")
-    solve = read_json_object(workspace.solve / "solve_result.json") if state.phase == "done" else {}
+def _result(competition: Competition, workspace: Workspace, state: RunState,
+            kaggle_report: dict[str, Any] | None = None) -> RunResult:
+    plan = read_json_object(SetupLayout(workspace.setup).plan)
+    solve = SolveResult.read(workspace.solve) if state.phase == "done" else SolveResult()
+    direction = run_direction(plan, solve)
     valid = state.phase == "done" and workspace.submission_path.exists()
     report, test_note = grade_run(workspace.submission_path, competition, finished=state.phase == "done")
     if test_note == "the run did not finish" and state.error:
         test_note = f"the run did not finish: {state.error}"
-    return {
-        "competition_id": competition.id,
-        "source": competition.source_kind,
-        "valid_submission": valid,
-        "submission_path": str(workspace.submission_path) if valid else None,
-        "metric": plan.get("metric"),
-        "higher_is_better": plan.get("higher_is_better"),
-        "assumptions": plan.get("assumptions") or [],
-        "validation_score": solve.get("validation_score"),
-        "model": solve.get("model"),
-        "test_score": report.score if report else None,
-        "test_metric": report.metric if report else None,
-        "test_score_note": test_note,
-        "setup": {name: {"attempts": s.attempts, "passed": s.passed} for name, s in state.stages.items()},
-        "meta": {name: {"rounds": m.rounds, "passed": m.passed} for name, m in state.meta.items()},
-        "time_to_first_submission_s": solve.get("time_to_first_submission_s"),
-        "policy": state.policy,
-        "llm_usage": read_json_object(workspace.logs / "llm_usage.json") or None,
-        "elapsed_s": round(state.elapsed_s, 2),
-        "phase": state.phase,
-        "error": state.error,
-    }
+    extra = {} if kaggle_report is None else {"kaggle": kaggle_report}
+    return RunResult(
+        competition_id=competition.id,
+        source=competition.source_kind,
+        valid_submission=valid,
+        submission_path=str(workspace.submission_path) if valid else None,
+        metric=plan.get("metric"),
+        # Recorded once here; the submit, leaderboard and bench readers take it from result.json.
+        higher_is_better=None if direction is None else direction.higher_is_better,
+        assumptions=plan.get("assumptions") or [],
+        validation_score=solve.validation_score,
+        model=solve.model,
+        test_score=report.score if report else None,
+        test_metric=report.metric if report else None,
+        test_score_note=test_note,
+        setup={name: StageRecord(attempts=s.attempts, passed=s.passed) for name, s in state.stages.items()},
+        meta={name: MetaRecord(rounds=m.rounds, passed=m.passed) for name, m in state.meta.items()},
+        time_to_first_submission_s=solve.time_to_first_submission_s,
+        policy=state.policy,
+        llm_usage=read_json_object(workspace.logs / "llm_usage.json") or None,
+        elapsed_s=round(state.elapsed_s, 2),
+        phase=state.phase,
+        error=state.error,
+        **extra,
+    )

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from agentk.core.artifacts import prediction_frame as build_prediction_frame
 from agentk.core.metrics.direction import Direction
 from solve_pipeline.baseline_models import Candidate, ModelOptions
 from solve_pipeline.dataset import FeatureSet
@@ -91,28 +92,10 @@ class CVContext:
 
 def prediction_frame(ids: Sequence[str], targets: list[TargetSpec], outputs: dict[str, np.ndarray],
                      artifacts: SetupArtifacts, decoders: dict[str, Decoder | None] | None = None) -> pd.DataFrame:
-    """The architecture's prediction frame: original labels/values plus per-class probabilities."""
-    transformed = pd.DataFrame({"id": list(ids)})
-    for spec in targets:
-        out = outputs[spec.column]
-        if spec.is_classification:
-            decoder = (decoders or {}).get(spec.column)
-            labels = decoder.labels(out) if decoder is not None else out.argmax(axis=1)
-            transformed[spec.column] = labels.astype(int)
-        else:
-            transformed[spec.column] = out
-    original = artifacts.transform.inverse(transformed.copy())
-    if len(original) != len(transformed):
-        raise ValueError("inverse() changed the number of rows")
-    # Built in one go: inserting 99 probability columns one by one cost ~0.2 s a frame, paid on
-    # every metric call (leaf's species).
-    columns: dict[str, Any] = {"id": list(ids)}
-    for spec in targets:
-        columns[spec.column] = np.asarray(original[spec.column])
-        if spec.is_classification:
-            for k, label in enumerate(spec.classes or []):
-                columns[spec.proba_column(label)] = outputs[spec.column][:, k]
-    return pd.DataFrame(columns)
+    """The architecture's prediction frame of the solver's outputs, labels chosen by `decoders`."""
+    chosen = {spec.column: decoder.labels(outputs[spec.column]) for spec in targets
+              if spec.is_classification and (decoder := (decoders or {}).get(spec.column)) is not None}
+    return build_prediction_frame(ids, targets, outputs, artifacts.transform.inverse, class_indices=chosen)
 
 
 def metric_score(artifacts: SetupArtifacts, frame: pd.DataFrame) -> float:

@@ -16,6 +16,7 @@ from types import ModuleType
 
 import pandas as pd
 
+from agentk.core.artifacts import MODULE_FILES, SetupLayout, TargetSpec, read_map
 from agentk.core.metrics.direction import Direction
 
 MODALITIES: tuple[str, ...] = ("tab", "txt", "img")
@@ -41,36 +42,12 @@ def load_setup_module(path: Path, name: str) -> ModuleType:
     return module
 
 
-def read_map(path: Path) -> pd.DataFrame:
-    """Read a setup map: `id` kept verbatim as text so ids such as `007` survive."""
-    frame = pd.read_csv(path, keep_default_na=True, dtype={"id": str})
+def _read_solver_map(path: Path) -> pd.DataFrame:
+    """A map as `read_map` reads it; the solver also needs `id` first, which the map checks ensure."""
+    frame = read_map(path)
     if frame.columns.empty or frame.columns[0] != "id":
         raise ValueError(f"{path.name}: the first column must be named 'id'")
-    frame["id"] = frame["id"].astype(str).str.strip()
     return frame
-
-
-@dataclass(frozen=True)
-class TargetSpec:
-    """One entry of target_info.json."""
-
-    column: str
-    task: str
-    classes: list | None = None
-
-    @property
-    def is_classification(self) -> bool:
-        return self.task in ("binary", "multiclass")
-
-    @property
-    def n_classes(self) -> int:
-        return len(self.classes) if self.classes else 0
-
-    def proba_column(self, label: object) -> str:
-        return f"{self.column}__proba__{label}"
-
-    def proba_columns(self) -> list[str]:
-        return [self.proba_column(label) for label in (self.classes or [])]
 
 
 def parse_target_info(info: dict) -> list[TargetSpec]:
@@ -90,13 +67,6 @@ def parse_target_info(info: dict) -> list[TargetSpec]:
     if not specs:
         raise ValueError("target_info.json lists no targets")
     return specs
-
-
-MODULE_FILES = {
-    "transform": "code_transform_tab_target_train.py",
-    "submission": "code_submission_format.py",
-    "metric": "code_metric.py",
-}
 
 
 @dataclass
@@ -126,16 +96,15 @@ class SetupArtifacts:
             raise FileNotFoundError(f"no setup/ directory in {workspace}")
         train_maps: dict[str, pd.DataFrame] = {}
         test_maps: dict[str, pd.DataFrame] = {}
+        layout = SetupLayout(setup)
         for modality in MODALITIES:
-            train_path = setup / f"train_{modality}_input_map.csv"
-            test_path = setup / f"test_{modality}_input_map.csv"
+            train_path, test_path = layout.input_map("train", modality), layout.input_map("test", modality)
             if train_path.is_file() and test_path.is_file():
-                train_maps[modality] = read_map(train_path)
-                test_maps[modality] = read_map(test_path)
+                train_maps[modality] = _read_solver_map(train_path)
+                test_maps[modality] = _read_solver_map(test_path)
         if not test_maps:
             raise FileNotFoundError("setup/ holds no train/test input map pair")
-        info_path = setup / "target_info.json"
-        info = json.loads(info_path.read_text()) if info_path.is_file() else {}
+        info = json.loads(layout.target_info.read_text()) if layout.target_info.is_file() else {}
         # Generated code may import its siblings or read files relative to setup/.
         if str(setup) not in sys.path:
             sys.path.insert(0, str(setup))
@@ -144,15 +113,15 @@ class SetupArtifacts:
             setup_dir=setup,
             train_maps=train_maps,
             test_maps=test_maps,
-            target_map=_read_optional(setup / "train_tab_target_map.csv"),
-            target_map_transformed=_read_optional(setup / "train_tab_target_map_transformed.csv"),
+            target_map=_read_optional(layout.target_map),
+            target_map_transformed=_read_optional(layout.target_map_transformed),
             targets=parse_target_info(info) if info else [],
             target_info=info,
         )
 
     def _module(self, key: str) -> ModuleType:
         if key not in self._modules:
-            self._modules[key] = load_setup_module(self.setup_dir / MODULE_FILES[key], f"agentk_setup_{key}")
+            self._modules[key] = load_setup_module(SetupLayout(self.setup_dir).module(key), f"agentk_setup_{key}")
         return self._modules[key]
 
     @property
@@ -214,4 +183,4 @@ class SetupArtifacts:
 
 
 def _read_optional(path: Path) -> pd.DataFrame | None:
-    return read_map(path) if path.is_file() else None
+    return _read_solver_map(path) if path.is_file() else None

@@ -34,6 +34,7 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from agentk.core.artifacts import SolveResult  # noqa: E402
 from solve_pipeline import blending  # noqa: E402
 from solve_pipeline.automl import RaceOutcome, race, revive  # noqa: E402
 from solve_pipeline.cv import (  # noqa: E402
@@ -472,7 +473,7 @@ def solve(options: SolveOptions) -> dict:
     state = solver.state
     if state.submission_path is None:
         raise RuntimeError("no candidate produced a submission")
-    result = {
+    record = SolveResult.model_validate({
         **solver.adopted(),
         "higher_is_better": solver.higher,
         "metric": "surrogate" if ctx.surrogate else "setup",
@@ -495,8 +496,9 @@ def solve(options: SolveOptions) -> dict:
         "candidates": ranked_candidates(solver.kept_candidate() + state.candidates, solver.higher),
         "elapsed_s": round(state.elapsed(), 3),
         "time_to_first_submission_s": round(state.first_submission_s or 0.0, 3),
-    }
-    write_json_atomic(result, artifacts.workspace / "solve" / "solve_result.json")
+    })
+    result = record.to_json()
+    write_json_atomic(result, SolveResult.path_in(artifacts.workspace / "solve"))
     emit("done", **{k: v for k, v in result.items() if k not in ("race", "finetune", "tuning", "blend", "decoding")})
     return result
 

@@ -1,29 +1,15 @@
-"""Small file helpers shared by the checks: reading maps, finding tables, images and the sample."""
+"""Small file helpers shared by the checks: finding tables, images, the sample and the test ids
+(maps are read by `agentk.core.artifacts.read_map`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
+from agentk.core.artifacts import SetupLayout, read_map
 from agentk.core.readers import IMAGE_EXTENSIONS as _IMAGE_SUFFIXES
 from agentk.core.readers import UnreadableTable, file_kind, read_table
 
 IMAGE_EXTENSIONS = set(_IMAGE_SUFFIXES)
-
-
-class MapError(Exception):
-    """A map file is missing or unreadable; the message is one line."""
-
-
-def read_map(path: Path) -> pd.DataFrame:
-    """Maps are read the same way everywhere: ids as strings, everything else as pandas infers."""
-    if not path.exists():
-        raise MapError(f"{path.name} was not written")
-    try:
-        return pd.read_csv(path, dtype={"id": str})
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        raise MapError(f"{path.name} cannot be read as CSV: {str(exc).splitlines()[0]}") from exc
 
 
 def data_files(raw: Path) -> list[Path]:
@@ -65,7 +51,7 @@ def find_sample_submission(raw: Path, plan: dict) -> Path | None:
 
 def test_ids(setup: Path) -> list[str] | None:
     for code in ("tab", "txt", "img"):
-        path = setup / f"test_{code}_input_map.csv"
+        path = SetupLayout(setup).input_map("test", code)
         if path.exists():
             return read_map(path)["id"].astype(str).tolist()
     return None

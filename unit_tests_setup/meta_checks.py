@@ -12,7 +12,8 @@ import json
 from agentk.core.isolation import Mounts
 from agentk.core.sandbox import Limits, run_python
 from unit_tests_setup.context import CheckContext
-from unit_tests_setup.files import MapError, find_sample_submission, read_map
+from agentk.core.artifacts import MapError, read_map
+from unit_tests_setup.files import find_sample_submission
 from unit_tests_setup.submission_rules import validate_against_setup
 
 import pandas as pd
@@ -87,7 +88,7 @@ def _probe_batch(ctx: CheckContext) -> list[str]:
     result = run_python(
         ["-m", "unit_tests_setup.probe_batch", str(ctx.workspace.root)],
         cwd=ctx.workspace.solve,
-        limits=Limits(timeout_s=ctx.probe_timeout_s),
+        limits=Limits(timeout_s=ctx.budget.probe_timeout_s),
         log_prefix=ctx.workspace.logs / "meta_maps_probe",
         mounts=Mounts.workspace(ctx.workspace.root, write=["solve"]),
     )
@@ -108,7 +109,7 @@ def check_light_solve(ctx: CheckContext) -> list[str]:
     result = run_python(
         ["-m", "solve_pipeline.solver", str(ctx.workspace.root), "--light", "--out", str(out)],
         cwd=ctx.workspace.solve,
-        limits=Limits(timeout_s=ctx.light_solve_timeout_s),
+        limits=Limits(timeout_s=ctx.budget.light_solve_timeout_s),
         on_stdout_line=ctx.on_solver_line,
         log_prefix=ctx.workspace.logs / "meta_light_solve",
         mounts=Mounts.workspace(ctx.workspace.root, write=["solve"]),

@@ -15,7 +15,8 @@ import pandas as pd
 
 from unit_tests_setup.context import CheckContext
 from agentk.core.metrics.direction import Direction
-from unit_tests_setup.files import IMAGE_EXTENSIONS, MapError, csv_headers, has_images, has_tables, read_map
+from agentk.core.artifacts import MapError, read_map
+from unit_tests_setup.files import IMAGE_EXTENSIONS, csv_headers, has_images, has_tables
 from unit_tests_setup.submission_rules import validate_against_setup
 
 ALLOWED_MODALITIES = {"tabular", "text", "image"}

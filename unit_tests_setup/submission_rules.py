@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentk.core.workspace import Workspace
-from unit_tests_setup.files import MapError, find_sample_submission, test_ids
+from agentk.core.artifacts import MapError
+from unit_tests_setup.files import find_sample_submission, test_ids
 
 
 def validate_against_setup(workspace: Workspace, submission: Path, plan: dict) -> list[str]:

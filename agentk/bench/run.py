@@ -10,7 +10,6 @@ seeds 0..N-1 and the comparison reports the mean and spread over them.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import time
@@ -23,8 +22,10 @@ from rich.table import Table
 from agentk.bench.baselines import constant_score
 from agentk.bench.rivals.common import SystemResult
 from agentk.bench.rivals.memory import PeakRss
+from agentk.core.artifacts import RunResult, SolveResult
 from agentk.core.config import RunConfig
 from agentk.core.errors import AgentKError, SourceError
+from agentk.core.metrics.direction import Direction
 from agentk.sources import load_competition
 from agentk.sources.base import Competition
 from agentk.core.workspace import Workspace, read_json_object
@@ -136,48 +137,48 @@ def _run_one(run_competition, source: str, competition_id: str, config: RunConfi
             result = run_competition(source, config).result
             error = None
         except AgentKError as exc:
-            result, error = {}, str(exc)
-            result_path = Path(config.workspace_root).resolve() / competition_id / "result.json"
-            if result_path.exists():  # a failed run still records its setup attempts
-                result = json.loads(result_path.read_text(encoding="utf-8"))
+            error = str(exc)
+            # A failed run still records its setup attempts.
+            result = RunResult.read(Path(config.workspace_root).resolve() / competition_id / "result.json") \
+                or RunResult(competition_id=competition_id)
     total = round(time.monotonic() - started, 1)
-    setup = result.get("setup", {})
+    setup = result.setup
     workspace = Workspace(Path(config.workspace_root).resolve() / competition_id)
     agentk = _agentk_system(result, workspace, error, total, peak.mb)
     return {
         "competition": competition_id,
         "seed": config.seed,
-        "setup_passed": bool(setup) and all(s["passed"] for s in setup.values()) and all(m["passed"] for m in result.get("meta", {}).values()),
-        "stage_passed": {k: v["passed"] for k, v in setup.items()},
-        "tokens": (result.get("llm_usage") or {}).get("total_tokens", 0),
-        "valid_submission": bool(result.get("valid_submission")),
-        "metric": result.get("test_metric") or result.get("metric"),
-        "higher_is_better": result.get("higher_is_better"),
-        "validation_score": result.get("validation_score"),
-        "test_score": result.get("test_score"),
+        "setup_passed": bool(setup) and all(s.passed for s in setup.values()) and all(m.passed for m in result.meta.values()),
+        "stage_passed": {k: v.passed for k, v in setup.items()},
+        "tokens": (result.llm_usage or {}).get("total_tokens", 0),
+        "valid_submission": result.valid_submission,
+        "metric": result.test_metric or result.metric,
+        "higher_is_better": result.higher_is_better,
+        "validation_score": result.validation_score,
+        "test_score": result.test_score,
         "constant_score": baseline,
-        "setup_attempts": {k: v["attempts"] for k, v in setup.items()},
-        "time_to_valid_submission_s": total if result.get("valid_submission") else None,
-        "model": result.get("model"),
+        "setup_attempts": {k: v.attempts for k, v in setup.items()},
+        "time_to_valid_submission_s": total if result.valid_submission else None,
+        "model": result.model,
         "error": error,
         "tabular": _tabular(workspace),
         "systems": {"agentk": agentk.to_dict()},
     }
 
 
-def _agentk_system(result: dict[str, Any], workspace: Workspace, error: str | None, total_s: float, peak_mb: float) -> SystemResult:
+def _agentk_system(result: RunResult, workspace: Workspace, error: str | None, total_s: float, peak_mb: float) -> SystemResult:
     """agentk's cell group. Time to first valid submission = the setup's time + the solver's own
     time to its first submission; the setup's time is the run's minus the solver's (so it also
     holds the solver's start-up and the final validation: a slight overestimate, never an under)."""
     system = SystemResult("agentk", total_s=total_s, peak_rss_mb=peak_mb)
-    system.valid_submission = bool(result.get("valid_submission"))
-    system.test_score = result.get("test_score")
-    system.submission_path = result.get("submission_path")
+    system.valid_submission = result.valid_submission
+    system.test_score = result.test_score
+    system.submission_path = result.submission_path
     if not system.valid_submission:
-        system.status = f"error: {error or result.get('error') or 'no valid submission'}"[:240]
+        system.status = f"error: {error or result.error or 'no valid submission'}"[:240]
         return system
-    solve = read_json_object(workspace.solve / "solve_result.json")
-    first, solve_elapsed, elapsed = solve.get("time_to_first_submission_s"), solve.get("elapsed_s"), result.get("elapsed_s")
+    solve = SolveResult.read(workspace.solve)
+    first, solve_elapsed, elapsed = solve.time_to_first_submission_s, solve.elapsed_s, result.elapsed_s
     if all(isinstance(v, (int, float)) for v in (first, solve_elapsed, elapsed)):
         system.time_to_first_submission_s = round(max(0.0, elapsed - solve_elapsed) + first, 1)
     else:
@@ -244,22 +245,16 @@ def _ratio(ours: float | None, autogluon: float | None, higher: bool | None) -> 
     return ours / autogluon if higher else autogluon / ours
 
 
-def _at_least(a: float, b: float, higher: bool) -> bool:
-    return a >= b if higher else a <= b
-
-
-def _beats(a: float, b: float, higher: bool) -> bool:
-    return a > b if higher else a < b
-
-
 def summary_line(comparisons: list[dict[str, Any]]) -> str:
     """How many tabular competitions (those AutoGluon scored) agentk matches or beats AutoGluon on,
     and beats LightGBM defaults on, by mean test score."""
     scored = [c for c in comparisons if c["higher_is_better"] is not None and c["systems"].get("agentk", {}).get("mean") is not None]
     with_ag = [c for c in scored if c["systems"].get("autogluon", {}).get("mean") is not None]
     with_lgb = [c for c in scored if c["systems"].get("lightgbm", {}).get("mean") is not None]
-    ge_ag = {c["competition"] for c in with_ag if _at_least(c["systems"]["agentk"]["mean"], c["systems"]["autogluon"]["mean"], c["higher_is_better"])}
-    gt_lgb = {c["competition"] for c in with_lgb if _beats(c["systems"]["agentk"]["mean"], c["systems"]["lightgbm"]["mean"], c["higher_is_better"])}
+    ge_ag = {c["competition"] for c in with_ag
+             if Direction(c["higher_is_better"]).at_least(c["systems"]["agentk"]["mean"], c["systems"]["autogluon"]["mean"])}
+    gt_lgb = {c["competition"] for c in with_lgb
+              if Direction(c["higher_is_better"]).better(c["systems"]["agentk"]["mean"], c["systems"]["lightgbm"]["mean"])}
     both = [c for c in with_ag if c["competition"] in ge_ag and c["competition"] in gt_lgb]
     ag_part = f"agentk >= AutoGluon on {len(ge_ag)}/{len(with_ag)} tabular competitions" if with_ag else "AutoGluon scored no competition"
     lgb_part = f"> LightGBM defaults on {len(gt_lgb)}/{len(with_lgb)}" if with_lgb else "LightGBM defaults scored none"

@@ -15,7 +15,7 @@ from setup_pipeline.expert.description import summarise
 from setup_pipeline.expert.inspect import DataFacts, ExpertDeclined, inspect_competition
 from setup_pipeline.policy import Action, Decline, Fill, StageContext
 from setup_pipeline.stages import StageSpec
-from unit_tests_setup.files import MapError, read_map
+from agentk.core.artifacts import MapError, read_map
 
 _CODES = {"tab": "tabular", "txt": "text", "img": "image"}
 

@@ -5,8 +5,8 @@ This imports the workspace's generated modules (untrusted code), so it only runs
 subprocess: the LightGBM rival's own process, and `python -m agentk.bench.rivals.frames` for
 AutoGluon, whose predictions come from another venv's interpreter as a file.
 
-Own copy of the prediction-frame contract (docs/architecture.md) rather than the solver's, which
-is being rewritten: the rivals must not depend on solver internals.
+The prediction frame is the contract's own builder (`agentk.core.artifacts`), the one the
+solver uses too: the rivals depend on the contract, not on solver internals.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
+from agentk.core.artifacts import prediction_frame as build_prediction_frame
 from solve_pipeline.setup_modules import SetupArtifacts, TargetSpec
 
 # A class a model never saw must not make log loss infinite (the solver floors the same way).
@@ -44,30 +45,11 @@ def normalise(proba: np.ndarray) -> np.ndarray:
 
 
 def prediction_frame(artifacts: SetupArtifacts, ids: Sequence[str], outputs: dict[str, np.ndarray],
-                     regression_scale: str = "transformed") -> pd.DataFrame:
+                     regression_scale: Literal["transformed", "original"] = "transformed") -> pd.DataFrame:
     """`outputs[t]`: (n, K) probabilities in target_info class order for classifiers; (n,) values
     for regressors, on the transformed scale (inverse() applied) or already `original`."""
-    transformed = pd.DataFrame({"id": list(ids)})
-    for spec in artifacts.targets:
-        out = outputs[spec.column]
-        if spec.is_classification:
-            transformed[spec.column] = out.argmax(axis=1).astype(int)
-        else:
-            # Original-scale values bypass inverse(); a neutral placeholder keeps its input whole.
-            transformed[spec.column] = out if regression_scale == "transformed" else 0.0
-    original = artifacts.transform.inverse(transformed.copy())
-    if len(original) != len(transformed):
-        raise ValueError("inverse() changed the number of rows")
-    frame = pd.DataFrame({"id": list(ids)})
-    for spec in artifacts.targets:
-        if spec.is_classification or regression_scale == "transformed":
-            frame[spec.column] = np.asarray(original[spec.column])
-        else:
-            frame[spec.column] = np.asarray(outputs[spec.column], dtype=float)
-        if spec.is_classification:
-            for k, label in enumerate(spec.classes or []):
-                frame[spec.proba_column(label)] = outputs[spec.column][:, k]
-    return frame
+    return build_prediction_frame(ids, artifacts.targets, outputs, artifacts.transform.inverse,
+                                  regression_scale=regression_scale)
 
 
 def write_formatted(artifacts: SetupArtifacts, frame: pd.DataFrame, out: Path) -> None:

@@ -1,0 +1,282 @@
+"""The artifact contract between the floors: what the setup leaves under `setup/`, how a map is
+read, the prediction frame, and the records the solver and the run write.
+
+Every producer writes through these types and every reader reads through them, so a key or a
+file name is spelled once. The JSON on disk keeps the keys it always had: a workspace written by
+an older agentk resumes, and a record's fields that are not typed here yet ride along as extras.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from agentk.core.metrics.direction import Direction
+from agentk.core.workspace import read_json_object
+
+# ---- the setup's layout ----------------------------------------------------------------------
+
+# The generated modules the solver imports, by role.
+MODULE_FILES = {
+    "transform": "code_transform_tab_target_train.py",
+    "submission": "code_submission_format.py",
+    "metric": "code_metric.py",
+}
+
+Split = Literal["train", "test"]
+
+
+@dataclass(frozen=True)
+class SetupLayout:
+    """Where each setup artifact lives under a workspace's `setup/` directory."""
+
+    dir: Path
+
+    @property
+    def plan(self) -> Path:
+        return self.dir / "plan.json"
+
+    @property
+    def target_info(self) -> Path:
+        return self.dir / "target_info.json"
+
+    @property
+    def target_map(self) -> Path:
+        return self.dir / "train_tab_target_map.csv"
+
+    @property
+    def target_map_transformed(self) -> Path:
+        return self.dir / "train_tab_target_map_transformed.csv"
+
+    def input_map(self, split: Split, modality: str) -> Path:
+        """`modality` is a map code: tab, txt or img."""
+        return self.dir / f"{split}_{modality}_input_map.csv"
+
+    def module(self, role: str) -> Path:
+        return self.dir / MODULE_FILES[role]
+
+
+# ---- maps ------------------------------------------------------------------------------------
+
+
+class MapError(ValueError):
+    """A map file is missing or unreadable; the message is one line."""
+
+
+def read_map(path: Path) -> pd.DataFrame:
+    """Read a setup map the one way every reader does.
+
+    `id` is kept as text, so ids such as `007` survive, with surrounding spaces stripped: the
+    sample submission's ids, the submission validator and `normalise_ids` all strip them, so a
+    padded id in a map is the same row there. A missing id stays missing (NaN) for the checks to
+    report. Everything else is read as pandas infers it.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise MapError(f"{path.name} was not written")
+    try:
+        frame = pd.read_csv(path, dtype={"id": str})
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        raise MapError(f"{path.name} cannot be read as CSV: {str(exc).splitlines()[0]}") from exc
+    if "id" in frame.columns:
+        frame["id"] = frame["id"].str.strip()
+    return frame
+
+
+# ---- targets and the prediction frame ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """One entry of target_info.json."""
+
+    column: str
+    task: str
+    classes: list | None = None
+
+    @property
+    def is_classification(self) -> bool:
+        return self.task in ("binary", "multiclass")
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes) if self.classes else 0
+
+    def proba_column(self, label: object) -> str:
+        return f"{self.column}__proba__{label}"
+
+    def proba_columns(self) -> list[str]:
+        return [self.proba_column(label) for label in (self.classes or [])]
+
+
+def prediction_frame(
+    ids: Sequence[str],
+    targets: Sequence[TargetSpec],
+    outputs: Mapping[str, np.ndarray],
+    inverse: Callable[[pd.DataFrame], pd.DataFrame],
+    class_indices: Mapping[str, np.ndarray] | None = None,
+    regression_scale: Literal["transformed", "original"] = "transformed",
+) -> pd.DataFrame:
+    """The architecture's prediction frame: `id`, each target's original label or value, and one
+    `<target>__proba__<class>` column per class of a classifier.
+
+    `outputs[t]` is an (n, K) probability matrix in target_info's class order for a classifier
+    and (n,) values for a regressor. A classifier's label is `class_indices[t]` when given (a
+    tuned decoder's choice), else the most probable class. `inverse` is the setup's
+    inverse target transform; regression values already on the `original` scale bypass it.
+    """
+    transformed = pd.DataFrame({"id": list(ids)})
+    for spec in targets:
+        out = outputs[spec.column]
+        if spec.is_classification:
+            chosen = (class_indices or {}).get(spec.column)
+            transformed[spec.column] = (out.argmax(axis=1) if chosen is None else np.asarray(chosen)).astype(int)
+        else:
+            # Original-scale values bypass inverse(); a neutral placeholder keeps its input whole.
+            transformed[spec.column] = out if regression_scale == "transformed" else 0.0
+    original = inverse(transformed.copy())
+    if len(original) != len(transformed):
+        raise ValueError("inverse() changed the number of rows")
+    # Built in one go: inserting 99 probability columns one by one cost ~0.2 s a frame, paid on
+    # every metric call (leaf's species).
+    columns: dict[str, Any] = {"id": list(ids)}
+    for spec in targets:
+        if spec.is_classification or regression_scale == "transformed":
+            columns[spec.column] = np.asarray(original[spec.column])
+        else:
+            columns[spec.column] = np.asarray(outputs[spec.column], dtype=float)
+        if spec.is_classification:
+            for k, label in enumerate(spec.classes or []):
+                columns[spec.proba_column(label)] = outputs[spec.column][:, k]
+    return pd.DataFrame(columns)
+
+
+# ---- the solver's and the run's records ------------------------------------------------------
+
+
+class SolveCandidate(BaseModel):
+    """One model's submission file the solver kept, for the top-k sends."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = None
+    validation_score: float | None = None
+    path: str = ""  # relative to the workspace root
+
+
+class SolveResult(BaseModel):
+    """solve/solve_result.json, written by `solve_pipeline.solver`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    validation_score: float | None = None
+    model: str | None = None
+    models_per_target: dict[str, str] | None = None
+    submission_from: str | None = None  # this_solve | earlier_solve
+    # The direction the solver ranked by: the metric's, or lower for the surrogate loss.
+    higher_is_better: bool | None = None
+    metric: str | None = None  # setup | surrogate
+    cv: dict[str, float | None] | None = None
+    race: list[dict[str, Any]] | None = None
+    finetune: dict[str, Any] | None = None
+    tuning: dict[str, Any] | None = None
+    blend: dict[str, Any] | None = None
+    decoding: dict[str, Any] | None = None
+    phases_s: dict[str, float] | None = None
+    folds: int | None = None
+    n_train: int | None = None
+    n_train_total: int | None = None
+    n_test: int | None = None
+    light: bool | None = None
+    seed: int | None = None
+    time_budget_s: float | None = None
+    submission_path: str | None = None
+    candidates: list[SolveCandidate] = []
+    elapsed_s: float | None = None
+    time_to_first_submission_s: float | None = None
+
+    @classmethod
+    def path_in(cls, solve_dir: Path) -> Path:
+        return Path(solve_dir) / "solve_result.json"
+
+    @classmethod
+    def read(cls, solve_dir: Path) -> SolveResult:
+        """The record, or an empty one when the solver has not written it (yet)."""
+        return cls.model_validate(read_json_object(cls.path_in(solve_dir)))
+
+    def to_json(self) -> dict[str, Any]:
+        """The dict to write as JSON (values pydantic does not type pass through as they are)."""
+        return self.model_dump()
+
+
+class StageRecord(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    attempts: int
+    passed: bool
+
+
+class MetaRecord(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    rounds: int
+    passed: bool
+
+
+class RunResult(BaseModel):
+    """result.json, written by `agentk.runner` (and nowhere else); `kaggle`, present only after
+    `--submit`, rides along as an extra."""
+
+    model_config = ConfigDict(extra="allow")
+
+    competition_id: str
+    source: str | None = None
+    valid_submission: bool = False
+    submission_path: str | None = None
+    metric: str | None = None
+    higher_is_better: bool | None = None
+    assumptions: list[Any] = []
+    validation_score: float | None = None
+    model: str | None = None
+    test_score: float | None = None
+    test_metric: str | None = None
+    test_score_note: str | None = None
+    setup: dict[str, StageRecord] = {}
+    meta: dict[str, MetaRecord] = {}
+    time_to_first_submission_s: float | None = None
+    policy: str | None = None
+    llm_usage: dict[str, Any] | None = None
+    elapsed_s: float | None = None
+    phase: str | None = None
+    error: str | None = None
+
+    @classmethod
+    def read(cls, path: Path) -> RunResult | None:
+        """The run's record; None when no run has written one."""
+        data = read_json_object(path)
+        return cls.model_validate(data) if data else None
+
+    @property
+    def direction(self) -> Direction | None:
+        return Direction.recorded(self.higher_is_better)
+
+    @property
+    def kaggle(self) -> dict[str, Any] | None:
+        return (self.model_extra or {}).get("kaggle")
+
+    def to_json(self) -> dict[str, Any]:
+        """The dict to write as JSON (values pydantic does not type pass through as they are)."""
+        return self.model_dump()
+
+
+def run_direction(plan: Mapping[str, Any], solve: SolveResult) -> Direction | None:
+    """The metric direction a run records in result.json, which every later reader takes from
+    there: the setup plan's, else the solver's (a plan written without one); None when neither
+    says, and each reader then states what it does without one."""
+    return Direction.recorded(plan.get("higher_is_better")) or Direction.recorded(solve.higher_is_better)

@@ -1,0 +1,89 @@
+"""The artifact contract: the setup layout, the one map reader, the prediction frame, the records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agentk.core.artifacts import (
+    MapError,
+    RunResult,
+    SetupLayout,
+    SolveResult,
+    TargetSpec,
+    prediction_frame,
+    read_map,
+    run_direction,
+)
+from agentk.core.metrics import Direction
+
+
+def test_layout_names_the_setup_files(tmp_path: Path) -> None:
+    layout = SetupLayout(tmp_path)
+    assert layout.input_map("test", "txt") == tmp_path / "test_txt_input_map.csv"
+    assert layout.plan.name == "plan.json" and layout.module("metric").name == "code_metric.py"
+
+
+def test_read_map_keeps_ids_as_stripped_text_and_missing_ids_missing(tmp_path: Path) -> None:
+    path = tmp_path / "m.csv"
+    path.write_text("id,x\n007 ,1\n,2\n 12,3\n")
+    frame = read_map(path)
+    assert frame["id"].iloc[0] == "007" and frame["id"].iloc[2] == "12" and pd.isna(frame["id"].iloc[1])
+    assert frame["x"].tolist() == [1, 2, 3]
+
+
+def test_read_map_errors_are_one_line(tmp_path: Path) -> None:
+    with pytest.raises(MapError, match="was not written"):
+        read_map(tmp_path / "absent.csv")
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(MapError, match="cannot be read as CSV"):
+        read_map(tmp_path / "empty.csv")
+
+
+def _inverse(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.copy()
+    out["label"] = out["label"].map({0: "cat", 1: "dog"})
+    out["price"] = out["price"] * 10
+    return out
+
+
+TARGETS = [TargetSpec("label", "binary", ["cat", "dog"]), TargetSpec("price", "regression")]
+OUTPUTS = {"label": np.array([[0.8, 0.2], [0.4, 0.6]]), "price": np.array([1.0, 2.0])}
+
+
+def test_prediction_frame_has_labels_values_and_probabilities() -> None:
+    frame = prediction_frame(["a", "b"], TARGETS, OUTPUTS, _inverse)
+    assert list(frame.columns) == ["id", "label", "label__proba__cat", "label__proba__dog", "price"]
+    assert frame["label"].tolist() == ["cat", "dog"] and frame["price"].tolist() == [10.0, 20.0]
+    assert frame["label__proba__dog"].tolist() == [0.2, 0.6]
+
+
+def test_prediction_frame_takes_chosen_classes_and_original_values() -> None:
+    frame = prediction_frame(["a", "b"], TARGETS, OUTPUTS, _inverse, class_indices={"label": np.array([1, 1])},
+                             regression_scale="original")
+    assert frame["label"].tolist() == ["dog", "dog"] and frame["price"].tolist() == [1.0, 2.0]
+
+
+def test_records_keep_their_keys_and_extras(tmp_path: Path) -> None:
+    (tmp_path / "solve_result.json").write_text(json.dumps(
+        {"model": "lgbm", "validation_score": 0.8, "higher_is_better": True, "future_key": 1,
+         "candidates": [{"model": "lgbm", "validation_score": 0.8, "path": "solve/candidates/lgbm.csv"}]}))
+    solve = SolveResult.read(tmp_path)
+    assert solve.candidates[0].path == "solve/candidates/lgbm.csv" and solve.to_json()["future_key"] == 1
+    assert SolveResult.read(tmp_path / "nowhere").model is None
+    run = RunResult(competition_id="c", higher_is_better=False, kaggle={"best_public": 0.5})
+    (tmp_path / "result.json").write_text(json.dumps(run.to_json()))
+    again = RunResult.read(tmp_path / "result.json")
+    assert again is not None and again.direction == Direction(False) and again.kaggle == {"best_public": 0.5}
+    assert "kaggle" not in RunResult(competition_id="c").to_json()
+    assert RunResult.read(tmp_path / "absent.json") is None
+
+
+def test_run_direction_prefers_the_plan_and_never_guesses() -> None:
+    assert run_direction({"higher_is_better": False}, SolveResult(higher_is_better=True)) == Direction(False)
+    assert run_direction({}, SolveResult(higher_is_better=True)) == Direction(True)
+    assert run_direction({"higher_is_better": "yes"}, SolveResult()) is None
