@@ -22,6 +22,9 @@ from typing import Literal
 import pandas as pd
 from charset_normalizer import from_bytes
 
+from agentk.core.archives import check_zip, open_zip
+from agentk.core.errors import ArchiveError
+
 TableFormat = Literal["csv", "json", "jsonl", "parquet", "excel"]
 FileKind = Literal["table", "image", "archive", "text", "other"]
 
@@ -168,9 +171,6 @@ def table_format(path: Path) -> TableFormat:
 
 def _check_workbook(path: Path) -> None:
     """An .xlsx is a zip: the same bomb and corruption checks as any archive, before pandas inflates it."""
-    from agentk.core.archives import check_zip, open_zip
-    from agentk.core.errors import ArchiveError
-
     try:
         with open_zip(path) as workbook:
             check_zip(workbook, None, name=path.name)  # read in memory, not to disk

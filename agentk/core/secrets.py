@@ -25,6 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agentk.core import credentials
+from agentk.core.credentials import config_dir
+from agentk.core.errors import AgentKError
+
 REDACTED = "[REDACTED]"
 
 # Environment variable names whose values are secrets (matched case-insensitively).
@@ -113,8 +117,6 @@ def _is_candidate(value: str) -> bool:
 
 
 def _credential_files(env: Mapping[str, str]) -> tuple[Path, ...]:
-    from agentk.core.credentials import config_dir
-
     home = Path(env.get("HOME") or Path.home())
     return (config_dir(env) / "kaggle.json", home / ".kaggle" / "access_token", home / ".kaggle" / "access_token.txt")
 
@@ -135,9 +137,6 @@ def _fingerprint(env: Mapping[str, str]) -> object:
 def _kaggle_values(env: Mapping[str, str]) -> list[str]:
     """Kaggle secrets where the official client looks; both the environment's and the files'
     (an environment KAGGLE_KEY hides kaggle.json's key from the client, not from generated code)."""
-    from agentk.core.errors import AgentKError
-    from agentk.core import credentials
-
     found: list[str] = []
     without_env = {k: v for k, v in env.items() if k not in credentials.SECRET_ENV_VARS}
     for environ in (env, without_env):

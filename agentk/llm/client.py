@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from agentk.llm.backend_openai import OpenAICompatibleBackend
+from agentk.llm.backend_vllm import VLLMBackend
 from agentk.llm.cache import CachedBackend, ResponseCache, cache_key
 from agentk.llm.config import LLMConfig
 from agentk.llm.errors import LLMConfigError, LLMError
@@ -112,14 +114,10 @@ class LLMClient:
 
 
 def make_backend(config: LLMConfig) -> Backend:
-    """The provider's adapter; vllm is imported only if chosen."""
+    """The provider's adapter (backend_vllm imports vllm itself only when built)."""
     if config.provider == "openai":
-        from agentk.llm.backend_openai import OpenAICompatibleBackend
-
         return OpenAICompatibleBackend(config)
     if config.provider == "vllm":
-        from agentk.llm.backend_vllm import VLLMBackend
-
         return VLLMBackend(config)
     raise LLMConfigError(f"unknown LLM provider {config.provider!r}; use 'openai' or 'vllm'")
 

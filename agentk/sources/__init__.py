@@ -7,6 +7,8 @@ from pathlib import Path
 
 from agentk.core.errors import SourceError
 from agentk.sources.base import Competition, GradingFacts
+from agentk.sources.local import load_local
+from agentk.sources.mlebench import load_mlebench
 
 __all__ = ["Competition", "GradingFacts", "load_competition"]
 
@@ -33,18 +35,12 @@ def load_competition(path: str | Path) -> Competition:
     has_description = (folder / "description.md").is_file()
     has_data = (folder / "data").is_dir()
     if has_description and has_data:
-        from agentk.sources.local import load_local
-
         return load_local(folder)
     prepared = _mlebench_root(folder)
     if prepared is not None:
-        from agentk.sources.mlebench import load_mlebench
-
         return load_mlebench(prepared)
     if has_description or has_data or (folder / "competition.toml").is_file():
         # Half a local folder: let the local loader say exactly what is missing.
-        from agentk.sources.local import load_local
-
         return load_local(folder)
     raise SourceError(f"{folder} is not a competition folder: {_EXPECTED}")
 

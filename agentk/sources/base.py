@@ -12,6 +12,9 @@ from typing import Callable
 
 import pandas as pd
 
+from agentk.core.errors import GradingError
+from agentk.core.workspace import safe_component
+
 
 @dataclass(frozen=True)
 class GradingFacts:
@@ -43,8 +46,6 @@ class Competition:
     def __post_init__(self) -> None:
         # The id names the workspace folder, and it comes from data (competition.toml, a
         # folder name): make it one safe path component here, once, for every source.
-        from agentk.core.workspace import safe_component
-
         object.__setattr__(self, "id", safe_component(self.id))
 
     def prepare(self, raw_dir: Path) -> list[str]:
@@ -58,7 +59,5 @@ class Competition:
 
     def answers(self) -> pd.DataFrame:
         if self.answers_fn is None:
-            from agentk.core.errors import GradingError
-
             raise GradingError(f"competition {self.id!r} has no answers to grade against")
         return self.answers_fn()

@@ -14,6 +14,7 @@ import pandas as pd
 
 from agentk.core.errors import SourceError
 from agentk.core.markdown import headings
+from agentk.core.metrics import get_metric
 from agentk.sources.base import GradingFacts
 
 # Bump when what prepare() writes changes, so older preparations are redone.
@@ -226,8 +227,6 @@ def parse_grading(table: dict[str, Any], shown: str) -> GradingFacts:
 def _registry_direction(metric: str, where: str) -> bool:
     """Fall back on the metric registry when a TOML leaves the direction implicit."""
     try:
-        from agentk.core.metrics import get_metric
-
         return bool(get_metric(metric).higher_is_better)
     except Exception as exc:  # unknown metric or registry unavailable: the TOML must say it
         raise SourceError(f"{where} needs 'higher_is_better' (metric {metric!r}: {_one_line(exc)})") from exc

@@ -12,6 +12,7 @@ from typing import Callable
 
 import pandas as pd
 
+from agentk.core import metrics
 from agentk.core.errors import SourceError
 from agentk.sources import common
 from agentk.sources.base import Competition, GradingFacts
@@ -133,9 +134,6 @@ def _are_class_columns(columns: list[str], labels: pd.Series) -> bool:
 
 def _detect_metric(description: str, n_classes: int | None) -> tuple[str, bool, str] | None:
     """(canonical name, higher_is_better, kind) of the metric the description names."""
-    # Imported lazily: the metric registry is heavier than loading a folder needs.
-    from agentk.core import metrics
-
     name = metrics.detect_metric(description)
     if name is None:
         return None
