@@ -12,6 +12,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from agentk.core.readers import UnreadableTable, read_table
+
 MISSING_TEXT = {"", "nan", "none", "null", "<na>"}
 BOOL_TEXT = {"true", "false"}
 SHOW = 3
@@ -24,8 +26,6 @@ def _read_text_csv(path: Path) -> pd.DataFrame:
 
 def _read_sample(path: Path) -> pd.DataFrame:
     """A sample in any format (CSV, gzip, ...), cells as text, read as perception read it."""
-    from agentk.core.readers import UnreadableTable, read_table
-
     try:
         return read_table(path)
     except UnreadableTable as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from agentk.core.isolation import Mounts
+from agentk.core.readers import read_table
 from agentk.core.sandbox import Limits, run_python
 from unit_tests_setup.context import CheckContext
 from agentk.core.artifacts import MapError, read_map
@@ -72,8 +73,6 @@ def _same_rows(train_maps: dict[str, pd.DataFrame], test_maps: dict[str, pd.Data
 
 
 def _sample_ids(sample, id_column: str | None) -> set[str]:
-    from agentk.core.readers import read_table
-
     frame = read_table(sample)
     column = id_column if id_column in frame.columns else frame.columns[0]
     return set(frame[column].astype(str).str.strip())

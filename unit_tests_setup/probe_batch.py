@@ -6,11 +6,11 @@ import json
 import sys
 from pathlib import Path
 
+from solve_pipeline.dataset import build_features, iterate_batches
+from solve_pipeline.setup_modules import SetupArtifacts
+
 
 def main(workspace: str) -> None:
-    from solve_pipeline.dataset import build_features, iterate_batches
-    from solve_pipeline.setup_modules import SetupArtifacts
-
     artifacts = SetupArtifacts.load(Path(workspace))
     features = build_features(artifacts)
     batch = next(iter(iterate_batches(features, batch_size=16)))

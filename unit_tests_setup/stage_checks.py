@@ -15,6 +15,7 @@ import pandas as pd
 
 from unit_tests_setup.context import CheckContext
 from agentk.core.metrics.direction import Direction
+from agentk.core.metrics import normalise_labels
 from agentk.core.artifacts import MapError, read_map
 from unit_tests_setup.files import IMAGE_EXTENSIONS, csv_headers, has_images, has_tables
 from unit_tests_setup.submission_rules import validate_against_setup
@@ -237,8 +238,6 @@ def check_target_transform(ctx: CheckContext) -> list[str]:
 
 
 def _same_labels(a: pd.Series, b: pd.Series) -> bool:
-    from agentk.core.metrics import normalise_labels
-
     return len(a) == len(b) and bool((normalise_labels(a.to_numpy()) == normalise_labels(b.to_numpy())).all())
 
 

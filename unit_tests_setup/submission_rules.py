@@ -8,11 +8,10 @@ from pathlib import Path
 from agentk.core.workspace import Workspace
 from agentk.core.artifacts import MapError
 from unit_tests_setup.files import find_sample_submission, test_ids
+from solve_pipeline.submission_check import validate_submission
 
 
 def validate_against_setup(workspace: Workspace, submission: Path, plan: dict) -> list[str]:
-    from solve_pipeline.submission_check import validate_submission
-
     sample = find_sample_submission(workspace.raw, plan)
     if sample is not None:
         return validate_submission(submission, sample_path=sample, id_column=plan.get("id_column"))
