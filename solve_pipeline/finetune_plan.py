@@ -45,6 +45,7 @@ IMAGE_FINETUNE_EPOCHS = (15, 8, 4)
 def _image_finetune(features: FeatureSet, n_folds: int, seconds: float,
                     threads: int) -> tuple[FinetuneOption | None, str]:
     """The last block of the embedding's own backbone fine-tuned on cached trunk maps."""
+    # Lazy: both load torch, which a tabular solve never does.
     from solve_pipeline.image_finetune import (
         ImageFinetuneModel, estimate_finetune_seconds, fine_tunable, image_finetune_matrices, map_shape,
     )
@@ -94,7 +95,7 @@ def finetune_options(features: FeatureSet, n_folds: int, seconds: float,
             options.append(option)
             seconds -= option.seconds
     if features.raw_text_columns_train is not None:
-        from solve_pipeline.text_finetune import estimate_finetune_seconds
+        from solve_pipeline.text_finetune import estimate_finetune_seconds  # lazy: torch
 
         per_epoch = n_folds * estimate_finetune_seconds(features, int(rows), 1.0, threads)
         fitting = [e for e in FINETUNE_EPOCHS if e * per_epoch <= seconds]

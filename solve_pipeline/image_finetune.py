@@ -30,8 +30,8 @@ from torch.nn import functional  # noqa: E402
 
 from solve_pipeline.baseline_models import ConstantModel  # noqa: E402
 from solve_pipeline.dataset import FeatureSet  # noqa: E402
-from solve_pipeline.image_backbones import Backbone  # noqa: E402
-from solve_pipeline.image_embedding import ImagePlan, load_rgb  # noqa: E402
+from solve_pipeline.image_backbones import Backbone, available_backbones, cheapest  # noqa: E402
+from solve_pipeline.image_embedding import ImagePlan, TooSlow, load_rgb  # noqa: E402
 from solve_pipeline.vector_cache import file_key  # noqa: E402
 from solve_pipeline.torch_training import FineTunedModel, start_head, torch_threads  # noqa: E402
 
@@ -112,8 +112,6 @@ def trunk_maps(paths: Sequence[str], plan: ImagePlan, k: int = DEFAULT_K, *, cac
 
     Raises image_embedding.TooSlow when the deadline passes or the pace so far says it cannot be
     met (checked before every batch from the third on); what was computed stays in the cache."""
-    from solve_pipeline.image_embedding import TooSlow
-
     cache = MapCache(cache_dir, maps_label(plan, k))
     keys = [file_key(p) if p else "" for p in paths]
     found: dict[str, np.ndarray] = {}
@@ -184,8 +182,6 @@ def image_finetune_matrices(features: FeatureSet, seed: int = 0, *, plan: ImageP
     None without images, with a backbone that cannot be fine-tuned, or when building the maps
     would take longer than `seconds` (projected from the plan's probe, then from the pace
     measured). Memoised per FeatureSet; maps already on disk cost nothing."""
-    from solve_pipeline.image_embedding import TooSlow
-
     if not features.image_paths_train or not features.image_paths_test or not fine_tunable(plan.backbone):
         return None
     label = maps_label(plan, k)
@@ -480,8 +476,6 @@ def estimate_finetune_seconds(inputs_shape: Sequence[int], n_rows: int, epochs: 
     shaped like `inputs_shape` (a FinetuneInputs' shape, or just its (C, H, W)), validate on a
     quarter as many rows after each epoch, and predict `predict_rows` rows. Times a real batch
     once per process and shape. The backbone defaults to the cheapest EfficientNet-Lite."""
-    from solve_pipeline.image_backbones import available_backbones, cheapest
-
     if backbone is None:
         backbone = cheapest([b for b in available_backbones() if fine_tunable(b)])
         if backbone is None:

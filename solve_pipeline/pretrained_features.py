@@ -13,10 +13,14 @@ import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import sparse
+from sklearn.preprocessing import StandardScaler
 
+from solve_pipeline.baseline_models import tabular_linear_blocks
 from solve_pipeline.cv import emit
 from solve_pipeline.dataset import FeatureSet
 from solve_pipeline.image_embedding import ImagePlan, TooSlow, embed_images, plan_embedding
+from solve_pipeline.text_embedding import embed_text_columns
 
 
 @dataclass(frozen=True)
@@ -79,8 +83,6 @@ def _image_block(features: FeatureSet, seconds: float,
 
 
 def _text_block(features: FeatureSet, seconds: float, threads: int) -> tuple[EmbeddingBlock | None, str]:
-    from solve_pipeline.text_embedding import embed_text_columns
-
     assert features.raw_text_columns_train is not None and features.raw_text_columns_test is not None
     started = time.monotonic()
     cache = features.cache_dir / "text_embeddings" if features.cache_dir is not None else None
@@ -126,11 +128,6 @@ def pretrained_matrices(features: FeatureSet, *, seconds: float,
                         threads: int = 2) -> tuple[np.ndarray, np.ndarray] | None:
     """Standardized embeddings beside the linear models' tabular blocks, dense; None without
     any embedding (the family then sits the race out)."""
-    from scipy import sparse
-    from sklearn.preprocessing import StandardScaler
-
-    from solve_pipeline.baseline_models import tabular_linear_blocks
-
     blocks = pretrained_features(features, seconds=seconds, threads=threads).blocks
     if not blocks:
         return None
