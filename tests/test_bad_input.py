@@ -15,6 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+pytestmark = pytest.mark.integration
+
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 AGENTK = [sys.executable, "-m", "agentk.cli"]
 # These tests are about setup and messages: the solver only has to leave a valid submission, which

@@ -26,6 +26,8 @@ from agentk.core.sandbox import run_python
 from agentk.sources import load_competition
 from agentk.core.workspace import Workspace
 
+pytestmark = pytest.mark.integration
+
 COMPETITIONS = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 TITANIC = COMPETITIONS / "titanic"
 AGENTK = [sys.executable, "-m", "agentk.cli"]

@@ -24,6 +24,8 @@ from sklearn.preprocessing import StandardScaler
 
 from solve_pipeline.blending import Solution, blend, fit_weights
 
+pytestmark = pytest.mark.integration
+
 S3E5 = Path("/work/shared/competitions/playground-series-s3e5/data/train.csv")
 
 

@@ -12,6 +12,8 @@ import pytest
 from agentk.bench.baselines import constant_score
 from agentk.sources import load_competition
 
+pytestmark = pytest.mark.integration
+
 AGENTK = [sys.executable, "-m", "agentk.cli"]
 # The demo's linear model (the race's pace-setter, never skipped) reaches ~0.95 accuracy within a
 # few seconds; a larger budget would only buy tuning these tests do not look at.

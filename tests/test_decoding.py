@@ -16,6 +16,8 @@ from sklearn.model_selection import cross_val_predict
 
 from solve_pipeline.decoding import ARGMAX, Decoder, choose_decoder, numeric_classes
 
+pytestmark = pytest.mark.integration
+
 COMPETITIONS = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 
 

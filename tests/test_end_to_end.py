@@ -19,6 +19,8 @@ from agentk.core.metrics import get_metric
 from agentk.sources import load_competition
 from helpers import make_mlebench_layout
 
+pytestmark = pytest.mark.integration
+
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 COMPETITIONS = sorted(p.name for p in (SHARED / "competitions").iterdir() if (p / "description.md").exists())
 AGENTK = [sys.executable, "-m", "agentk.cli"]

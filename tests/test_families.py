@@ -21,6 +21,8 @@ from solve_pipeline.families import (
 from solve_pipeline.registry import CATBOOST_SPACE
 from solve_pipeline.setup_modules import TargetSpec
 
+pytestmark = pytest.mark.integration
+
 COMPETITIONS = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 LIGHT = ModelOptions(seed=0, light=True, threads=2)
 FAMILIES = ["catboost", "extra_trees", "random_forest"]

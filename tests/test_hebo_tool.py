@@ -16,6 +16,8 @@ from solve_pipeline.hebo_tool import (
 )
 from solve_pipeline.registry import NN_SPACE
 
+pytestmark = pytest.mark.integration
+
 BOWL = [SearchParam(name="x", kind="num", lb=-5, ub=5),
         SearchParam(name="y", kind="num", lb=-5, ub=5)]
 

@@ -20,6 +20,8 @@ from solve_pipeline.setup_modules import SetupArtifacts
 from helpers import monkey_photos
 from solver_workspaces import shapes_workspace
 
+pytestmark = pytest.mark.integration
+
 def lite0() -> ImagePlan:
     backbone = cheapest(available_backbones())
     assert backbone is not None and backbone.name == "efficientnet-lite0"

@@ -27,6 +27,8 @@ from solve_pipeline.image_finetune import (
 from solve_pipeline.setup_modules import TargetSpec
 from helpers import monkey_photos
 
+pytestmark = pytest.mark.integration
+
 CLASSES = ("n0", "n3", "n7")
 PER_CLASS = 10
 QUICK = {"max_epochs": 2}

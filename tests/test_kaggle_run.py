@@ -12,6 +12,8 @@ from typer.testing import CliRunner
 
 from agentk.cli import app
 
+pytestmark = pytest.mark.integration
+
 pytest_plugins = ["kaggle_server"]  # fixtures: fake_kaggle
 
 

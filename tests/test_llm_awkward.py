@@ -25,6 +25,8 @@ from test_llm_policy import MODEL
 from agentk.sources import load_competition
 from setup_pipeline.expert.inspect import ExpertDeclined, inspect_competition
 
+pytestmark = pytest.mark.integration
+
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 SCRIPTS = Path(__file__).resolve().parent / "llm_scripts" / "digits_nested"
 AGENTK = [sys.executable, "-m", "agentk.cli"]

@@ -13,6 +13,8 @@ import functools
 import json
 from pathlib import Path
 
+import pytest
+
 from llm_server import Reply, ScriptedLLMServer
 from test_llm_policy import (
     FAST,
@@ -28,6 +30,8 @@ from agentk.core.events import EventLog
 from agentk.core.workspace import Workspace
 from setup_pipeline.llm_policy import LLMPolicy, assign_blame
 from setup_pipeline.mdp import Blame, SetupMDP
+
+pytestmark = pytest.mark.integration
 
 CREDIT = Path(__file__).resolve().parent / "llm_scripts" / "titanic_credit"
 COVERED = ["train_input_map_tab", "train_target_map", "target_transform", "test_input_map_tab"]

@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from llm_server import Reply, ScriptedLLMServer
 
 from agentk.core.events import EventLog
@@ -17,6 +19,8 @@ from setup_pipeline.expert.expert_policy import ExpertPolicy
 from setup_pipeline.llm_policy.policy import HybridPolicy, LLMPolicy
 from setup_pipeline.mdp import SetupBudget, SetupMDP
 from setup_pipeline.policy import Policy
+
+pytestmark = pytest.mark.integration
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 SCRIPTS = Path(__file__).resolve().parent / "llm_scripts" / "titanic"

@@ -11,8 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from llm_server import ScriptedLLMServer
 from test_llm_policy import MODEL, _without_evaluation, script
+
+pytestmark = pytest.mark.integration
 
 AGENTK = [sys.executable, "-m", "agentk.cli"]
 REPLIES = ("metric",)

@@ -15,6 +15,8 @@ from solve_pipeline.registry import family_candidate
 from solve_pipeline.solver import SolveOptions, prepare
 from solver_workspaces import titanic_workspace
 
+pytestmark = pytest.mark.integration
+
 
 class SlowConstant(ConstantModel):
     """Class frequencies that take seconds to fit: a family the race's deadline can catch."""

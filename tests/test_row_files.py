@@ -7,9 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import pandas as pd
 
 from setup_pipeline.expert.inspect import inspect_competition
+
+pytestmark = pytest.mark.integration
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 PAGE = """# Who wrote it?

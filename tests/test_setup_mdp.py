@@ -19,6 +19,8 @@ from setup_pipeline.mdp import SetupBudget, SetupMDP
 from setup_pipeline.policy import Action, Fill, StageContext
 from setup_pipeline.stages import StageSpec
 
+pytestmark = pytest.mark.integration
+
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 FAST = SetupBudget(attempts_per_stage=3, meta_rounds=2, stage_timeout_s=120, light_solve_timeout_s=240)
 

@@ -30,6 +30,8 @@ from solve_pipeline.outputs import ranked_candidates
 from solve_pipeline.setup_modules import SetupArtifacts, TargetSpec, load_setup_module
 from solve_pipeline.submission_check import validate_submission
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def titanic(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -18,6 +18,8 @@ from solver_workspaces import ACCURACY_METRIC, COMPETITIONS, LABEL_FORMAT, PYTHO
 
 from solve_pipeline.submission_check import validate_submission
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def leaf_ints(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from solver_workspaces import check_solved, run_solver, shapes_workspace, tweets_workspace
+
+pytestmark = pytest.mark.integration
 
 
 def test_images_get_a_pretrained_family_and_a_resumed_run_reuses_the_embeddings(tmp_path: Path) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import numpy as np
 import pandas as pd
 from sklearn.preprocessing import TargetEncoder
@@ -15,6 +17,8 @@ from solve_pipeline.dataset import CATEGORY, NUMERIC, ORDINAL_CODE, FeatureSet
 from solve_pipeline.families import ExtraTreesModel, RandomForestModel
 from solve_pipeline.setup_modules import TargetSpec
 from solve_pipeline.target_encoding import TargetEncoded, high_cardinality_columns
+
+pytestmark = pytest.mark.integration
 
 COMPETITIONS = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 LIGHT = ModelOptions(seed=0, light=True, threads=2)

@@ -20,6 +20,8 @@ from solve_pipeline.text_embedding import (
     embed_texts,
 )
 
+pytestmark = pytest.mark.integration
+
 SHORT = [
     "Forest fire near the lake, residents evacuated",
     "I love this new phone, the camera is great",

@@ -21,6 +21,8 @@ from solve_pipeline.text_finetune import (
     text_finetune_matrices,
 )
 
+pytestmark = pytest.mark.integration
+
 BINARY = TargetSpec("y", "binary", [0, 1])
 GOOD = ["good", "great", "lovely", "excellent", "wonderful", "superb"]
 BAD = ["bad", "awful", "terrible", "poor", "horrible", "dreadful"]

@@ -20,6 +20,8 @@ from agentk.grading import grade_run, grade_submission
 from agentk.sources import load_competition
 from agentk.sources.base import GradingFacts
 
+pytestmark = pytest.mark.integration
+
 COMPETITIONS = Path(__file__).resolve().parents[3] / "shared" / "competitions"
 REPO = Path(__file__).resolve().parents[2]
 TITANIC = GradingFacts(metric="accuracy", higher_is_better=True, id_column="PassengerId", target_columns=("Survived",))

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kill_schedule import once_a_real_model_is_adopted, once_the_solver_restarted, render, run_schedule
 from test_grading_blame import _held_answers, _local_competition
+
+pytestmark = pytest.mark.integration
 
 
 def test_kills_and_resumes_never_lose_or_worsen_the_submission(tmp_path: Path) -> None:

@@ -27,6 +27,8 @@ from llm_server import Reply, ScriptedLLMServer
 from test_llm_policy import MODEL, script
 from test_sandbox import HEARTBEAT, stops_beating
 
+pytestmark = pytest.mark.integration
+
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "competitions"
 AGENTK = [sys.executable, "-m", "agentk.cli"]
 KAGGLE_KEY = "0123456789abcdef0123456789abcdef"

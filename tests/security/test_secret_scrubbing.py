@@ -21,6 +21,8 @@ from agentk.llm import LLMConfig, make_client, user
 from agentk.runner import run_competition
 from agentk.core.secrets import REDACTED, is_secret_name, redact, redact_obj, refresh
 
+pytestmark = pytest.mark.integration
+
 # Distinctive fake values. Some have a well-known shape, some are known only by value.
 KAGGLE_ENV_KEY = "kgl-env-7fQ2xLw9Rb4Tz"
 KAGGLE_FILE_KEY = "c0ffee5e7a1b2c3d4e5f60718293a4b5"  # kaggle.json's 32 hex digits

@@ -23,6 +23,8 @@ from solve_pipeline.submission_record import (
     SubmissionRecord, adopt_submission, file_sha256, read_record, record_path,
 )
 
+pytestmark = pytest.mark.integration
+
 
 def _candidate(score: float | None, model: str = "m", *, metric: str = "accuracy", higher: bool = True,
                fingerprint: str = "setup-a") -> SubmissionRecord:

@@ -20,6 +20,8 @@ from agentk.sources import load_competition
 from agentk.core.workspace import Workspace, safe_component, workspace_for
 from agentk.core.workspace_lock import workspace_lock
 
+pytestmark = pytest.mark.integration
+
 AGENTK = [sys.executable, "-m", "agentk.cli"]
 SECRET = "root:x:0:0:root:/root:/bin/bash  # stands in for /etc/passwd"
 HOLD_LOCK = (
