@@ -6,14 +6,15 @@ import json
 import sys
 import traceback
 from pathlib import Path
-from typing import Optional
+from enum import StrEnum
+from typing import Any, NoReturn, Optional, TypeVar
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from agentk.core.artifacts import RunResult
-from agentk.core.config import RunConfig
+from agentk.core.config import Fusion, PolicyName, RunConfig, SolveSettings, default_of
 from agentk.core.errors import AgentKError
 from agentk.core.metrics.direction import Direction
 
@@ -21,12 +22,35 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="agentk: an a
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
-WorkspaceRoot = typer.Option(Path("workspaces"), "--workspace-root", "-w", help="Where workspaces are created.")
+# Options default to None, "not given": RunConfig's defaults are the only ones (the help shows them).
+WorkspaceRoot = typer.Option(None, "--workspace-root", "-w",
+                             help=f"Where workspaces are created (default: {default_of(RunConfig, 'workspace_root')}).")
+Choice = TypeVar("Choice", bound=StrEnum)
 
 
-def _fail(message: str, code: int = 2) -> None:
+def _fail(message: str, code: int = 2) -> NoReturn:
     err_console.print(f"[red]error:[/] {message}", soft_wrap=True)
     raise typer.Exit(code)
+
+
+def _given(**values: Any) -> dict[str, Any]:
+    """The options the user passed; RunConfig fills in the rest."""
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def _root(workspace_root: Path | None) -> Path:
+    return RunConfig(**_given(workspace_root=workspace_root)).workspace_root
+
+
+def _choice(kind: type[Choice], flag: str, value: str | None) -> Choice | None:
+    """The named member, or one line saying which values the flag takes."""
+    if value is None:
+        return None
+    try:
+        return kind(value)
+    except ValueError:
+        names = [member.value for member in kind]
+        _fail(f"{flag} must be {', '.join(names[:-1])} or {names[-1]}, not {value!r}")
 
 
 def _guard(action):
@@ -48,18 +72,18 @@ def _guard(action):
 @app.command()
 def run(
     source: str = typer.Argument(..., help="A competition folder (local or MLE-bench prepared layout), a Kaggle URL or a slug."),
-    workspace_root: Path = WorkspaceRoot,
-    time_budget: float = typer.Option(600.0, "--time-budget", help="Solver time budget in seconds."),
-    folds: int = typer.Option(5, "--folds", help="Cross-validation folds."),
-    fusion: str = typer.Option("auto", "--fusion", help="Late-fusion net: auto (text/image inputs only), on (tables too), off."),
+    workspace_root: Optional[Path] = WorkspaceRoot,
+    time_budget: Optional[float] = typer.Option(None, "--time-budget", help=f"Solver time budget in seconds (default: {default_of(SolveSettings, 'time_budget_s'):g})."),
+    folds: Optional[int] = typer.Option(None, "--folds", help=f"Cross-validation folds (default: {default_of(SolveSettings, 'folds')})."),
+    fusion: Optional[str] = typer.Option(None, "--fusion", help=f"Late-fusion net: auto (text/image inputs only), on (tables too), off (default: {default_of(SolveSettings, 'fusion')})."),
     no_tune: bool = typer.Option(False, "--no-tune", help="Skip HEBO tuning."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: Optional[int] = typer.Option(None, "--seed", help=f"(default: {default_of(SolveSettings, 'seed')})"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the final line (for campaigns)."),
     as_json: bool = typer.Option(False, "--json", help="Print result.json to stdout."),
     submit: bool = typer.Option(False, "--submit", help="Kaggle only: submit the validated submission and report its rank."),
     force_submit: bool = typer.Option(False, "--force-submit", help="Send the file even if this exact file was sent before."),
-    top_k: int = typer.Option(1, "--top-k", min=1, help="With --submit: send the K best models by validation score, best first."),
-    submit_poll: float = typer.Option(10.0, "--submit-poll", help="Seconds between polls for the Kaggle score."),
+    top_k: Optional[int] = typer.Option(None, "--top-k", min=1, help=f"With --submit: send the K best models by validation score, best first (default: {default_of(RunConfig, 'submit_top_k')})."),
+    submit_poll: Optional[float] = typer.Option(None, "--submit-poll", help=f"Seconds between polls for the Kaggle score (default: {default_of(RunConfig, 'submit_poll_s'):g})."),
     policy: Optional[str] = typer.Option(None, "--policy", help="expert | llm | hybrid (default: hybrid when an LLM is configured, else expert)."),
     llm: Optional[str] = typer.Option(None, "--llm", help="OpenAI-compatible base URL, e.g. http://localhost:8000/v1 (vllm serve)."),
     model: Optional[str] = typer.Option(None, "--model", "--llm-model", help="The served model name."),
@@ -70,17 +94,16 @@ def run(
     """Set up and solve one competition, write a validated submission, grade it when answers exist."""
     from agentk.runner import run_competition
 
-    if policy is not None and policy not in ("expert", "llm", "hybrid"):
-        _fail(f"--policy must be expert, llm or hybrid, not {policy!r}")
-    if fusion not in ("auto", "on", "off"):
-        _fail(f"--fusion must be auto, on or off, not {fusion!r}")
-    config = RunConfig(
-        workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, seed=seed, quiet=quiet,
-        fusion=fusion, tune=not no_tune,
-        submit=submit, force_submit=force_submit, submit_top_k=top_k, submit_poll_s=submit_poll,
-        policy=policy, llm_base_url=llm, llm_model=model, llm_token_budget=token_budget, credit_assignment=not no_credit_assignment,
-        unsafe_no_sandbox=unsafe_no_sandbox,
-    )
+    chosen_policy = _choice(PolicyName, "--policy", policy)
+    chosen_fusion = _choice(Fusion, "--fusion", fusion)
+    # The switches' False means "not given" too: only a set switch changes the config.
+    config = RunConfig(**_given(
+        workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, seed=seed, quiet=quiet or None,
+        fusion=chosen_fusion, tune=False if no_tune else None,
+        submit=submit or None, force_submit=force_submit or None, submit_top_k=top_k, submit_poll_s=submit_poll,
+        policy=chosen_policy, llm_base_url=llm, llm_model=model, llm_token_budget=token_budget,
+        credit_assignment=False if no_credit_assignment else None, unsafe_no_sandbox=unsafe_no_sandbox or None,
+    ))
     outcome = _guard(lambda: run_competition(source, config))
     if as_json:
         console.print_json(json.dumps(outcome.result.to_json()))
@@ -129,7 +152,7 @@ def submit(
     competition: str = typer.Argument(..., help="The Kaggle competition (URL or slug)."),
     file: Optional[Path] = typer.Argument(None, help="The CSV to send (default: the run's validated submission)."),
     message: Optional[str] = typer.Option(None, "--message", "-m", help="Submission message (default: model and validation score)."),
-    workspace_root: Path = WorkspaceRoot,
+    workspace_root: Optional[Path] = WorkspaceRoot,
     force: bool = typer.Option(False, "--force", help="Send the file even if this exact file was sent before."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -142,7 +165,7 @@ def submit(
         slug = parse_competition_reference(competition)
         if slug is None:
             raise AgentKError(f"not a Kaggle competition: {competition}")
-        return submit_run(Workspace(Path(workspace_root).resolve() / slug), slug, file=file, message=message, force=force)
+        return submit_run(Workspace(_root(workspace_root).resolve() / slug), slug, file=file, message=message, force=force)
 
     report = _guard(body)
     if as_json:
@@ -159,7 +182,7 @@ def leaderboard(
     competition: str = typer.Argument(..., help="The Kaggle competition (URL or slug)."),
     score: Optional[float] = typer.Option(None, "--score", help="Place this score (default: our best public score)."),
     lower_is_better: bool = typer.Option(False, "--lower-is-better", help="The metric decreases as it improves."),
-    workspace_root: Path = WorkspaceRoot,
+    workspace_root: Optional[Path] = WorkspaceRoot,
 ) -> None:
     """Download the public leaderboard and place a score on it (rank, percentile, medal)."""
     from agentk.grading import leaderboard_position
@@ -172,7 +195,7 @@ def leaderboard(
         slug = parse_competition_reference(competition)
         if slug is None:
             raise AgentKError(f"not a Kaggle competition: {competition}")
-        workspace = Workspace(Path(workspace_root).resolve() / slug)
+        workspace = Workspace(_root(workspace_root).resolve() / slug)
         keep = workspace.submissions if workspace.root.exists() else None
         board = KaggleClient().leaderboard(slug, keep_dir=keep)
         run = RunResult.read(workspace.result_path)
@@ -196,7 +219,7 @@ def bench(
     sources: list[str] = typer.Argument(None, help="Competition folders, or folders of competition folders. Default: the embedded demo."),
     workspace_root: Path = typer.Option(Path("workspaces/bench"), "--workspace-root", "-w"),
     time_budget: float = typer.Option(300.0, "--time-budget", help="Seconds per competition, the same for agentk's solver and every rival."),
-    folds: int = typer.Option(5, "--folds"),
+    folds: Optional[int] = typer.Option(None, "--folds", help=f"Cross-validation folds (default: {default_of(SolveSettings, 'folds')})."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", "--json", help="Also write every row as JSON here."),
     seeds: int = typer.Option(1, "--seeds", min=1, help="Runs per competition; reports per-stage success rates and Pass@1/3/10."),
     rivals: Optional[str] = typer.Option(None, "--rivals", help="Rivals run side by side on the same split and budget: lightgbm,autogluon (default), a subset, or none."),
@@ -213,12 +236,12 @@ def bench(
         summarise_seeds, summary_line,
     )
 
-    if policy is not None and policy not in ("expert", "llm", "hybrid"):
-        _fail(f"--policy must be expert, llm or hybrid, not {policy!r}")
+    chosen_policy = _choice(PolicyName, "--policy", policy)
     if autogluon_python is not None and not autogluon_python.is_file():
         _fail(f"--autogluon-python: no such file: {autogluon_python}")
     chosen = _guard(lambda: parse_rivals(rivals))
-    config = RunConfig(workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, quiet=True, policy=policy, llm_base_url=llm, llm_model=model)
+    config = RunConfig(**_given(workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, quiet=True,
+                                policy=chosen_policy, llm_base_url=llm, llm_model=model))
     rows = _guard(lambda: run_bench(expand_sources(sources or []), config, seeds=seeds, rivals=chosen, splits=splits, autogluon_python=autogluon_python))
     # Piped output has no terminal width; keep the table's columns unwrapped for logs and notes.
     out = console if console.is_terminal else Console(highlight=False, width=200)
@@ -243,7 +266,7 @@ def bench(
 
 @app.command()
 def demo(
-    workspace_root: Path = WorkspaceRoot,
+    workspace_root: Optional[Path] = WorkspaceRoot,
     time_budget: float = typer.Option(60.0, "--time-budget", help="Solver time budget in seconds."),
 ) -> None:
     """Build the embedded demo competition (no network, no credentials) and solve it."""
@@ -251,8 +274,9 @@ def demo(
     from agentk.runner import run_competition
 
     def body():
-        source = make_demo_competition(Path(workspace_root).resolve() / "_sources" / "demo")
-        return run_competition(source, RunConfig(workspace_root=workspace_root, time_budget_s=time_budget))
+        config = RunConfig(**_given(workspace_root=workspace_root, time_budget_s=time_budget))
+        source = make_demo_competition(Path(config.workspace_root).resolve() / "_sources" / "demo")
+        return run_competition(source, config)
 
     _print_result(_guard(body).result)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agentk.core.artifacts import MetaRecord, RunResult, SetupLayout, SolveResult, StageRecord, run_direction
-from agentk.core.config import RunConfig
+from agentk.core.config import CONFIG_FILE, PolicyName, RunConfig
 from agentk.core.errors import AgentKError, SolveFailed
 from agentk.core.events import EventLog
 from agentk.grading import grade_run
@@ -26,7 +26,7 @@ from agentk.sources.base import Competition
 from agentk.core.workspace import RunState, Workspace, atomic_write_json, read_json_object, workspace_for
 from agentk.core.workspace_lock import workspace_lock
 from setup_pipeline.expert.expert_policy import ExpertPolicy
-from setup_pipeline.mdp import Blame, SetupBudget, SetupMDP
+from setup_pipeline.mdp import Blame, SetupMDP
 from setup_pipeline.policy import Policy
 from unit_tests_setup.submission_rules import validate_against_setup
 
@@ -58,7 +58,8 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
     from agentk.publish import submit_top_k
 
     removed = workspace.create()
-    atomic_write_json(workspace.root / "config.json", json.loads(config.model_dump_json()))
+    # The solver reads its settings back from here (config.solve).
+    atomic_write_json(workspace.root / CONFIG_FILE, json.loads(config.model_dump_json()))
     events = EventLog(workspace.logs / "events.jsonl", quiet=config.quiet)
     state = workspace.load_state()
     started = time.monotonic()
@@ -81,21 +82,15 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
             state.phase = "setup"
             save(state)
         if state.phase == "setup":
-            budget = SetupBudget(
-                attempts_per_stage=config.attempts_per_stage,
-                meta_rounds=config.meta_rounds,
-                stage_timeout_s=config.stage_timeout_s,
-                light_solve_timeout_s=config.light_solve_timeout_s,
-            )
             memory = _experience_store(config, events)
             policy, blame = _policy(config, workspace, memory, competition.id)
             state.policy = policy.name
             events.emit("policy", name=policy.name, credit_assignment=blame is not None)
             try:
-                SetupMDP(workspace, policy, events, budget, on_solver_line=_solver_printer(events), blame=blame).run(state, save)
+                SetupMDP(workspace, policy, events, config.setup, on_solver_line=_solver_printer(events), blame=blame).run(state, save)
             finally:
                 _remember(memory, competition.id, workspace, events)
-            for line in read_json_object(workspace.setup / "plan.json").get("assumptions") or []:
+            for line in read_json_object(SetupLayout(workspace.setup).plan).get("assumptions") or []:
                 events.say(f"  [yellow]assumed[/] {line}")
             state.phase = "solve"
             save(state)
@@ -151,19 +146,19 @@ def _policy(config: RunConfig, workspace: Workspace, memory: Any = None, competi
     from agentk.llm.config import ENV_BASE_URL, ENV_MODEL
 
     configured = any([config.llm_base_url, config.llm_model, os.environ.get(ENV_BASE_URL), os.environ.get(ENV_MODEL)])
-    choice = config.policy or ("hybrid" if configured else "expert")
-    if choice == "expert":
+    choice = config.policy or (PolicyName.HYBRID if configured else PolicyName.EXPERT)
+    if choice == PolicyName.EXPERT:
         return ExpertPolicy(), None
     _require_sandbox_for_llm_code(config)
     from agentk.llm import LLMConfig, make_client
     from setup_pipeline.llm_policy import HybridPolicy, LLMPolicy, assign_blame
 
-    overrides = {"base_url": config.llm_base_url, "model": config.llm_model, "token_budget": config.llm_token_budget, "seed": config.seed}
+    overrides = {"base_url": config.llm_base_url, "model": config.llm_model, "token_budget": config.llm_token_budget, "seed": config.solve.seed}
     llm_config = LLMConfig.from_env(**{k: v for k, v in overrides.items() if v is not None})
     llm_config.require_model()
     client = make_client(llm_config, workspace.root)
     llm = LLMPolicy(client, experience=memory, competition_id=competition_id)
-    policy: Policy = llm if choice == "llm" else HybridPolicy(ExpertPolicy(), llm)
+    policy: Policy = llm if choice == PolicyName.LLM else HybridPolicy(ExpertPolicy(), llm)
     return policy, (partial(assign_blame, client) if config.credit_assignment else None)
 
 
@@ -186,7 +181,7 @@ def _warn_without_sandbox(events: EventLog) -> None:
 
 
 def _solve(workspace: Workspace, config: RunConfig, events: EventLog) -> None:
-    events.say(f"  solve: model race, HEBO tuning, blending; {config.folds}-fold CV, budget {config.time_budget_s:.0f} s")
+    events.say(f"  solve: model race, HEBO tuning, blending; {config.solve.folds}-fold CV, budget {config.solve.time_budget_s:.0f} s")
     with events.status("solving …") as status:
         result = _run_solver(workspace, config, events, status)
     plan = read_json_object(workspace.setup / "plan.json")
@@ -204,14 +199,14 @@ def _solve(workspace: Workspace, config: RunConfig, events: EventLog) -> None:
 
 def _run_solver(workspace: Workspace, config: RunConfig, events: EventLog, status: Any):
     return run_python(
-        ["-m", "solve_pipeline.solver", str(workspace.root), "--folds", str(config.folds), "--seed", str(config.seed),
-         "--time-budget", str(config.time_budget_s), "--fusion", config.fusion, *([] if config.tune else ["--no-tune"])],
+        # No flags: the solver takes config.solve from the workspace's config.json.
+        ["-m", "solve_pipeline.solver", str(workspace.root)],
         cwd=workspace.solve,
         # The solver stops itself at its budget; the sandbox timeout is only a backstop.
-        limits=Limits(timeout_s=config.time_budget_s * 1.5 + 120),
+        limits=Limits(timeout_s=config.solve.time_budget_s * 1.5 + 120),
         on_stdout_line=_solver_printer(events, status),
         log_prefix=workspace.logs / "solve",
-        mounts=Mounts.workspace(workspace.root, write=["solve", "submissions"]),
+        mounts=Mounts.workspace(workspace.root, write=["solve", "submissions"], read=[workspace.root / CONFIG_FILE]),
     )
 
 

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from agentk.core.config import SetupBudget
 from agentk.core.errors import SetupFailed
 from agentk.core.events import EventLog
 from agentk.core.isolation import Mounts
@@ -24,14 +25,6 @@ from unit_tests_setup.context import CheckContext
 
 # (meta error, [(stage, its code)]) -> which stages caused it, and why
 Blame = Callable[[str, list[tuple[str, str]]], Verdict]
-
-
-@dataclass(frozen=True)
-class SetupBudget:
-    attempts_per_stage: int = 3
-    meta_rounds: int = 2  # how often each meta check may send the run back
-    stage_timeout_s: float = 300.0
-    light_solve_timeout_s: float = 600.0
 
 
 @dataclass(frozen=True)
@@ -60,11 +53,7 @@ class SetupMDP:
         self.policy = policy
         self.events = events
         self.budget = budget
-        self.check_ctx = CheckContext(
-            workspace=workspace,
-            light_solve_timeout_s=budget.light_solve_timeout_s,
-            on_solver_line=on_solver_line,
-        )
+        self.check_ctx = CheckContext(workspace=workspace, budget=budget, on_solver_line=on_solver_line)
         self._meta_error: str | None = None
         self._meta_thought: str | None = None
         self._last_output = ""  # tail of the last attempt's sandbox output, for the attempt log

@@ -2,6 +2,8 @@
 
 Run as `python -m solve_pipeline.solver WORKSPACE [--light] [--folds K] [--seed S]
 [--time-budget SECONDS] [--out PATH] [--fusion auto|on|off] [--no-tune] [--blend-after N]`.
+A flag left out takes the run's solve settings from WORKSPACE/config.json (the runner passes none),
+else the stand-alone defaults (no time budget); --light never reads config.json.
 It imports the generated setup modules, so it must only run as the sandboxed solver subprocess.
 Progress goes to stdout as JSON lines.
 
@@ -35,6 +37,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from agentk.core.artifacts import SolveResult  # noqa: E402
+from agentk.core.config import Fusion, SolveSettings, saved_config  # noqa: E402
 from solve_pipeline import blending  # noqa: E402
 from solve_pipeline.automl import RaceOutcome, race, revive  # noqa: E402
 from solve_pipeline.cv import (  # noqa: E402
@@ -67,17 +70,23 @@ HARD_STOP = 0.97  # the race's first finisher may run this far when nothing else
 FINETUNE_FOLD_SLACK = 1.5  # a fine-tuning fold may run this far past its share of the estimate
 
 
+_DEFAULTS = SolveSettings()
+
+
 @dataclass(frozen=True)
 class SolveOptions:
+    """One solve's settings: a run's `SolveSettings` (or their defaults) plus what is per call."""
+
     workspace: Path
     light: bool = False
-    folds: int = 5
-    seed: int = 0
+    folds: int = _DEFAULTS.folds
+    seed: int = _DEFAULTS.seed
+    # None: no budget. A run's config.json always sets one; the setup's light solve never does.
     time_budget: float | None = None
     out: Path | None = None
-    fusion: str = "auto"  # auto: only when there is text or an image; on: tables too
-    tune: bool = True
-    blend_after: int = 3
+    fusion: Fusion = _DEFAULTS.fusion
+    tune: bool = _DEFAULTS.tune
+    blend_after: int = _DEFAULTS.blend_after
 
 
 @dataclass
@@ -504,23 +513,39 @@ def solve(options: SolveOptions) -> dict:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> SolveOptions:
+    # Every default is None = "not given": the value then comes from config.json or SolveOptions.
     parser = argparse.ArgumentParser(prog="python -m solve_pipeline.solver", description=__doc__)
     parser.add_argument("workspace", type=Path)
     parser.add_argument("--light", action="store_true", help="<= 600 rows, 2 folds, ~50 trees, no tuning")
-    parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--folds", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--time-budget", type=float, default=None, help="seconds")
     parser.add_argument("--out", type=Path, default=None, help="submission path")
-    parser.add_argument("--fusion", choices=["auto", "on", "off"], default="auto")
-    parser.add_argument("--no-tune", action="store_true", help="skip HEBO tuning")
-    parser.add_argument("--blend-after", type=int, default=3)
+    parser.add_argument("--fusion", choices=[f.value for f in Fusion], default=None)
+    parser.add_argument("--no-tune", dest="tune", action="store_const", const=False, default=None, help="skip HEBO tuning")
+    parser.add_argument("--blend-after", type=int, default=None)
     args = parser.parse_args(argv)
-    return SolveOptions(
-        workspace=args.workspace.resolve(), light=args.light, folds=max(2, args.folds),
-        seed=args.seed, time_budget=args.time_budget,
-        out=args.out.resolve() if args.out is not None else None,
-        fusion=args.fusion, tune=not args.no_tune, blend_after=max(2, args.blend_after),
-    )
+    workspace = args.workspace.resolve()
+    values = {} if args.light else _saved_settings(workspace)
+    fusion = Fusion(args.fusion) if args.fusion is not None else None
+    given = {"folds": args.folds, "seed": args.seed, "time_budget": args.time_budget, "fusion": fusion,
+             "tune": args.tune, "blend_after": args.blend_after}
+    values.update({k: v for k, v in given.items() if v is not None})
+    for name in ("folds", "blend_after"):
+        if name in values:
+            values[name] = max(2, values[name])
+    return SolveOptions(workspace=workspace, light=args.light,
+                        out=args.out.resolve() if args.out is not None else None, **values)
+
+
+def _saved_settings(workspace: Path) -> dict[str, Any]:
+    """The run's solve settings under SolveOptions' names; empty without a run's config.json."""
+    config = saved_config(workspace)
+    if config is None:
+        return {}
+    solve = config.solve
+    return {"folds": solve.folds, "seed": solve.seed, "time_budget": solve.time_budget_s, "fusion": solve.fusion,
+            "tune": solve.tune, "blend_after": solve.blend_after}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from agentk.core.config import SetupBudget
 from agentk.core.workspace import Workspace, read_json_object
 
 
 @dataclass
 class CheckContext:
     workspace: Workspace
-    light_solve_timeout_s: float = 300.0
-    probe_timeout_s: float = 120.0
+    budget: SetupBudget = field(default_factory=SetupBudget)  # the light solve's and probe's timeouts
     on_solver_line: Callable[[str], None] | None = None
 
     @property

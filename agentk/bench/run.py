@@ -96,10 +96,9 @@ def run_bench(sources: list[str], config: RunConfig, seeds: int = 1, rivals: tup
             baseline = constant_score(competition)
             for seed in range(seeds):
                 base = root / f"split{split}" if repeat else root
-                update: dict[str, Any] = {"workspace_root": base / f"seed{seed}" if seeds > 1 else base}
+                run_config = config.model_copy(update={"workspace_root": base / f"seed{seed}" if seeds > 1 else base})
                 if seeds > 1:
-                    update["seed"] = seed
-                run_config = config.model_copy(update=update)
+                    run_config = run_config.with_solve(seed=seed)
                 row = _run_one(run_competition, split_src, competition.id, run_config, baseline)
                 row["split"] = split if repeat else None
                 if competition.grading is not None:  # the grader's direction, not the agent's reading of it
@@ -118,8 +117,8 @@ def _run_rivals(rivals: tuple[str, ...], workspace: Workspace, competition: Comp
     from agentk.bench.rivals.lightgbm_defaults import run_lightgbm
 
     runners: dict[str, Callable[[], SystemResult]] = {
-        "lightgbm": lambda: run_lightgbm(workspace, competition, config.time_budget_s, config.seed),
-        "autogluon": lambda: run_autogluon(workspace, competition, config.time_budget_s, autogluon_python),
+        "lightgbm": lambda: run_lightgbm(workspace, competition, config.solve.time_budget_s, config.solve.seed),
+        "autogluon": lambda: run_autogluon(workspace, competition, config.solve.time_budget_s, autogluon_python),
     }
     results = {}
     for name in rivals:
@@ -147,7 +146,7 @@ def _run_one(run_competition, source: str, competition_id: str, config: RunConfi
     agentk = _agentk_system(result, workspace, error, total, peak.mb)
     return {
         "competition": competition_id,
-        "seed": config.seed,
+        "seed": config.solve.seed,
         "setup_passed": bool(setup) and all(s.passed for s in setup.values()) and all(m.passed for m in result.meta.values()),
         "stage_passed": {k: v.passed for k, v in setup.items()},
         "tokens": (result.llm_usage or {}).get("total_tokens", 0),

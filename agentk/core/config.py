@@ -1,37 +1,111 @@
-"""Run configuration: one typed model, saved resolved into each workspace."""
+"""Run configuration: one typed model, saved resolved into each workspace as config.json.
+
+Every default of a run lives here: the CLI's options default to "not given", the setup MDP takes
+`RunConfig.setup`, and the solver reads `RunConfig.solve` back from the saved config.json.
+"""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+CONFIG_FILE = "config.json"  # in the workspace root
+
+
+class Fusion(StrEnum):
+    """The late-fusion net: auto = only with text or image inputs; on = tables too."""
+
+    AUTO = "auto"
+    ON = "on"
+    OFF = "off"
+
+
+class PolicyName(StrEnum):
+    """Who writes the setup stages."""
+
+    EXPERT = "expert"
+    LLM = "llm"
+    HYBRID = "hybrid"
+
+
+class SetupBudget(BaseModel):
+    """What the setup MDP may spend: attempts, meta rounds and its checks' timeouts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    attempts_per_stage: int = Field(3, ge=1)
+    meta_rounds: int = Field(2, ge=0, description="how often each meta check may send the run back")
+    stage_timeout_s: float = Field(300.0, gt=0)
+    light_solve_timeout_s: float = Field(600.0, gt=0)
+    probe_timeout_s: float = Field(120.0, gt=0, description="the DataLoader probe over the maps")
+
+
+class SolveSettings(BaseModel):
+    """The solver's settings for a run's full solve (the setup's light solve keeps its own)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    folds: int = Field(5, ge=2, le=20)
+    seed: int = 0
+    time_budget_s: float = Field(600.0, gt=0, description="solver budget per competition")
+    fusion: Fusion = Fusion.AUTO
+    tune: bool = True  # HEBO tuning of the race's best affordable family
+    blend_after: int = Field(3, ge=2, description="fewest complete solutions worth blending")
 
 
 class RunConfig(BaseModel):
     workspace_root: Path = Path("workspaces")
     # None: hybrid when an LLM is configured (flag or AGENTK_LLM_* environment), else expert.
-    policy: Literal["expert", "llm", "hybrid"] | None = None
+    policy: PolicyName | None = None
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_token_budget: int | None = Field(None, gt=0)
     credit_assignment: bool = True
     # Run LLM-written code even where no sandbox can be made (it then has the user's full power).
     unsafe_no_sandbox: bool = False
-    time_budget_s: float = Field(600.0, gt=0, description="solver budget per competition")
-    folds: int = Field(5, ge=2, le=20)
-    # The late-fusion net: auto = only with text or image inputs; on = tables too.
-    fusion: Literal["auto", "on", "off"] = "auto"
-    tune: bool = True  # HEBO tuning of the race's best affordable family
-    seed: int = 0
     quiet: bool = False
-    attempts_per_stage: int = Field(3, ge=1)
-    meta_rounds: int = Field(2, ge=0)
-    stage_timeout_s: float = Field(300.0, gt=0)
-    light_solve_timeout_s: float = Field(600.0, gt=0)
+    setup: SetupBudget = SetupBudget()
+    solve: SolveSettings = SolveSettings()
     submit: bool = False  # Kaggle sources only: send the validated submission and report its rank
     force_submit: bool = False
     # How many of the solver's candidates (best validation first) to send with --submit.
     submit_top_k: int = Field(1, ge=1)
     submit_timeout_s: float = Field(600.0, gt=0)
     submit_poll_s: float = Field(10.0, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest_flat_fields(cls, data: Any) -> Any:
+        """`RunConfig(folds=3, attempts_per_stage=2)` still works: flat names of the setup budget's
+        and the solve settings' fields go into their sub-model (explicit sub-model values win)."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for name, model in (("setup", SetupBudget), ("solve", SolveSettings)):
+            flat = {key: data.pop(key) for key in list(data) if key in model.model_fields}
+            if flat:
+                nested = data.get(name)
+                given = nested.model_dump(exclude_unset=True) if isinstance(nested, BaseModel) else dict(nested or {})
+                data[name] = {**flat, **given}
+        return data
+
+    def with_solve(self, **changes: Any) -> RunConfig:
+        """A copy with some solve settings changed (validated, unlike a bare model_copy)."""
+        return self.model_copy(update={"solve": self.solve.model_validate({**self.solve.model_dump(), **changes})})
+
+
+def default_of(model: type[BaseModel], field: str) -> Any:
+    """A field's default, for help texts that show it without restating it."""
+    return model.model_fields[field].get_default(call_default_factory=True)
+
+
+def saved_config(workspace_root: Path) -> RunConfig | None:
+    """The config a run saved into its workspace; None when no run wrote one (a solver started by
+    hand on a bare workspace)."""
+    path = Path(workspace_root) / CONFIG_FILE
+    if not path.is_file():
+        return None
+    return RunConfig.model_validate_json(path.read_text(encoding="utf-8"))
