@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from agentk.core.config import Fusion
 from solve_pipeline.baseline_models import (
     Candidate, LightGBMModel, LinearModel, Model, ModelOptions, _linear_c, linear_matrices, tree_matrices,
 )
@@ -252,13 +253,13 @@ def family_candidate(name: str, budget_s: float | None = None, params: Params | 
     return Candidate(name, matrices, lambda s, o, f: family.constructor(s, o, f, params))
 
 
-def _enters(family: Family, features: FeatureSet, fusion: str) -> bool:
-    if family.switchable and fusion != "auto":
-        return fusion == "on"
+def _enters(family: Family, features: FeatureSet, fusion: Fusion) -> bool:
+    if family.switchable and fusion != Fusion.AUTO:
+        return fusion == Fusion.ON
     return family.applies(features)
 
 
-def race_candidates(features: FeatureSet, light: bool = False, fusion: str = "auto",
+def race_candidates(features: FeatureSet, light: bool = False, fusion: Fusion = Fusion.AUTO,
                     budget_s: float | None = None) -> list[Candidate]:
     if light:
         return [family_candidate(f.name) for f in FAMILIES if f.light]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import traceback
 
+from agentk.core.config import PolicyName
 from agentk.core.metrics import get_metric, normalise_labels
 from setup_pipeline.expert import codegen
 from setup_pipeline.expert.description import summarise
@@ -21,7 +22,7 @@ _CODES = {"tab": "tabular", "txt": "text", "img": "image"}
 
 
 class ExpertPolicy:
-    name = "expert"
+    name = PolicyName.EXPERT
 
     def __init__(self) -> None:
         self._facts: DataFacts | None = None

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from agentk.core.config import PolicyName
 from agentk.llm import (
     BackendNotInstalled,
     Completion,
@@ -67,7 +68,7 @@ class _Session:
 
 
 class LLMPolicy:
-    name = "llm"
+    name = PolicyName.LLM
 
     def __init__(
         self,
@@ -164,7 +165,7 @@ class HybridPolicy:
     every retry (the expert is deterministic, so its second answer would repeat its first).
     `Fill.plan` starts with "[expert]" or "[llm]" so attempts.jsonl records who acted."""
 
-    name = "hybrid"
+    name = PolicyName.HYBRID
 
     def __init__(self, expert: Policy, llm: Policy) -> None:
         self.expert = expert
