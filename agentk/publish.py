@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentk.core.artifacts import RunResult, SolveResult
+from agentk.core.artifacts import RunResult, SetupLayout, SolveResult
 from agentk.core.errors import AgentKError
 from agentk.core.metrics.direction import Direction
 from agentk.grading import leaderboard_position
@@ -96,7 +96,7 @@ def _validation_problems(workspace: Workspace, file: Path, plan: dict[str, Any])
 
 
 def _validate_extra_file(workspace: Workspace, file: Path) -> None:
-    problems = _validation_problems(workspace, file, read_json_object(workspace.setup / "plan.json"))
+    problems = _validation_problems(workspace, file, read_json_object(SetupLayout(workspace.setup).plan))
     if problems:
         raise AgentKError(f"{file} did not pass local validation: {problems[0]}")
 
@@ -129,7 +129,7 @@ def _submission_candidates(workspace: Workspace, events: EventLog) -> list[Submi
 
 def _valid_candidates(workspace: Workspace, candidates: list[SubmissionCandidate], events: EventLog) -> list[SubmissionCandidate]:
     """Only files that pass the same local validation as the final submission may reach Kaggle."""
-    plan = read_json_object(workspace.setup / "plan.json")
+    plan = read_json_object(SetupLayout(workspace.setup).plan)
     valid = []
     for candidate in candidates:
         problems = _validation_problems(workspace, candidate.path, plan)
@@ -146,7 +146,7 @@ def submit_top_k(workspace: Workspace, slug: str, config: RunConfig, events: Eve
     # K counts the best models, not sends: an invalid or already-sent file leaves its slot empty
     # rather than pulling in a weaker model the user did not ask for.
     chosen = _valid_candidates(workspace, _submission_candidates(workspace, events)[: config.submit_top_k], events)
-    metric = str(read_json_object(workspace.setup / "plan.json").get("metric"))
+    metric = str(read_json_object(SetupLayout(workspace.setup).plan).get("metric"))
     reports: list[dict[str, Any]] = []
     sent: set[str] = set()
     limit_reached: str | None = None
