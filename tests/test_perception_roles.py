@@ -17,6 +17,8 @@ from setup_pipeline.expert.inspect import inspect_competition
 from setup_pipeline.perception.catalogue import build_catalogue
 from setup_pipeline.perception.roles import decide_roles
 
+pytestmark = pytest.mark.integration
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 MAKE_VARIANTS = SHARED / "tools" / "make_variants.py"
 
