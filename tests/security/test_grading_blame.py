@@ -135,10 +135,11 @@ def test_a_run_result_says_why_the_test_score_is_missing(tmp_path: Path) -> None
 
 def test_the_run_table_says_why_the_test_score_is_missing(capsys: pytest.CaptureFixture[str]) -> None:
     from agentk.cli import _print_result
+    from agentk.core.artifacts import RunResult
 
     result = {"competition_id": "tiny", "setup": {}, "metric": "accuracy", "validation_score": 0.8,
               "test_score": None, "model": "linear", "elapsed_s": 1.0, "submission_path": "s.csv",
               "test_score_note": "the answers are unusable: no row has a value in 'Survived'"}
-    _print_result(result)
+    _print_result(RunResult.model_validate(result))
     line = next(line for line in capsys.readouterr().out.splitlines() if "test score" in line)
     assert "the answers are unusable" in line
