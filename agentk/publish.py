@@ -1,5 +1,5 @@
-"""The Kaggle ends of a run: turn a reference into a local folder, and send a finished run's
-validated submission, then place its public score on the leaderboard."""
+"""The Kaggle end of a run: send a finished run's validated submissions, then place the public
+score on the leaderboard (the download end is the Kaggle source, agentk/sources/kaggle.py)."""
 
 from __future__ import annotations
 
@@ -10,41 +10,21 @@ from typing import TYPE_CHECKING, Any
 from agentk.core.artifacts import RunResult, SetupLayout, SolveResult
 from agentk.core.errors import AgentKError
 from agentk.core.metrics.direction import Direction
+from agentk.core.workspace import Workspace, read_json_object
 from agentk.grading import leaderboard_position
 from agentk.kaggle.client import KaggleClient
-from agentk.kaggle.download import DownloadSettings
 from agentk.kaggle.errors import DailyLimitReached, DuplicateSubmission
-from agentk.kaggle.fetch import fetch_competition
-from agentk.kaggle.reference import parse_competition_reference
 from agentk.kaggle.submit import (
     SubmissionLedger,
     file_digest,
     submission_message,
     submit_and_score,
 )
-from agentk.core.workspace import Workspace, contained_path, read_json_object
-from agentk.core.workspace_lock import workspace_lock
+from unit_tests_setup.submission_rules import validate_against_setup
 
 if TYPE_CHECKING:
     from agentk.core.config import RunConfig
     from agentk.core.events import EventLog
-
-
-def kaggle_slug(text: str) -> str | None:
-    """The competition slug when `text` names a Kaggle competition rather than an existing folder."""
-    if Path(text).expanduser().exists():
-        return None
-    return parse_competition_reference(text)
-
-
-def fetch_source(slug: str, cache_root: Path, client: KaggleClient | None = None, quiet: bool = False) -> Path:
-    """Download (or reuse) the competition as a local folder under cache_root/<slug>; `quiet`: no
-    progress bar (otherwise one is drawn for a big download when stderr is a terminal)."""
-    folder = contained_path(cache_root, slug)
-    client = client or KaggleClient(download=DownloadSettings(progress=False) if quiet else None)
-    # Two runs of one competition would download into the same files at once.
-    with workspace_lock(folder):
-        return fetch_competition(client, slug, folder).root
 
 
 def ledger_for(workspace: Workspace) -> SubmissionLedger:
@@ -90,8 +70,6 @@ def submit_run(
 
 
 def _validation_problems(workspace: Workspace, file: Path, plan: dict[str, Any]) -> list[str]:
-    from unit_tests_setup.submission_rules import validate_against_setup
-
     return validate_against_setup(workspace, file, plan)
 
 

@@ -18,14 +18,21 @@ from agentk.core.artifacts import MetaRecord, RunResult, SetupLayout, SolveResul
 from agentk.core.config import CONFIG_FILE, PolicyName, RunConfig
 from agentk.core.errors import AgentKError, SolveFailed
 from agentk.core.events import EventLog
-from agentk.grading import grade_run
 from agentk.core.isolation import Mounts, isolation_status
 from agentk.core.sandbox import Limits, run_python
-from agentk.sources import load_competition
-from agentk.sources.base import Competition
 from agentk.core.workspace import RunState, Workspace, atomic_write_json, read_json_object, workspace_for
 from agentk.core.workspace_lock import workspace_lock
+from agentk.grading import grade_run
+from agentk.llm import LLMConfig, make_client
+from agentk.llm.config import ENV_BASE_URL, ENV_MODEL
+from agentk.publish import submit_top_k
+from agentk.sources import load_competition
+from agentk.sources.base import Competition
+from agentk.sources.kaggle import fetch_source, kaggle_slug
+from curriculum.embedding import EmbeddingUnavailable
+from curriculum.experience import ExperienceStore, ingest_attempts
 from setup_pipeline.expert.expert_policy import ExpertPolicy
+from setup_pipeline.llm_policy import HybridPolicy, LLMPolicy, assign_blame
 from setup_pipeline.mdp import Blame, SetupMDP
 from setup_pipeline.policy import Policy
 from unit_tests_setup.submission_rules import validate_against_setup
@@ -39,7 +46,6 @@ class RunOutcome:
 
 def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
     """Run one competition; raises AgentKError (after writing result.json) when it cannot finish."""
-    from agentk.publish import fetch_source, kaggle_slug
 
     slug = kaggle_slug(str(source))
     if config.submit and slug is None:
@@ -55,8 +61,6 @@ def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
 
 def _run_locked(competition: Competition, workspace: Workspace, source: str | Path, slug: str | None,
                 config: RunConfig) -> RunOutcome:
-    from agentk.publish import submit_top_k
-
     removed = workspace.create()
     # The solver reads its settings back from here (config.solve).
     atomic_write_json(workspace.root / CONFIG_FILE, json.loads(config.model_dump_json()))
@@ -118,9 +122,6 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
 def _experience_store(config: RunConfig, events: EventLog) -> Any:
     """The experience memory shared by every run under this workspace root (None if unavailable)."""
     try:
-        from curriculum.embedding import EmbeddingUnavailable
-        from curriculum.experience import ExperienceStore
-
         return ExperienceStore(Path(config.workspace_root).resolve() / "_memory" / "experience.lance")
     except (ImportError, EmbeddingUnavailable, OSError) as exc:
         events.emit("memory_unavailable", reason=f"{type(exc).__name__}: {exc}")
@@ -131,7 +132,6 @@ def _remember(memory: Any, competition_id: str, workspace: Workspace, events: Ev
     """Store this run's setup attempts (fixes and failures) for later runs' prompts."""
     if memory is None:
         return
-    from curriculum.experience import ingest_attempts
 
     try:
         added = ingest_attempts(memory, competition_id, workspace.logs / "attempts.jsonl")
@@ -143,15 +143,12 @@ def _remember(memory: Any, competition_id: str, workspace: Workspace, events: Ev
 
 def _policy(config: RunConfig, workspace: Workspace, memory: Any = None, competition_id: str = "") -> tuple[Policy, Blame | None]:
     """The expert alone, or with an LLM served by vLLM or any OpenAI-compatible server."""
-    from agentk.llm.config import ENV_BASE_URL, ENV_MODEL
 
     configured = any([config.llm_base_url, config.llm_model, os.environ.get(ENV_BASE_URL), os.environ.get(ENV_MODEL)])
     choice = config.policy or (PolicyName.HYBRID if configured else PolicyName.EXPERT)
     if choice == PolicyName.EXPERT:
         return ExpertPolicy(), None
     _require_sandbox_for_llm_code(config)
-    from agentk.llm import LLMConfig, make_client
-    from setup_pipeline.llm_policy import HybridPolicy, LLMPolicy, assign_blame
 
     overrides = {"base_url": config.llm_base_url, "model": config.llm_model, "token_budget": config.llm_token_budget, "seed": config.solve.seed}
     llm_config = LLMConfig.from_env(**{k: v for k, v in overrides.items() if v is not None})

@@ -20,22 +20,25 @@ from typing import Any
 from rich.table import Table
 
 from agentk.bench.baselines import constant_score
+from agentk.bench.rivals.autogluon_rival import run_autogluon
 from agentk.bench.rivals.common import SystemResult
+from agentk.bench.rivals.lightgbm_defaults import run_lightgbm
 from agentk.bench.rivals.memory import PeakRss
+from agentk.bench.rivals.splits import is_resplittable, split_source
 from agentk.core.artifacts import RunResult, SolveResult
 from agentk.core.config import RunConfig
 from agentk.core.errors import AgentKError, SourceError
 from agentk.core.metrics.direction import Direction
+from agentk.core.workspace import Workspace, read_json_object
+from agentk.runner import run_competition
 from agentk.sources import load_competition
 from agentk.sources.base import Competition
-from agentk.core.workspace import Workspace, read_json_object
+from agentk.sources.demo import make_demo_competition
 
 
 def expand_sources(sources: list[str]) -> list[str]:
     """Each argument is a competition folder or a folder whose sub-folders are competitions."""
     if not sources:
-        from agentk.sources.demo import make_demo_competition
-
         return [str(make_demo_competition(Path("workspaces/_sources/demo").resolve()))]
     expanded: list[str] = []
     for source in sources:
@@ -83,8 +86,6 @@ def run_bench(sources: list[str], config: RunConfig, seeds: int = 1, rivals: tup
               splits: int = 1, autogluon_python: Path | None = None) -> list[dict[str, Any]]:
     """One row per (competition, split, seed). Several seeds or splits each get their own workspace
     root, so runs never collide; rivals run on the workspace agentk just used."""
-    from agentk.bench.rivals.splits import is_resplittable, split_source
-    from agentk.runner import run_competition
 
     root = Path(config.workspace_root)
     rows = []
@@ -113,9 +114,6 @@ def run_bench(sources: list[str], config: RunConfig, seeds: int = 1, rivals: tup
 
 def _run_rivals(rivals: tuple[str, ...], workspace: Workspace, competition: Competition, config: RunConfig,
                 autogluon_python: Path | None) -> dict[str, dict[str, Any]]:
-    from agentk.bench.rivals.autogluon_rival import run_autogluon
-    from agentk.bench.rivals.lightgbm_defaults import run_lightgbm
-
     runners: dict[str, Callable[[], SystemResult]] = {
         "lightgbm": lambda: run_lightgbm(workspace, competition, config.solve.time_budget_s, config.solve.seed),
         "autogluon": lambda: run_autogluon(workspace, competition, config.solve.time_budget_s, autogluon_python),

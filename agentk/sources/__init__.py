@@ -55,7 +55,7 @@ def _mlebench_root(folder: Path) -> Path | None:
 
 def reject_remote_reference(text: str) -> None:
     """Kaggle URLs and bare slugs that are not folders: `agentk run` downloads those first
-    (agentk.publish.fetch_source); here only folders load."""
+    (agentk.sources.kaggle.fetch_source); here only folders load."""
     if Path(text).expanduser().exists():
         return
     looks_like_url = re.match(r"[a-z]+://", text) is not None or "kaggle.com" in text

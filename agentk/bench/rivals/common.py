@@ -19,9 +19,11 @@ from typing import Any
 
 from agentk.bench.rivals.memory import PeakRss
 from agentk.core.sandbox import ExecutionResult
+from agentk.core.workspace import Workspace, read_json_object
+from agentk.grading import grade_file
 from agentk.sources import common as source_files
 from agentk.sources.base import Competition
-from agentk.core.workspace import Workspace, read_json_object
+from unit_tests_setup.submission_rules import validate_against_setup
 
 NOT_INSTALLED = "not installed (make autogluon)"
 NOT_TABULAR = "n/a: not tabular"
@@ -154,8 +156,6 @@ def measured(run: Callable[[], ExecutionResult]) -> tuple[ExecutionResult, float
 def finish(result: SystemResult, workspace: Workspace, competition: Competition, submission: Path) -> SystemResult:
     """Validate the rival's submission exactly as the runner validates agentk's, then grade it
     with the same grader."""
-    from agentk.grading import grade_file
-    from unit_tests_setup.submission_rules import validate_against_setup
 
     if not submission.is_file():
         result.status = "error: no submission written"

@@ -30,10 +30,11 @@ from agentk.bench.rivals.common import (
     rival_dir,
     tabular_inputs,
 )
+from agentk.bench.rivals.frames import enter_setup, normalise, prediction_frame, write_formatted
 from agentk.core.isolation import Mounts
 from agentk.core.sandbox import Limits, run_python
-from agentk.sources.base import Competition
 from agentk.core.workspace import Workspace
+from agentk.sources.base import Competition
 
 SYSTEM = "lightgbm"
 # Interpreter start, imports and formatting on top of the budget; defaults finish in seconds.
@@ -76,12 +77,6 @@ def fit_predict(workspace: Path, out: Path, seed: int) -> dict[str, object]:
     import numpy as np
     import pandas as pd
 
-    from agentk.bench.rivals.frames import (
-        enter_setup,
-        normalise,
-        prediction_frame,
-        write_formatted,
-    )
 
     started = time.monotonic()
     ws = Workspace(workspace)

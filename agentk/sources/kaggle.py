@@ -1,0 +1,30 @@
+"""The Kaggle source: a competition URL or slug becomes a local folder in Kaggle's layout,
+which the local source then loads like any other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentk.core.workspace import contained_path
+from agentk.core.workspace_lock import workspace_lock
+from agentk.kaggle.client import KaggleClient
+from agentk.kaggle.download import DownloadSettings
+from agentk.kaggle.fetch import fetch_competition
+from agentk.kaggle.reference import parse_competition_reference
+
+
+def kaggle_slug(text: str) -> str | None:
+    """The competition slug when `text` names a Kaggle competition rather than an existing folder."""
+    if Path(text).expanduser().exists():
+        return None
+    return parse_competition_reference(text)
+
+
+def fetch_source(slug: str, cache_root: Path, client: KaggleClient | None = None, quiet: bool = False) -> Path:
+    """Download (or reuse) the competition as a local folder under cache_root/<slug>; `quiet`: no
+    progress bar (otherwise one is drawn for a big download when stderr is a terminal)."""
+    folder = contained_path(cache_root, slug)
+    client = client or KaggleClient(download=DownloadSettings(progress=False) if quiet else None)
+    # Two runs of one competition would download into the same files at once.
+    with workspace_lock(folder):
+        return fetch_competition(client, slug, folder).root
