@@ -20,10 +20,10 @@ import numpy as np  # noqa: E402
 from solve_pipeline.baseline_models import _scaled_dense  # noqa: E402
 from solve_pipeline.dataset import CATEGORY, ORDINAL_CODE, FeatureSet  # noqa: E402
 from solve_pipeline.pretrained_features import pretrained_features  # noqa: E402
+from solve_pipeline.registry import EMBED_DEFAULT_S  # noqa: E402
 
 # MiniLM measured ~100-180 sentences/s on this project's 2-core machines: 20k rows is minutes.
 MAX_EMBED_ROWS = 30000
-MAX_EMBED_SECONDS = 240.0
 SVD_COMPONENTS = 128
 
 
@@ -129,7 +129,7 @@ def _forget(reference: weakref.ref) -> None:
 
 
 def fusion_matrices(features: FeatureSet, seed: int = 0, *, max_embed_rows: int = MAX_EMBED_ROWS,
-                    max_embed_seconds: float = MAX_EMBED_SECONDS,
+                    max_embed_seconds: float = EMBED_DEFAULT_S,
                     svd_components: int = SVD_COMPONENTS,
                     threads: int = 2) -> tuple[ModalityBlocks, ModalityBlocks] | None:
     """Train and test ModalityBlocks, or None when the FeatureSet has nothing usable."""

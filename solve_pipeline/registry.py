@@ -67,7 +67,7 @@ NN_SPACE: list[SearchParam] = [
     SearchParam(name="dropout", kind="num", lb=0.0, ub=0.5),
     SearchParam(name="batch_size", kind="cat", categories=["32", "64", "128", "256"]),
 ]
-NN_DEFAULTS: Params = {"max_epochs": 30, "n_trials": 20}
+NN_DEFAULTS: Params = {"max_epochs": 30}
 FUSION_SPACE: list[SearchParam] = [
     *NN_SPACE,
     SearchParam(name="hidden_size", kind="int", lb=32, ub=512),
