@@ -181,7 +181,7 @@ def _solve(workspace: Workspace, config: RunConfig, events: EventLog) -> None:
     events.say(f"  solve: model race, HEBO tuning, blending; {config.solve.folds}-fold CV, budget {config.solve.time_budget_s:.0f} s")
     with events.status("solving …") as status:
         result = _run_solver(workspace, config, events, status)
-    plan = read_json_object(workspace.setup / "plan.json")
+    plan = read_json_object(SetupLayout(workspace.setup).plan)
     problems = validate_against_setup(workspace, workspace.submission_path, plan)
     if not result.ok:
         if problems:

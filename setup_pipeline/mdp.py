@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from agentk.core.artifacts import SetupLayout
 from agentk.core.config import SetupBudget
 from agentk.core.errors import SetupFailed
 from agentk.core.events import EventLog
@@ -78,7 +79,7 @@ class SetupMDP:
     def _modalities(self, state: RunState) -> list[str] | None:
         if not state.stage("modalities").passed:
             return None
-        return json.loads((self.ws.setup / "modalities.json").read_text(encoding="utf-8"))["input_modalities"]
+        return json.loads(SetupLayout(self.ws.setup).modalities.read_text(encoding="utf-8"))["input_modalities"]
 
     # ---- one stage ------------------------------------------------------------------------
 

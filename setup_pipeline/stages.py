@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable, Literal
 
+from agentk.core.artifacts import SetupLayout
 from unit_tests_setup import meta_checks, stage_checks
 from unit_tests_setup.context import CheckContext
 
@@ -71,11 +72,11 @@ class MetaCheckSpec:
 
 def _map_stage(split: str, modality: str) -> StageSpec:
     code = MODALITY_CODES[modality]
-    output = f"{split}_{code}_input_map.csv"
+    output = SetupLayout.input_map_name(split, code)
     return StageSpec(
         name=f"{split}_input_map_{code}",
         kind="code",
-        output=f"code_{split}_{code}_input_map.py",
+        output=SetupLayout.input_map_code_name(split, code),
         goal=f"Write {output}: first column `id`, one row per {split} example, the {modality} inputs.",
         check=stage_checks.input_map_check(split, code),
         template="input_map.py.tmpl",
@@ -87,38 +88,38 @@ def _map_stage(split: str, modality: str) -> StageSpec:
 SUMMARISE = StageSpec(
     name="summarise",
     kind="text",
-    output="task_summary.md",
+    output=SetupLayout.SUMMARY,
     goal="Summarise the task, the data files and the evaluation, without noise.",
     check=stage_checks.check_summary,
 )
 MODALITIES = StageSpec(
     name="modalities",
     kind="json",
-    output="modalities.json",
+    output=SetupLayout.MODALITIES,
     goal='Name the input modalities and the target modality: {"input_modalities": [...], "target_modality": "tabular"}.',
     check=stage_checks.check_modalities,
 )
 PLAN = StageSpec(
     name="plan",
     kind="json",
-    output="plan.json",
+    output=SetupLayout.PLAN,
     goal="Plan the setup: steps, id column, target columns, task type, metric, submission columns.",
     check=stage_checks.check_plan,
 )
 TARGET_MAP = StageSpec(
     name="train_target_map",
     kind="code",
-    output="code_train_tab_target_map.py",
-    goal="Write train_tab_target_map.csv: first column `id`, then the raw target columns.",
+    output=SetupLayout.TARGET_MAP_CODE,
+    goal=f"Write {SetupLayout.TARGET_MAP}: first column `id`, then the raw target columns.",
     check=stage_checks.check_target_map,
     template="input_map.py.tmpl",
     required_names=("build_map",),
-    substitutions=(("__OUTPUT__", "train_tab_target_map.csv"), ("__STAGE__", "train target map")),
+    substitutions=(("__OUTPUT__", SetupLayout.TARGET_MAP), ("__STAGE__", "train target map")),
 )
 TARGET_TRANSFORM = StageSpec(
     name="target_transform",
     kind="code",
-    output="code_transform_tab_target_train.py",
+    output=SetupLayout.module_name("transform"),
     goal="Define forward (raw targets → numbers, classes as 0..K-1), inverse, and target_info.",
     check=stage_checks.check_target_transform,
     template="target_transform.py.tmpl",
@@ -127,7 +128,7 @@ TARGET_TRANSFORM = StageSpec(
 SUBMISSION_FORMAT = StageSpec(
     name="submission_format",
     kind="code",
-    output="code_submission_format.py",
+    output=SetupLayout.module_name("submission"),
     goal="Define format_submission(pred) turning a prediction frame into the competition's submission.",
     check=stage_checks.check_submission_format,
     template="submission_format.py.tmpl",
@@ -136,7 +137,7 @@ SUBMISSION_FORMAT = StageSpec(
 METRIC = StageSpec(
     name="metric",
     kind="code",
-    output="code_metric.py",
+    output=SetupLayout.module_name("metric"),
     goal="Define score(y_true, y_pred) -> float with the competition's metric, and HIGHER_IS_BETTER.",
     check=stage_checks.check_metric,
     template="metric.py.tmpl",

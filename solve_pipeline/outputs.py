@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from agentk.core.artifacts import SetupLayout
 from agentk.core.metrics.direction import Direction
 from solve_pipeline.cv import Predictions, emit, prediction_frame
 from solve_pipeline.dataset import FeatureSet
@@ -59,7 +60,7 @@ def formatted_submission(artifacts: SetupArtifacts, features: FeatureSet,
 def check_against_formatter(artifacts: SetupArtifacts, path: Path) -> None:
     """The formatter's own dummy output names the columns Kaggle expects; a mismatch is reported,
     while the orchestrator's validation against the sample stays the real gate."""
-    reference = artifacts.setup_dir / "submission_format_check.csv"
+    reference = artifacts.setup_dir / SetupLayout.SUBMISSION_FORMAT_CHECK
     if reference.is_file():
         columns = pd.read_csv(reference, nrows=0).columns.tolist()
         problems = validate_submission(path, sample_path=None, expected_columns=columns)

@@ -65,7 +65,7 @@ def parse_target_info(info: dict) -> list[TargetSpec]:
             classes = None
         specs.append(TargetSpec(column=str(entry["column"]), task=task, classes=classes))
     if not specs:
-        raise ValueError("target_info.json lists no targets")
+        raise ValueError(f"{SetupLayout.TARGET_INFO} lists no targets")
     return specs
 
 
@@ -142,7 +142,7 @@ class SetupArtifacts:
     def require_solvable(self) -> None:
         """Fail early, with the missing piece named, before any model is trained."""
         if not self.targets:
-            raise FileNotFoundError("setup/target_info.json is missing or lists no targets")
+            raise FileNotFoundError(f"setup/{SetupLayout.TARGET_INFO} is missing or lists no targets")
         if self.target_map is None or self.target_map_transformed is None:
             raise FileNotFoundError("setup/ lacks the train target map or its transformed version")
         for key in MODULE_FILES:

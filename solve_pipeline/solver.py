@@ -36,7 +36,7 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from agentk.core.artifacts import SolveResult  # noqa: E402
+from agentk.core.artifacts import SetupLayout, SolveResult  # noqa: E402
 from agentk.core.config import Fusion, SolveSettings, saved_config  # noqa: E402
 from solve_pipeline import blending  # noqa: E402
 from solve_pipeline.automl import RaceOutcome, race, revive  # noqa: E402
@@ -396,7 +396,7 @@ class Solver:
 
 def read_plan(artifacts: SetupArtifacts) -> dict[str, Any]:
     try:
-        plan = json.loads((artifacts.setup_dir / "plan.json").read_text(encoding="utf-8"))
+        plan = json.loads(SetupLayout(artifacts.setup_dir).plan.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return plan if isinstance(plan, dict) else {}

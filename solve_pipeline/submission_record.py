@@ -14,6 +14,7 @@ between the two renames still leaves a record whose `previous` entry matches the
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import tempfile
@@ -24,6 +25,7 @@ from typing import Callable
 
 from pydantic import BaseModel, ValidationError
 
+from agentk.core.artifacts import SetupLayout
 from agentk.core.metrics.direction import Direction
 from agentk.core.workspace import atomic_write_bytes
 
@@ -143,14 +145,13 @@ _PLAN_FACTS = ("metric", "higher_is_better", "id_column", "target_columns", "sub
 
 def setup_fingerprint(setup_dir: Path, test_ids: list[str]) -> str:
     """A hash that changes whenever a redone setup would make old scores incomparable."""
-    import json
-
+    layout = SetupLayout(setup_dir)
     digest = hashlib.sha256()
-    for file in sorted(setup_dir.glob("code_*.py")) + [setup_dir / "target_info.json"]:
+    for file in layout.fingerprint_files():
         digest.update(file.name.encode())
         digest.update(file.read_bytes() if file.is_file() else b"<missing>")
     try:
-        plan = json.loads((setup_dir / "plan.json").read_text(encoding="utf-8"))
+        plan = json.loads(layout.plan.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         plan = {}
     facts = {k: plan.get(k) for k in _PLAN_FACTS} if isinstance(plan, dict) else {}

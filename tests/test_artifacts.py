@@ -28,6 +28,23 @@ def test_layout_names_the_setup_files(tmp_path: Path) -> None:
     assert layout.plan.name == "plan.json" and layout.module("metric").name == "code_metric.py"
 
 
+def test_layout_names_and_paths_agree(tmp_path: Path) -> None:
+    layout = SetupLayout(tmp_path)
+    assert layout.target_map_roundtrip == tmp_path / SetupLayout.TARGET_MAP_ROUNDTRIP
+    assert SetupLayout.input_map_code_name("train", "tab") == "code_train_tab_input_map.py"
+    assert SetupLayout.module_name("submission") == layout.module("submission").name
+    for name in ("test_txt_input_map.csv", "test_tab_input_map.csv", "train_tab_input_map.csv"):
+        (tmp_path / name).write_text("id\n")
+    assert [p.name for p in layout.input_maps("test")] == ["test_tab_input_map.csv", "test_txt_input_map.csv"]
+
+
+def test_fingerprint_files_are_the_modules_then_target_info(tmp_path: Path) -> None:
+    for name in ("code_metric.py", "code_a.py", "plan.json"):
+        (tmp_path / name).write_text("")
+    names = [p.name for p in SetupLayout(tmp_path).fingerprint_files()]
+    assert names == ["code_a.py", "code_metric.py", "target_info.json"]
+
+
 def test_read_map_keeps_ids_as_stripped_text_and_missing_ids_missing(tmp_path: Path) -> None:
     path = tmp_path / "m.csv"
     path.write_text("id,x\n007 ,1\n,2\n 12,3\n")

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from agentk.core.artifacts import SetupLayout
 from agentk.core.config import SetupBudget
 from agentk.core.workspace import Workspace, read_json_object
 
@@ -20,5 +21,9 @@ class CheckContext:
     def setup(self) -> Path:
         return self.workspace.setup
 
+    @property
+    def layout(self) -> SetupLayout:
+        return SetupLayout(self.workspace.setup)
+
     def plan(self) -> dict[str, Any]:
-        return read_json_object(self.setup / "plan.json")
+        return read_json_object(self.layout.plan)

@@ -13,7 +13,7 @@ from agentk.core.isolation import Mounts
 from agentk.core.readers import read_table
 from agentk.core.sandbox import Limits, run_python
 from unit_tests_setup.context import CheckContext
-from agentk.core.artifacts import MapError, read_map
+from agentk.core.artifacts import MapError, SetupLayout, read_map
 from unit_tests_setup.files import find_sample_submission
 from unit_tests_setup.submission_rules import validate_against_setup
 
@@ -21,11 +21,11 @@ import pandas as pd
 
 
 def check_maps(ctx: CheckContext) -> list[str]:
-    setup = ctx.setup
+    layout = ctx.layout
     try:
-        target_ids = set(read_map(setup / "train_tab_target_map.csv")["id"])
-        train_maps = {p.name: read_map(p) for p in sorted(setup.glob("train_*_input_map.csv"))}
-        test_maps = {p.name: read_map(p) for p in sorted(setup.glob("test_*_input_map.csv"))}
+        target_ids = set(read_map(layout.target_map)["id"])
+        train_maps = {p.name: read_map(p) for p in layout.input_maps("train")}
+        test_maps = {p.name: read_map(p) for p in layout.input_maps("test")}
     except MapError as exc:
         return [str(exc)]
     problems: list[str] = []
@@ -34,7 +34,7 @@ def check_maps(ctx: CheckContext) -> list[str]:
     for name, frame in train_maps.items():
         ids = set(frame["id"])
         if ids != target_ids:
-            problems.append(f"{name} and train_tab_target_map.csv disagree on ids: {_id_diff(target_ids, ids)}")
+            problems.append(f"{name} and {SetupLayout.TARGET_MAP} disagree on ids: {_id_diff(target_ids, ids)}")
     reference_name, reference = next(iter(test_maps.items()))
     reference_ids = set(reference["id"])
     for name, frame in test_maps.items():
@@ -59,8 +59,8 @@ def check_maps(ctx: CheckContext) -> list[str]:
 
 def _same_rows(train_maps: dict[str, pd.DataFrame], test_maps: dict[str, pd.DataFrame]) -> bool:
     """Leakage is judged by content, not ids: Kaggle's train and test ids often both start at 1."""
-    for name in ("train_tab_input_map.csv", "train_txt_input_map.csv"):
-        test_name = name.replace("train_", "test_", 1)
+    for code in ("tab", "txt"):
+        name, test_name = SetupLayout.input_map_name("train", code), SetupLayout.input_map_name("test", code)
         if name not in train_maps or test_name not in test_maps:
             continue
         train, test = train_maps[name].drop(columns="id"), test_maps[test_name].drop(columns="id")

@@ -16,7 +16,7 @@ import pandas as pd
 from unit_tests_setup.context import CheckContext
 from agentk.core.metrics.direction import Direction
 from agentk.core.metrics import normalise_labels
-from agentk.core.artifacts import MapError, read_map
+from agentk.core.artifacts import MapError, SetupLayout, read_map
 from unit_tests_setup.files import IMAGE_EXTENSIONS, csv_headers, has_images, has_tables
 from unit_tests_setup.submission_rules import validate_against_setup
 
@@ -25,14 +25,14 @@ TASKS = {"binary", "multiclass", "regression"}
 
 
 def check_summary(ctx: CheckContext) -> list[str]:
-    path = ctx.setup / "task_summary.md"
+    path, name = ctx.layout.summary, SetupLayout.SUMMARY
     if not path.exists():
-        return ["task_summary.md was not written"]
+        return [f"{name} was not written"]
     text = path.read_text(encoding="utf-8").strip()
     if len(text) < 40:
-        return [f"task_summary.md is too short to be a summary ({len(text)} characters)"]
+        return [f"{name} is too short to be a summary ({len(text)} characters)"]
     if len(text) > 12000:
-        return [f"task_summary.md is not a summary ({len(text)} characters; keep it under 12000)"]
+        return [f"{name} is not a summary ({len(text)} characters; keep it under 12000)"]
     return []
 
 
@@ -51,7 +51,7 @@ def _load_json(ctx: CheckContext, name: str) -> tuple[dict, list[str]]:
 
 
 def check_modalities(ctx: CheckContext) -> list[str]:
-    data, problems = _load_json(ctx, "modalities.json")
+    data, problems = _load_json(ctx, SetupLayout.MODALITIES)
     if problems:
         return problems
     inputs = data.get("input_modalities")
@@ -73,7 +73,7 @@ def check_modalities(ctx: CheckContext) -> list[str]:
 
 
 def check_plan(ctx: CheckContext) -> list[str]:
-    data, problems = _load_json(ctx, "plan.json")
+    data, problems = _load_json(ctx, SetupLayout.PLAN)
     if problems:
         return problems
     steps = data.get("steps")
@@ -100,7 +100,7 @@ def check_plan(ctx: CheckContext) -> list[str]:
 
 
 def input_map_check(split: str, code: str) -> Callable[[CheckContext], list[str]]:
-    name = f"{split}_{code}_input_map.csv"
+    name = SetupLayout.input_map_name(split, code)
 
     def check(ctx: CheckContext) -> list[str]:
         frame, problems = _read_checked_map(ctx, name)
@@ -112,7 +112,7 @@ def input_map_check(split: str, code: str) -> Callable[[CheckContext], list[str]
         if code == "img":
             problems.extend(_image_path_problems(frame, ctx.setup, name))
         if split == "test":
-            train_path = ctx.setup / f"train_{code}_input_map.csv"
+            train_path = ctx.layout.input_map("train", code)
             if train_path.exists():
                 train_columns = list(read_map(train_path).columns)
                 if list(frame.columns) != train_columns:
@@ -180,7 +180,7 @@ def _diff(expected: list[str], found: list[str]) -> str:
 
 
 def check_target_map(ctx: CheckContext) -> list[str]:
-    name = "train_tab_target_map.csv"
+    name = SetupLayout.TARGET_MAP
     frame, problems = _read_checked_map(ctx, name)
     if problems:
         return problems
@@ -195,17 +195,17 @@ def check_target_map(ctx: CheckContext) -> list[str]:
 
 def check_target_transform(ctx: CheckContext) -> list[str]:
     try:
-        raw = read_map(ctx.setup / "train_tab_target_map.csv")
-        model = read_map(ctx.setup / "train_tab_target_map_transformed.csv")
-        roundtrip = read_map(ctx.setup / "train_tab_target_map_roundtrip.csv")
+        raw = read_map(ctx.layout.target_map)
+        model = read_map(ctx.layout.target_map_transformed)
+        roundtrip = read_map(ctx.layout.target_map_roundtrip)
     except MapError as exc:
         return [str(exc)]
-    info, problems = _load_json(ctx, "target_info.json")
+    info, problems = _load_json(ctx, SetupLayout.TARGET_INFO)
     if problems:
         return problems
     targets = info.get("targets")
     if not isinstance(targets, list) or not targets:
-        return ["target_info.json must hold a non-empty 'targets' list"]
+        return [f"{SetupLayout.TARGET_INFO} must hold a non-empty 'targets' list"]
     if list(model.columns) != list(raw.columns) or not model["id"].equals(raw["id"]):
         return ["the transformed map must keep the target map's columns, ids and row order"]
     described = [t.get("column") for t in targets if isinstance(t, dict)]
@@ -249,14 +249,14 @@ def _same_values(a: pd.Series, b: pd.Series) -> bool:
 
 
 def check_submission_format(ctx: CheckContext) -> list[str]:
-    path = ctx.setup / "submission_format_check.csv"
+    path = ctx.setup / SetupLayout.SUBMISSION_FORMAT_CHECK
     if not path.exists():
-        return ["submission_format_check.csv was not written"]
+        return [f"{SetupLayout.SUBMISSION_FORMAT_CHECK} was not written"]
     return validate_against_setup(ctx.workspace, path, ctx.plan())
 
 
 def check_metric(ctx: CheckContext) -> list[str]:
-    data, problems = _load_json(ctx, "metric_check.json")
+    data, problems = _load_json(ctx, SetupLayout.METRIC_CHECK)
     if problems:
         return problems
     perfect, shuffled, higher = data.get("perfect"), data.get("shuffled"), data.get("higher_is_better")
@@ -264,7 +264,7 @@ def check_metric(ctx: CheckContext) -> list[str]:
         return ["HIGHER_IS_BETTER must be a bool"]
     if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in (perfect, shuffled)):
         return [f"the metric must return finite numbers (perfect={perfect}, shuffled={shuffled})"]
-    truth = read_map(ctx.setup / "train_tab_target_map.csv")
+    truth = read_map(ctx.layout.target_map)
     if truth.iloc[:, 1:].nunique().max() <= 1:
         return []  # a constant target cannot tell a good prediction from a bad one
     if not Direction(higher).better(perfect, shuffled):

@@ -25,7 +25,7 @@ from agentk.bench.rivals.common import SystemResult
 from agentk.bench.rivals.lightgbm_defaults import run_lightgbm
 from agentk.bench.rivals.memory import PeakRss
 from agentk.bench.rivals.splits import is_resplittable, split_source
-from agentk.core.artifacts import RunResult, SolveResult
+from agentk.core.artifacts import RunResult, SetupLayout, SolveResult
 from agentk.core.config import RunConfig
 from agentk.core.errors import AgentKError, SourceError
 from agentk.core.metrics.direction import Direction
@@ -179,12 +179,12 @@ def _agentk_system(result: RunResult, workspace: Workspace, error: str | None, t
     if all(isinstance(v, (int, float)) for v in (first, solve_elapsed, elapsed)):
         system.time_to_first_submission_s = round(max(0.0, elapsed - solve_elapsed) + first, 1)
     else:
-        system.notes.append("solve_result.json lacks timing: time to first submission unknown")
+        system.notes.append(f"{SolveResult.FILE} lacks timing: time to first submission unknown")
     return system
 
 
 def _tabular(workspace: Workspace) -> bool | None:
-    modalities = read_json_object(workspace.setup / "modalities.json").get("input_modalities")
+    modalities = read_json_object(SetupLayout(workspace.setup).modalities).get("input_modalities")
     return None if not isinstance(modalities, list) else "image" not in modalities
 
 

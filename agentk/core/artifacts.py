@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -34,32 +34,92 @@ Split = Literal["train", "test"]
 
 @dataclass(frozen=True)
 class SetupLayout:
-    """Where each setup artifact lives under a workspace's `setup/` directory."""
+    """Where each setup artifact lives under a workspace's `setup/` directory.
+
+    The class constants are the bare file names, for those that need a name rather than a path
+    (a stage's output, a template's marker, a message); the properties are the paths. The
+    generated-code templates spell the same names in their own text: they run in the sandbox,
+    where this module cannot be imported.
+    """
+
+    SUMMARY: ClassVar[str] = "task_summary.md"
+    MODALITIES: ClassVar[str] = "modalities.json"
+    PLAN: ClassVar[str] = "plan.json"
+    TARGET_INFO: ClassVar[str] = "target_info.json"
+    TARGET_MAP: ClassVar[str] = "train_tab_target_map.csv"
+    TARGET_MAP_TRANSFORMED: ClassVar[str] = "train_tab_target_map_transformed.csv"
+    TARGET_MAP_ROUNDTRIP: ClassVar[str] = "train_tab_target_map_roundtrip.csv"
+    TARGET_MAP_CODE: ClassVar[str] = "code_train_tab_target_map.py"
+    CODE_GLOB: ClassVar[str] = "code_*.py"  # every generated module
+    # What the submission-format and metric stages' templates write for their checks to read.
+    SUBMISSION_FORMAT_CHECK: ClassVar[str] = "submission_format_check.csv"
+    METRIC_CHECK: ClassVar[str] = "metric_check.json"
 
     dir: Path
 
+    @staticmethod
+    def input_map_name(split: Split, modality: str) -> str:
+        """`modality` is a map code: tab, txt or img."""
+        return f"{split}_{modality}_input_map.csv"
+
+    @staticmethod
+    def input_map_code_name(split: Split, modality: str) -> str:
+        """The generated module that writes `input_map_name(split, modality)`."""
+        return f"code_{split}_{modality}_input_map.py"
+
+    @staticmethod
+    def input_map_glob(split: Split) -> str:
+        """A glob pattern matching the split's input maps of every modality."""
+        return f"{split}_*_input_map.csv"
+
+    @staticmethod
+    def module_name(role: str) -> str:
+        """The file name of the generated module the solver imports for `role` (MODULE_FILES)."""
+        return MODULE_FILES[role]
+
+    @property
+    def summary(self) -> Path:
+        return self.dir / self.SUMMARY
+
+    @property
+    def modalities(self) -> Path:
+        return self.dir / self.MODALITIES
+
     @property
     def plan(self) -> Path:
-        return self.dir / "plan.json"
+        return self.dir / self.PLAN
 
     @property
     def target_info(self) -> Path:
-        return self.dir / "target_info.json"
+        return self.dir / self.TARGET_INFO
 
     @property
     def target_map(self) -> Path:
-        return self.dir / "train_tab_target_map.csv"
+        return self.dir / self.TARGET_MAP
 
     @property
     def target_map_transformed(self) -> Path:
-        return self.dir / "train_tab_target_map_transformed.csv"
+        return self.dir / self.TARGET_MAP_TRANSFORMED
+
+    @property
+    def target_map_roundtrip(self) -> Path:
+        return self.dir / self.TARGET_MAP_ROUNDTRIP
 
     def input_map(self, split: Split, modality: str) -> Path:
         """`modality` is a map code: tab, txt or img."""
-        return self.dir / f"{split}_{modality}_input_map.csv"
+        return self.dir / self.input_map_name(split, modality)
+
+    def input_maps(self, split: Split) -> list[Path]:
+        """The split's input maps on disk, sorted by name."""
+        return sorted(self.dir.glob(self.input_map_glob(split)))
 
     def module(self, role: str) -> Path:
-        return self.dir / MODULE_FILES[role]
+        return self.dir / self.module_name(role)
+
+    def fingerprint_files(self) -> list[Path]:
+        """What a setup's scores depend on, in a stable order: every generated module, sorted,
+        then target_info.json (which may be missing)."""
+        return sorted(self.dir.glob(self.CODE_GLOB)) + [self.target_info]
 
 
 # ---- maps ------------------------------------------------------------------------------------
@@ -175,6 +235,8 @@ class SolveResult(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
+    FILE: ClassVar[str] = "solve_result.json"
+
     validation_score: float | None = None
     model: str | None = None
     models_per_target: dict[str, str] | None = None
@@ -203,7 +265,7 @@ class SolveResult(BaseModel):
 
     @classmethod
     def path_in(cls, solve_dir: Path) -> Path:
-        return Path(solve_dir) / "solve_result.json"
+        return Path(solve_dir) / cls.FILE
 
     @classmethod
     def read(cls, solve_dir: Path) -> SolveResult:

@@ -16,7 +16,7 @@ from setup_pipeline.expert.description import summarise
 from setup_pipeline.expert.inspect import DataFacts, ExpertDeclined, inspect_competition
 from setup_pipeline.policy import Action, Decline, Fill, StageContext
 from setup_pipeline.stages import StageSpec
-from agentk.core.artifacts import MapError, read_map
+from agentk.core.artifacts import MapError, SetupLayout, read_map
 
 _CODES = {"tab": "tabular", "txt": "text", "img": "image"}
 
@@ -44,7 +44,7 @@ class ExpertPolicy:
 
     def facts(self, ctx: StageContext) -> DataFacts:
         if self._facts is None:
-            plan_path = ctx.workspace.setup / "plan.json"
+            plan_path = SetupLayout(ctx.workspace.setup).plan
             saved = json.loads(plan_path.read_text(encoding="utf-8")).get("facts") if plan_path.exists() else None
             self._facts = DataFacts.model_validate(saved) if saved else inspect_competition(ctx.workspace.raw)
         return self._facts
@@ -86,7 +86,7 @@ class ExpertPolicy:
 
     def _target_transform(self, facts: DataFacts, ctx: StageContext) -> str:
         try:
-            targets = read_map(ctx.workspace.setup / "train_tab_target_map.csv")
+            targets = read_map(SetupLayout(ctx.workspace.setup).target_map)
         except MapError as exc:
             raise ExpertDeclined(f"cannot read the target map to list the classes: {exc}") from exc
         classes: dict[str, list] = {}
@@ -132,7 +132,7 @@ def _plan(facts: DataFacts) -> dict:
 def _frame_classes(ctx: StageContext) -> dict[str, list[str]]:
     """Each target's classes as the prediction frame names them (target_info.json, written by the
     target transform from the target map: "TRUE" in a raw file may read back as True there)."""
-    path = ctx.workspace.setup / "target_info.json"
+    path = SetupLayout(ctx.workspace.setup).target_info
     info = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"targets": []}
     return {t["column"]: [str(c) for c in t["classes"]] for t in info["targets"] if t.get("classes")}
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agentk.core.artifacts import SetupLayout
 from agentk.llm import WorkingMemory
 from agentk.core.workspace import Workspace
 from setup_pipeline.policy import StageContext
@@ -50,13 +51,13 @@ def stage_memory(stage: StageSpec, ctx: StageContext, data_view: str, tips: str 
     """The entries a prompt for `stage` is rendered from. The stage's own earlier output, its
     sandbox output, the errors and `tips` (past fixes of similar errors) appear only when the
     stage is being retried."""
-    setup = ctx.workspace.setup
+    setup = SetupLayout(ctx.workspace.setup)
     memory = WorkingMemory()
     entries = {
-        "TASK-SUMMARY": _read(setup / "task_summary.md") if stage.name != "summarise" else None,
+        "TASK-SUMMARY": _read(setup.summary) if stage.name != "summarise" else None,
         "DATA-VIEW": data_view,
-        "MODALITIES": _read(setup / "modalities.json") if stage.name not in {"summarise", "modalities"} else None,
-        "PLAN": _plan_text(setup / "plan.json") if stage.kind == "code" else None,
+        "MODALITIES": _read(setup.modalities) if stage.name not in {"summarise", "modalities"} else None,
+        "PLAN": _plan_text(setup.plan) if stage.kind == "code" else None,
     }
     retry = bool(ctx.last_error or ctx.meta_error)
     if retry:

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from agentk.core.artifacts import SetupLayout
 from agentk.core.config import PolicyName
 from agentk.llm import (
     BackendNotInstalled,
@@ -209,7 +210,7 @@ _DOUBTS = {"metric": ("metric:",), "submission_format": ("ids:",)}
 def expert_doubts(stage: str, setup_dir: Path) -> str:
     """The expert's recorded assumptions that this stage depends on ("" when it was sure)."""
     prefixes = _DOUBTS.get(stage)
-    plan_path = setup_dir / "plan.json"
+    plan_path = SetupLayout(setup_dir).plan
     if not prefixes or not plan_path.is_file():
         return ""
     try:

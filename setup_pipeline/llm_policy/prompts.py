@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agentk.core.artifacts import SetupLayout
 from agentk.llm import Message, WorkingMemory, system, user
 from agentk.llm.parsing import fenced_blocks
 from agentk.core.secrets import redact
@@ -32,7 +33,7 @@ CONTRACT_MAPS = (
     "from every train map."
 )
 CONTRACT_TARGETS = (
-    "`train_tab_target_map.csv` holds `id` + the raw target columns (original values). forward(df) "
+    f"`{SetupLayout.TARGET_MAP}` holds `id` + the raw target columns (original values). forward(df) "
     "maps classes to integers 0..K-1 (regression: floats, optionally rescaled) keeping `id`, columns "
     "and row order; inverse(df) gives back the original labels/values; target_info(df) returns "
     '{"targets": [{"column": c, "task": "binary|multiclass|regression", "classes": [labels in index order] or null}]}.'
@@ -41,7 +42,7 @@ CONTRACT_PREDICTION = (
     "The prediction frame: column `id`, then per target `t`: regression -> `t` (float, original "
     "scale); classification -> `t` (predicted original label) and `f\"{t}__proba__{label}\"` for each "
     "label of target_info's classes (label rendered with str). y_true for the metric is "
-    "train_tab_target_map.csv's format (`id` + raw targets); match rows by `id`."
+    f"{SetupLayout.TARGET_MAP}'s format (`id` + raw targets); match rows by `id`."
 )
 _CONTRACTS = {
     "input_map.py.tmpl": (CONTRACT_MAPS,),

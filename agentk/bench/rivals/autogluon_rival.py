@@ -27,6 +27,7 @@ from agentk.bench.rivals.common import (
     rival_dir,
     tabular_inputs,
 )
+from agentk.core.artifacts import SetupLayout
 from agentk.core.metrics import UnknownMetricError, get_metric
 from agentk.core.isolation import Mounts
 from agentk.core.sandbox import ExecutionResult, Limits, run_python
@@ -156,7 +157,7 @@ def run_autogluon(workspace: Workspace, competition: Competition, time_budget_s:
 
 def _plan_metric(workspace: Workspace) -> str | None:
     try:
-        metric = json.loads((workspace.setup / "plan.json").read_text(encoding="utf-8")).get("metric")
+        metric = json.loads(SetupLayout(workspace.setup).plan.read_text(encoding="utf-8")).get("metric")
     except (OSError, ValueError, AttributeError):
         return None
     return metric if isinstance(metric, str) else None

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentk.bench.rivals.memory import PeakRss
+from agentk.core.artifacts import SetupLayout
 from agentk.core.sandbox import ExecutionResult
 from agentk.core.workspace import Workspace, read_json_object
 from agentk.grading import grade_file
@@ -81,9 +82,10 @@ class RivalInputError(Exception):
 
 
 def raw_inputs(workspace: Workspace) -> RawInputs:
-    plan = read_json_object(workspace.setup / "plan.json")
-    info = read_json_object(workspace.setup / "target_info.json")
-    modalities = read_json_object(workspace.setup / "modalities.json").get("input_modalities") or ["tabular"]
+    layout = SetupLayout(workspace.setup)
+    plan = read_json_object(layout.plan)
+    info = read_json_object(layout.target_info)
+    modalities = read_json_object(layout.modalities).get("input_modalities") or ["tabular"]
     if not plan or not info.get("targets"):
         raise RivalInputError("agentk's setup did not finish (the rivals use its plan and target specs)")
     facts = plan.get("facts") if isinstance(plan.get("facts"), dict) else {}
@@ -95,14 +97,14 @@ def raw_inputs(workspace: Workspace) -> RawInputs:
     train_id = facts.get("train_id_column") or id_column
     test_id = facts.get("test_id_column") or id_column
     if not isinstance(train_id, str) or not isinstance(test_id, str):
-        raise RivalInputError("plan.json names no id column")
+        raise RivalInputError(f"{SetupLayout.PLAN} names no id column")
     targets = [TargetFrame(str(t["column"]), str(t["task"]), t.get("classes")) for t in info["targets"]]
     return RawInputs(train, test, train_id, test_id, targets, [str(m) for m in modalities])
 
 
 def tabular_inputs(workspace: Workspace, result: SystemResult) -> RawInputs | None:
     """The rival's inputs, or None with `result.status` saying why it cannot run here."""
-    modalities = read_json_object(workspace.setup / "modalities.json").get("input_modalities") or []
+    modalities = read_json_object(SetupLayout(workspace.setup).modalities).get("input_modalities") or []
     if "image" in modalities:  # checked first: an image folder layout has no CSVs to report missing
         result.status = NOT_TABULAR
         return None
@@ -160,7 +162,7 @@ def finish(result: SystemResult, workspace: Workspace, competition: Competition,
     if not submission.is_file():
         result.status = "error: no submission written"
         return result
-    problems = validate_against_setup(workspace, submission, read_json_object(workspace.setup / "plan.json"))
+    problems = validate_against_setup(workspace, submission, read_json_object(SetupLayout(workspace.setup).plan))
     if problems:
         result.status = f"error: invalid submission: {problems[0]}"
         return result
