@@ -12,13 +12,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable, Literal
 
-from agentk.core.artifacts import SetupLayout
+from agentk.core.artifacts import MODALITY_CODES, SetupLayout
 from unit_tests_setup import meta_checks, stage_checks
 from unit_tests_setup.context import CheckContext
 
 Check = Callable[[CheckContext], list[str]]
 
-MODALITY_CODES = {"tabular": "tab", "text": "txt", "image": "img"}
 HOLE = "# <<POLICY CODE>>"
 HOLE_START = "# ---- policy code"  # the template lines around the hole
 HOLE_END = "# ---- end of policy code"

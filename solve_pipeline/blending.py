@@ -18,7 +18,8 @@ from typing import Literal
 import numpy as np
 from scipy.optimize import minimize
 
-Task = Literal["binary", "multiclass", "regression"]
+from agentk.core.artifacts import Task
+
 Method = Literal["best_single", "weighted", "mlp"]
 _EPS = 1e-7
 PROBE_EPOCHS = 4  # the MLP's pace is measured on this many epochs when time is short

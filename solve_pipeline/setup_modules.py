@@ -16,11 +16,9 @@ from types import ModuleType
 
 import pandas as pd
 
-from agentk.core.artifacts import MODULE_FILES, SetupLayout, TargetSpec, read_map
+from agentk.core.artifacts import MAP_CODES, MODULE_FILES, TASKS, SetupLayout, TargetSpec, read_map
 from agentk.core.metrics.direction import Direction
 
-MODALITIES: tuple[str, ...] = ("tab", "txt", "img")
-TASKS: tuple[str, ...] = ("binary", "multiclass", "regression")
 
 
 def load_setup_module(path: Path, name: str) -> ModuleType:
@@ -97,7 +95,7 @@ class SetupArtifacts:
         train_maps: dict[str, pd.DataFrame] = {}
         test_maps: dict[str, pd.DataFrame] = {}
         layout = SetupLayout(setup)
-        for modality in MODALITIES:
+        for modality in MAP_CODES:
             train_path, test_path = layout.input_map("train", modality), layout.input_map("test", modality)
             if train_path.is_file() and test_path.is_file():
                 train_maps[modality] = _read_solver_map(train_path)

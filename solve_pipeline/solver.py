@@ -309,7 +309,7 @@ class Solver:
         report: dict[str, Any] = {}
         deadline = self.at(BLEND_UNTIL) - self._decode_reserve()
         for spec in self.ctx.targets:
-            task = spec.task if spec.task in ("binary", "multiclass") else "regression"
+            task = spec.task if spec.is_classification else "regression"
             held = {t: p.oof for t, p in self.state.best.items()}
 
             def score_fn(_y: np.ndarray, pred: np.ndarray, column: str = spec.column,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentk.core.artifacts import SetupLayout, read_map
+from agentk.core.artifacts import MAP_CODES, SetupLayout, read_map
 from agentk.core.readers import IMAGE_EXTENSIONS as _IMAGE_SUFFIXES
 from agentk.core.readers import UnreadableTable, file_kind, read_table
 
@@ -50,7 +50,7 @@ def find_sample_submission(raw: Path, plan: dict) -> Path | None:
 
 
 def test_ids(setup: Path) -> list[str] | None:
-    for code in ("tab", "txt", "img"):
+    for code in MAP_CODES:
         path = SetupLayout(setup).input_map("test", code)
         if path.exists():
             return read_map(path)["id"].astype(str).tolist()

@@ -16,12 +16,10 @@ import pandas as pd
 from unit_tests_setup.context import CheckContext
 from agentk.core.metrics.direction import Direction
 from agentk.core.metrics import normalise_labels
-from agentk.core.artifacts import MapError, SetupLayout, read_map
+from agentk.core.artifacts import MODALITY_CODES, TASKS, MapError, SetupLayout, read_map
 from unit_tests_setup.files import IMAGE_EXTENSIONS, csv_headers, has_images, has_tables
 from unit_tests_setup.submission_rules import validate_against_setup
 
-ALLOWED_MODALITIES = {"tabular", "text", "image"}
-TASKS = {"binary", "multiclass", "regression"}
 
 
 def check_summary(ctx: CheckContext) -> list[str]:
@@ -57,9 +55,9 @@ def check_modalities(ctx: CheckContext) -> list[str]:
     inputs = data.get("input_modalities")
     if not isinstance(inputs, list) or not inputs:
         return ["input_modalities must be a non-empty list"]
-    unknown = [m for m in inputs if m not in ALLOWED_MODALITIES]
+    unknown = [m for m in inputs if m not in MODALITY_CODES]
     if unknown:
-        return [f"unknown input modalities {unknown}; allowed: {sorted(ALLOWED_MODALITIES)}"]
+        return [f"unknown input modalities {unknown}; allowed: {sorted(MODALITY_CODES)}"]
     if len(set(inputs)) != len(inputs):
         problems.append("input_modalities has duplicates")
     if data.get("target_modality") != "tabular":

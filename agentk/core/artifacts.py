@@ -20,6 +20,17 @@ from pydantic import BaseModel, ConfigDict
 from agentk.core.metrics.direction import Direction
 from agentk.core.workspace import read_json_object
 
+# ---- the task's vocabulary -------------------------------------------------------------------
+
+Task = Literal["binary", "multiclass", "regression"]
+TASKS: tuple[Task, ...] = ("binary", "multiclass", "regression")
+CLASSIFICATION_TASKS: tuple[Task, ...] = ("binary", "multiclass")
+Modality = Literal["tabular", "text", "image"]
+# Each input modality and the code its maps are named by (train_<code>_input_map.csv).
+MODALITY_CODES: dict[Modality, str] = {"tabular": "tab", "text": "txt", "image": "img"}
+MODALITY_OF_CODE: dict[str, Modality] = {code: modality for modality, code in MODALITY_CODES.items()}
+MAP_CODES: tuple[str, ...] = tuple(MODALITY_CODES.values())
+
 # ---- the setup's layout ----------------------------------------------------------------------
 
 # The generated modules the solver imports, by role.
@@ -162,7 +173,7 @@ class TargetSpec:
 
     @property
     def is_classification(self) -> bool:
-        return self.task in ("binary", "multiclass")
+        return self.task in CLASSIFICATION_TASKS
 
     @property
     def n_classes(self) -> int:

@@ -16,10 +16,7 @@ from setup_pipeline.expert.description import summarise
 from setup_pipeline.expert.inspect import DataFacts, ExpertDeclined, inspect_competition
 from setup_pipeline.policy import Action, Decline, Fill, StageContext
 from setup_pipeline.stages import StageSpec
-from agentk.core.artifacts import MapError, SetupLayout, read_map
-
-_CODES = {"tab": "tabular", "txt": "text", "img": "image"}
-
+from agentk.core.artifacts import MODALITY_OF_CODE, MapError, SetupLayout, read_map
 
 class ExpertPolicy:
     name = PolicyName.EXPERT
@@ -64,7 +61,7 @@ class ExpertPolicy:
             return Fill(json.dumps(_plan(facts), indent=2), plan="inspect files, ids, targets, metric")
         if name.startswith(("train_input_map_", "test_input_map_")):
             split, code = name.split("_")[0], name.rsplit("_", 1)[1]
-            return Fill(self._input_map(facts, split, _CODES[code]), plan=f"{split} {_CODES[code]} columns keyed by id")
+            return Fill(self._input_map(facts, split, MODALITY_OF_CODE[code]), plan=f"{split} {MODALITY_OF_CODE[code]} columns keyed by id")
         if name == "train_target_map":
             return Fill(codegen.target_map(facts), plan="raw targets keyed by id")
         if name == "target_transform":

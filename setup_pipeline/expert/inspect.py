@@ -15,6 +15,7 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from agentk.core import metrics
+from agentk.core.artifacts import Task
 from setup_pipeline.expert.description import submission_example_rows, submission_header
 from setup_pipeline.expert.images import ImageLayout, ImageLayouts, present
 from setup_pipeline.expert.row_files import RowFiles, find_row_files
@@ -38,7 +39,7 @@ class ExpertDeclined(Exception):
 
 class TargetFact(BaseModel):
     column: str  # train column (per_class_proba: the label column; class folders: "label")
-    task: Literal["binary", "multiclass", "regression"]
+    task: Task
     classes: list[str] | None = None  # as written in the data; numeric labels sorted numerically
     sample_values: list[str] = Field(default_factory=list)  # how the sample file writes it
 

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agentk.core.artifacts import SetupLayout
+from agentk.core.artifacts import Modality, SetupLayout, Task
 from agentk.llm import Message, WorkingMemory, system, user
 from agentk.llm.parsing import fenced_blocks
 from agentk.core.secrets import redact
@@ -95,7 +95,7 @@ class SummarisePrompt:
 
 class ModalitiesModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    input_modalities: list[Literal["tabular", "text", "image"]] = Field(min_length=1)
+    input_modalities: list[Modality] = Field(min_length=1)
     target_modality: Literal["tabular"] = "tabular"
 
     @field_validator("input_modalities")
@@ -111,7 +111,7 @@ class PlanModel(BaseModel):
     steps: list[str] = Field(min_length=1, max_length=12)
     id_column: str = Field(min_length=1)
     target_columns: list[str] = Field(min_length=1)
-    task_type: Literal["binary", "multiclass", "regression"]
+    task_type: Task
     metric: str = Field(min_length=1)
     higher_is_better: bool | None = None
     submission_columns: list[str] = Field(min_length=1)
