@@ -28,6 +28,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.nn import functional  # noqa: E402
 
+from agentk.core.workspace import replacing  # noqa: E402
 from solve_pipeline.baseline_models import ConstantModel  # noqa: E402
 from solve_pipeline.dataset import FeatureSet  # noqa: E402
 from solve_pipeline.image_backbones import Backbone, available_backbones, cheapest  # noqa: E402
@@ -95,10 +96,8 @@ class MapCache:
     def put(self, key: str, maps: np.ndarray) -> None:
         if self.directory is None:
             return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        tmp = self.directory / f"{key}.tmp.npy"
-        np.save(tmp, maps)
-        os.replace(tmp, self.directory / f"{key}.npy")
+        with replacing(self.directory / f"{key}.npy") as tmp, open(tmp, "wb") as handle:
+            np.save(handle, maps)  # a handle: np.save would add .npy to the temp path
 
 
 def maps_label(plan: ImagePlan, k: int) -> str:

@@ -7,42 +7,23 @@ submission or the new one, never half of one; the adopted submission itself goes
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from pathlib import Path
-from typing import Any, Callable
 
 import pandas as pd
 
 from agentk.core.artifacts import SetupLayout
 from agentk.core.metrics.direction import Direction
+from agentk.core.workspace import replacing
 from solve_pipeline.cv import Predictions, emit, prediction_frame
 from solve_pipeline.dataset import FeatureSet
 from solve_pipeline.setup_modules import SetupArtifacts
 from solve_pipeline.submission_check import validate_submission
 
 
-def _replace_atomic(path: Path, write: Callable[[Path], None]) -> None:
-    """`write` fills a temp file in the same folder, renamed over `path`: readers (and a kill)
-    see the old file or the new one. The temp name is the one a resumed run clears
-    (`.<name>.<pid>.tmp`), and a failed write removes it at once."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        write(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
 def write_csv_atomic(frame: pd.DataFrame, path: Path) -> None:
-    _replace_atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
-
-
-def write_json_atomic(data: dict[str, Any], path: Path) -> None:
-    _replace_atomic(path, lambda tmp: tmp.write_text(json.dumps(data, indent=2, default=str)))
+    with replacing(path) as tmp:
+        frame.to_csv(tmp, index=False)
 
 
 def formatted_submission(artifacts: SetupArtifacts, features: FeatureSet,

@@ -38,6 +38,7 @@ import pandas as pd  # noqa: E402
 
 from agentk.core.artifacts import SetupLayout, SolveResult  # noqa: E402
 from agentk.core.config import Fusion, SolveSettings, saved_config  # noqa: E402
+from agentk.core.workspace import atomic_write_json  # noqa: E402
 from solve_pipeline import blending  # noqa: E402
 from solve_pipeline.automl import RaceOutcome, race, revive  # noqa: E402
 from solve_pipeline.cv import (  # noqa: E402
@@ -50,7 +51,7 @@ from solve_pipeline.finetune_plan import finetune_options  # noqa: E402
 from solve_pipeline.decoding import Decoder, choose_decoder, fit_evaluations  # noqa: E402
 from solve_pipeline.outputs import (  # noqa: E402
     check_against_formatter, clear_candidates, formatted_submission, ranked_candidates,
-    save_prediction_frames, write_candidate, write_json_atomic,
+    save_prediction_frames, write_candidate,
 )
 from solve_pipeline.registry import race_candidates, tunable_for  # noqa: E402
 from solve_pipeline.setup_modules import SetupArtifacts  # noqa: E402
@@ -507,7 +508,7 @@ def solve(options: SolveOptions) -> dict:
         "time_to_first_submission_s": round(state.first_submission_s or 0.0, 3),
     })
     result = record.to_json()
-    write_json_atomic(result, SolveResult.path_in(artifacts.workspace / "solve"))
+    atomic_write_json(SolveResult.path_in(artifacts.workspace / "solve"), result)
     emit("done", **{k: v for k, v in result.items() if k not in ("race", "finetune", "tuning", "blend", "decoding")})
     return result
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentk.core.artifacts import SetupLayout
 from agentk.core.metrics.direction import Direction
-from agentk.core.workspace import atomic_write_bytes
+from agentk.core.workspace import atomic_write_bytes, replacing
 
 
 class SubmissionRecord(BaseModel):
@@ -121,20 +119,13 @@ def adopt_submission(path: Path, write_file: Callable[[Path], None], candidate: 
     allowed, reason = is_improvement(candidate, existing)
     if not (allowed or force):
         return Adoption(False, reason, existing)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+    # The record goes first, inside the replacement: a kill before the rename leaves a record whose
+    # current entry does not match the file, and read_record then falls back to the previous one.
+    with replacing(path) as tmp:
         write_file(tmp)
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
         record = candidate.model_copy(update={"sha256": file_sha256(tmp), "written_at": time.time()})
         atomic_write_bytes(record_path(path),
                             _RecordFile(current=record, previous=existing).model_dump_json(indent=2).encode())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return Adoption(True, reason if allowed else "forced", record)
 
 

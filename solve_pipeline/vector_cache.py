@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from agentk.core.workspace import replacing
+
 
 def file_key(path: str) -> str:
     """A file's identity: its path, size and modification time (a replaced file is a new one)."""
@@ -43,8 +45,6 @@ class VectorCache:
     def save(self) -> None:
         if self.path is None or not self.vectors:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp.npz")
         keys = list(self.vectors)
-        np.savez(tmp, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]))
-        os.replace(tmp, self.path)
+        with replacing(self.path) as tmp, open(tmp, "wb") as handle:  # a handle: np.savez would add .npz to a path
+            np.savez(handle, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]))

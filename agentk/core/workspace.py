@@ -8,6 +8,8 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,19 +89,30 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write via a temp file in the same folder and rename, so readers never see half a file."""
+@contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """The one way every file of a run is written: the caller fills the yielded temp file (in the
+    same folder, named `.<name>.<random>.tmp`, which a resumed run clears); on a normal exit it is
+    flushed to disk and renamed over `path`, so readers and a kill see the old file or the new one,
+    never half of one. On an error the temp file goes and `path` is untouched."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
+        yield tmp
+        with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    with replacing(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def read_json_object(path: Path) -> dict[str, Any]:

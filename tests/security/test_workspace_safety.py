@@ -17,7 +17,7 @@ from agentk.core.config import RunConfig
 from agentk.core.errors import AgentKError, WorkspaceError
 from agentk.runner import run_competition
 from agentk.sources import load_competition
-from agentk.core.workspace import Workspace, safe_component, workspace_for
+from agentk.core.workspace import Workspace, replacing, safe_component, workspace_for
 from agentk.core.workspace_lock import workspace_lock
 
 pytestmark = pytest.mark.integration
@@ -262,3 +262,19 @@ def test_temp_cleaning_leaves_the_competitions_data_alone(tmp_path: Path) -> Non
     removed = workspace.create()
     assert sorted(removed) == sorted(left) and not [p for p in left if p.exists()]
     assert data_file.read_text() == "data"
+
+
+def test_every_writer_replaces_whole_files_and_leaves_no_temp_on_failure(tmp_path: Path) -> None:
+    """`replacing` is the one atomic writer: the old file stays whole when the new one fails
+    half-way, the temp file goes, and a finished write lands under its own name."""
+    target = tmp_path / "deep" / "submission.csv"
+    with replacing(target) as tmp:
+        assert tmp.parent == target.parent and tmp.name.startswith(".submission.csv.") and tmp.name.endswith(".tmp")
+        tmp.write_text("id,y\n1,0\n")
+    assert target.read_text() == "id,y\n1,0\n"
+    with pytest.raises(RuntimeError):
+        with replacing(target) as tmp:
+            tmp.write_text("id,y\n1,")
+            raise RuntimeError("killed half-way")
+    assert target.read_text() == "id,y\n1,0\n"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["submission.csv"]

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from agentk.core.artifacts import prediction_frame as build_prediction_frame
+from agentk.core.workspace import replacing
 from solve_pipeline.setup_modules import SetupArtifacts, TargetSpec
 
 # A class a model never saw must not make log loss infinite (the solver floors the same way).
@@ -56,10 +57,8 @@ def write_formatted(artifacts: SetupArtifacts, frame: pd.DataFrame, out: Path) -
     formatted = artifacts.submission.format_submission(frame.copy())
     if not isinstance(formatted, pd.DataFrame) or formatted.empty:
         raise ValueError("format_submission did not return a non-empty DataFrame")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    temporary = out.with_name(f".{out.name}.tmp")
-    formatted.to_csv(temporary, index=False)
-    os.replace(temporary, out)
+    with replacing(out) as tmp:
+        formatted.to_csv(tmp, index=False)
 
 
 def label_key(value: Any) -> str:
