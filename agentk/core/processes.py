@@ -39,5 +39,12 @@ def process_table() -> dict[int, ProcessInfo]:
 
 
 def group_alive(pgid: int) -> bool:
-    """Whether any process of the group is still running (zombies do not count)."""
-    return any(p.pgrp == pgid and p.alive for p in process_table().values())
+    """Whether any process of the group is still running (zombies do not count). The sandbox polls
+    this every 20 ms: it reads only each process's group and status, and stops at the first live one."""
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] not in _GONE:
+                return True
+        except OSError:
+            continue  # exited while we looked
+    return False
