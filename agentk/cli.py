@@ -7,35 +7,21 @@ import sys
 import traceback
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, NoReturn, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, Optional, TypeVar
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from agentk.bench.run import (
-    compare,
-    expand_sources,
-    parse_rivals,
-    render_comparison,
-    render_seed_table,
-    render_table,
-    run_bench,
-    summarise_seeds,
-    summary_line,
-)
-from agentk.core.artifacts import RunResult
 from agentk.core.config import Fusion, PolicyName, RunConfig, SolveSettings, default_of
 from agentk.core.errors import AgentKError
-from agentk.core.metrics.direction import Direction
 from agentk.core.workspace import Workspace
-from agentk.grading import grade_file, grade_note, leaderboard_position
-from agentk.kaggle.client import KaggleClient
-from agentk.kaggle.reference import parse_competition_reference
-from agentk.publish import ledger_for, submit_run
-from agentk.runner import run_competition
-from agentk.sources import load_competition
-from agentk.sources.demo import make_demo_competition
+
+if TYPE_CHECKING:
+    from agentk.core.artifacts import RunResult
+
+# Each command imports what it runs inside its body: the runner, grader and bench pull in pandas
+# and scipy (about 2.5 s on 2 cores), which `agentk --help` and a mistyped flag should not wait for.
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="agentk: an autonomous Kaggle competitor.")
 console = Console(highlight=False)
@@ -111,6 +97,7 @@ def run(
     unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help="Run LLM-written code even where no sandbox (bubblewrap) can be made."),
 ) -> None:
     """Set up and solve one competition, write a validated submission, grade it when answers exist."""
+    from agentk.runner import run_competition
 
     chosen_policy = _choice(PolicyName, "--policy", policy)
     chosen_fusion = _choice(Fusion, "--fusion", fusion)
@@ -140,6 +127,8 @@ def grade(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Score a submission against a competition's answers (the grader is the only reader of answers)."""
+    from agentk.grading import grade_file, grade_note
+    from agentk.sources import load_competition
 
     def body():
         if not submission.is_file():
@@ -173,6 +162,8 @@ def submit(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Submit a locally validated file to Kaggle, wait for its score and place it on the leaderboard."""
+    from agentk.kaggle.reference import parse_competition_reference
+    from agentk.publish import submit_run
 
     def body():
         slug = parse_competition_reference(competition)
@@ -198,6 +189,12 @@ def leaderboard(
     workspace_root: Optional[Path] = WorkspaceRoot,
 ) -> None:
     """Download the public leaderboard and place a score on it (rank, percentile, medal)."""
+    from agentk.core.artifacts import RunResult
+    from agentk.core.metrics.direction import Direction
+    from agentk.grading import leaderboard_position
+    from agentk.kaggle.client import KaggleClient
+    from agentk.kaggle.reference import parse_competition_reference
+    from agentk.publish import ledger_for
 
     def body():
         slug = parse_competition_reference(competition)
@@ -239,6 +236,10 @@ def bench(
 ) -> None:
     """Run competitions and print setup attempts per stage, time to a valid submission and scores;
     with rivals, agentk against LightGBM defaults and AutoGluon side by side."""
+    from agentk.bench.run import (
+        compare, expand_sources, parse_rivals, render_comparison, render_seed_table, render_table, run_bench,
+        summarise_seeds, summary_line,
+    )
 
     chosen_policy = _choice(PolicyName, "--policy", policy)
     if autogluon_python is not None and not autogluon_python.is_file():
@@ -274,6 +275,8 @@ def demo(
     time_budget: float = typer.Option(60.0, "--time-budget", help="Solver time budget in seconds."),
 ) -> None:
     """Build the embedded demo competition (no network, no credentials) and solve it."""
+    from agentk.runner import run_competition
+    from agentk.sources.demo import make_demo_competition
 
     def body():
         config = RunConfig(**_given(workspace_root=workspace_root, time_budget_s=time_budget))
