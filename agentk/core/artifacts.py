@@ -288,6 +288,28 @@ class SolveResult(BaseModel):
         return self.model_dump()
 
 
+class FamilyOutcome(BaseModel):
+    """One model family's result in a finished solve, as a later task's warm start reads it."""
+
+    family: str
+    score: float | None = None  # cross-validated, in the solve's direction
+    params: dict[str, Any] = {}  # HEBO's best configuration when the family was tuned, else {}
+    tuned: bool = False
+
+
+class SolvedSummary(BaseModel):
+    """What a campaign's task memory keeps of a solved task: which families won, their tuned
+    configurations, and how the validation score moved with time."""
+
+    metric: str | None = None
+    higher_is_better: bool | None = None
+    validation_score: float | None = None
+    families: list[FamilyOutcome] = []  # best first
+    # (seconds since the solver started, best validation score so far), one point per improvement.
+    timeline: list[tuple[float, float]] = []
+    time_budget_s: float | None = None
+
+
 class StageRecord(BaseModel):
     model_config = ConfigDict(extra="allow")
 

@@ -43,6 +43,18 @@ class SetupBudget(BaseModel):
     probe_timeout_s: float = Field(120.0, gt=0, description="the DataLoader probe over the maps")
 
 
+class WarmStart(BaseModel):
+    """What a campaign's nearest solved tasks suggest to a new task's solver (meta-learning as in
+    Auto-sklearn): their winning families are raced first, and their tuned configurations are
+    HEBO's first trials. Empty = a cold start."""
+
+    model_config = ConfigDict(frozen=True)
+
+    families: list[str] = Field(default_factory=list, description="model families to race first, best first")
+    configs: dict[str, list[dict[str, Any]]] = Field(default_factory=dict, description="family -> configurations to try first")
+    sources: list[str] = Field(default_factory=list, description="the solved tasks the suggestions came from")
+
+
 class SolveSettings(BaseModel):
     """The solver's settings for a run's full solve (the setup's light solve keeps its own)."""
 
@@ -54,6 +66,7 @@ class SolveSettings(BaseModel):
     fusion: Fusion = Fusion.AUTO
     tune: bool = True  # HEBO tuning of the race's best affordable family
     blend_after: int = Field(3, ge=2, description="fewest complete solutions worth blending")
+    warm_start: WarmStart | None = None  # set by a campaign from its task memory
 
 
 class RunConfig(BaseModel):
