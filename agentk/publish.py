@@ -3,7 +3,9 @@ score on the leaderboard (the download end is the Kaggle source, agentk/sources/
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +17,7 @@ from agentk.grading import leaderboard_position
 from agentk.kaggle.client import KaggleClient
 from agentk.kaggle.errors import DailyLimitReached, DuplicateSubmission
 from agentk.kaggle.submit import (
+    LedgerEntry,
     SubmissionLedger,
     file_digest,
     submission_message,
@@ -29,6 +32,30 @@ if TYPE_CHECKING:
 
 def ledger_for(workspace: Workspace) -> SubmissionLedger:
     return SubmissionLedger(workspace.submissions / "kaggle_submissions.jsonl")
+
+
+def remaining_today(client: KaggleClient, slug: str, entries: Iterable[LedgerEntry] = (),
+                    now: datetime | None = None) -> int:
+    """Submissions `slug` can still take today (UTC), over every run of a campaign.
+
+    Kaggle's own count (its limits call) is the authority: it sees every earlier run, even one
+    whose workspace is gone. The ledgers' entries (any runs' workspaces, repeats allowed) bound it
+    too, since a submission just sent or cut off mid-upload may not be counted by Kaggle yet:
+    the answer is the smaller of the two.
+    """
+    allowed = client.limits(slug).allowed_now
+    daily = client.competition(slug).max_daily_submissions
+    if daily <= 0:  # Kaggle states no daily maximum: its count alone decides
+        return max(0, allowed)
+    day = _utc_naive(now or datetime.now(UTC)).date()
+    sent_today = {e.record.ref for e in entries
+                  if e.slug == slug and e.record.date is not None and _utc_naive(e.record.date).date() == day}
+    return max(0, min(allowed, daily - len(sent_today)))
+
+
+def _utc_naive(moment: datetime) -> datetime:
+    """Kaggle's dates and the ledger's are naive UTC; an aware one is brought to that."""
+    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
 
 
 def submit_run(

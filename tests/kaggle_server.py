@@ -1,9 +1,10 @@
 """A fake Kaggle API on 127.0.0.1 for tests: real HTTP, the JSON the official client expects.
 
-It serves one real competition (the local titanic folder, prepared as agentk's harness prepares it:
-part of train.csv held out as the answers) under the official client's URL scheme
-`POST /api/v1/competitions.CompetitionApiService/<Method>`, plus the redirect targets that
-downloads and uploads go to. Public and private scores come from `agentk.grading` on two halves
+It serves real competitions (local folders, prepared as agentk's harness prepares them: part of
+train.csv held out as the answers): `competition` (titanic by default) and any in `more`, each by its
+slug, under the official client's URL scheme `POST /api/v1/competitions.CompetitionApiService/<Method>`,
+plus the redirect targets that downloads and uploads go to, and the competitions list/search
+(category, search text, page or page token). Submissions and daily limits are per slug. Public and private scores come from `agentk.grading` on two halves
 of the held-out answers. Faults are scripted per method (`fail`), per slug (`forbidden`) and for the
 archive GET (`truncate_downloads`, `stall_downloads_after`); `serve_archive` swaps in any archive.
 """
@@ -11,6 +12,7 @@ archive GET (`truncate_downloads`, `stall_downloads_after`); `serve_archive` swa
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import hashlib
 import io
@@ -19,6 +21,7 @@ import re
 import threading
 import time
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from email.utils import format_datetime
@@ -54,6 +57,7 @@ class Submission:
     public: float | None = None
     private: float | None = None
     error: str | None = None
+    slug: str = "titanic"
 
 
 @dataclass
@@ -68,9 +72,10 @@ class FakeCompetition:
     answers: pd.DataFrame
     grading: Any
     leaderboard_csv: bytes
+    category: str = "gettingStarted"  # the official client's spelling (playground, featured ...)
 
     @classmethod
-    def from_folder(cls, folder: Path, work: Path, slug: str) -> FakeCompetition:
+    def from_folder(cls, folder: Path, work: Path, slug: str, category: str = "gettingStarted") -> FakeCompetition:
         comp = load_competition(folder)
         raw = work / "raw"
         comp.prepare(raw)
@@ -88,7 +93,7 @@ class FakeCompetition:
             "LastSubmissionDate": "2026-01-01 00:00:00", "Score": scores, "SubmissionCount": 3,
         })
         return cls(slug, comp.title, buffer.getvalue(), files, pages, comp.answers(), comp.grading,
-                   board.to_csv(index=False).encode())
+                   board.to_csv(index=False).encode(), category)
 
 
 def with_extra_file(comp: FakeCompetition, name: str, data: bytes) -> FakeCompetition:
@@ -97,6 +102,11 @@ def with_extra_file(comp: FakeCompetition, name: str, data: bytes) -> FakeCompet
     with zipfile.ZipFile(buffer, "a", zipfile.ZIP_STORED) as zf:
         zf.writestr(name, data)
     return dataclasses.replace(comp, archive=buffer.getvalue(), files={**comp.files, name: len(data)})
+
+
+def _segment(category: str) -> str:
+    """The HostSegment enum name the official client sends for a category (gettingStarted -> ..._GETTING_STARTED)."""
+    return "HOST_SEGMENT_" + re.sub(r"(?<!^)(?=[A-Z])", "_", category).upper()
 
 
 def _pages(description: str) -> dict[str, str]:
@@ -116,6 +126,7 @@ class FakeKaggle:
     """State and scripted faults; the handler reads and mutates it under `lock`."""
 
     competition: FakeCompetition
+    more: dict[str, FakeCompetition] = field(default_factory=dict)  # further competitions, by slug
     forbidden: set[str] = field(default_factory=set)  # slugs whose rules the user has not accepted
     fail: dict[str, list[int]] = field(default_factory=dict)  # method -> statuses to answer first
     truncate_downloads: int = 0  # archive GETs to cut short (after half the bytes)
@@ -125,6 +136,8 @@ class FakeKaggle:
     web_pages: dict[str, str] = field(default_factory=dict)  # web path -> HTML (the kaggle.com pages)
     user_agents: list[str] = field(default_factory=list)  # of the web page GETs
     daily_limit: int = 5
+    daily_limits: dict[str, int] = field(default_factory=dict)  # slug -> its own limit (else daily_limit)
+    page_tokens: bool = True  # list pages carry nextPageToken; False: the client must page by number
     polls_until_scored: int = 1
     calls: list[str] = field(default_factory=list)
     uploads: dict[str, bytes | None] = field(default_factory=dict)
@@ -139,70 +152,104 @@ class FakeKaggle:
         """Serve `archive` as the competition's data, listed as `files` (name -> size)."""
         self.competition = dataclasses.replace(self.competition, archive=archive, files=files)
 
+    @property
+    def competitions(self) -> dict[str, FakeCompetition]:
+        """Every served competition by slug, `competition` first (the list's order)."""
+        return {self.competition.slug: self.competition, **self.more}
+
+    def add(self, comp: FakeCompetition) -> None:
+        self.more[comp.slug] = comp
+
+    def limit_of(self, slug: str) -> int:
+        return self.daily_limits.get(slug, self.daily_limit)
+
+    def submissions_to(self, slug: str) -> list[Submission]:
+        return [s for s in self.submissions if s.slug == slug]
+
     # -------------------------------------------------------------- API methods
 
     def api(self, method: str, body: dict[str, Any]) -> tuple[int, Any]:
+        if method == "ListCompetitions":  # the one call not about a single competition
+            return self.list_competitions(body)
         slug = body.get("competitionName", "")
         if slug in self.forbidden:
             return 403, {"code": 403, "message": "You must accept this competition's rules before you'll be able to download files."}
-        if slug != self.competition.slug:
+        comp = self.competitions.get(slug)
+        if comp is None:
             return 404, {"code": 404, "message": "Competition not found"}
         handler = getattr(self, f"do_{method}", None)
         if handler is None:
             return 404, {"code": 404, "message": f"no method {method}"}
-        return handler(body)
+        return handler(comp, body)
 
-    def do_GetCompetition(self, body: dict[str, Any]) -> tuple[int, Any]:
-        c = self.competition
+    def list_competitions(self, body: dict[str, Any]) -> tuple[int, Any]:
+        """Kaggle's list: filtered by category (a HostSegment name) and search text, then one page."""
+        segment = body.get("category", "HOST_SEGMENT_UNSPECIFIED")
+        text = str(body.get("search") or "").lower()
+        found = [c for c in self.competitions.values()
+                 if segment in ("HOST_SEGMENT_UNSPECIFIED", _segment(c.category))
+                 and (text in c.title.lower() or text in c.slug)]
+        size = int(body.get("pageSize") or 20)
+        page = int(body.get("pageToken") or body.get("page") or 1)
+        chunk = found[(page - 1) * size: page * size]
+        more = page * size < len(found)
+        listed = [{"id": 3000 + i, "ref": f"https://www.kaggle.com/competitions/{c.slug}", "title": c.title,
+                   "url": f"https://www.kaggle.com/competitions/{c.slug}", "category": c.category,
+                   "deadline": "2030-01-01T23:59:00Z", "teamCount": 40, "userHasEntered": True}
+                  for i, c in enumerate(chunk)]
+        return 200, {"competitions": listed, "nextPageToken": str(page + 1) if more and self.page_tokens else ""}
+
+    def do_GetCompetition(self, c: FakeCompetition, body: dict[str, Any]) -> tuple[int, Any]:
         return 200, {
             "id": 3136, "ref": c.slug, "title": c.title, "url": f"https://www.kaggle.com/competitions/{c.slug}",
             "deadline": "2030-01-01T23:59:00Z", "category": "Getting Started", "teamCount": 40,
-            "maxDailySubmissions": self.daily_limit, "evaluationMetric": "Categorization Accuracy",
+            "maxDailySubmissions": self.limit_of(c.slug), "evaluationMetric": "Categorization Accuracy",
             "maxTeamSize": 5, "userHasEntered": True,
         }
 
-    def do_ListCompetitionPages(self, body: dict[str, Any]) -> tuple[int, Any]:
+    def do_ListCompetitionPages(self, c: FakeCompetition, body: dict[str, Any]) -> tuple[int, Any]:
         pages = [{"name": n, "content": t, "isPublished": True, "mimeType": "text/html"}
-                 for n, t in self.competition.pages.items()]
+                 for n, t in c.pages.items()]
         return 200, {"pages": pages}
 
-    def do_ListDataFiles(self, body: dict[str, Any]) -> tuple[int, Any]:
+    def do_ListDataFiles(self, c: FakeCompetition, body: dict[str, Any]) -> tuple[int, Any]:
         files = [{"ref": n, "name": n, "totalBytes": s, "creationDate": _utc(_STARTED)}
-                 for n, s in self.competition.files.items()]
+                 for n, s in c.files.items()]
         return 200, {"files": files}
 
-    def do_DownloadDataFiles(self, body: dict[str, Any]) -> tuple[int, Any]:
-        return 302, f"{self.base_url}/files/{self.competition.slug}.zip"
+    def do_DownloadDataFiles(self, c: FakeCompetition, body: dict[str, Any]) -> tuple[int, Any]:
+        return 302, f"{self.base_url}/files/{c.slug}.zip"
 
-    def do_GetSubmissionLimits(self, body: dict[str, Any]) -> tuple[int, Any]:
-        today = len(self.submissions)
-        return 200, {"numToday": today, "numTotal": today, "numAllowedNow": max(0, self.daily_limit - today)}
+    def do_GetSubmissionLimits(self, c: FakeCompetition, body: dict[str, Any]) -> tuple[int, Any]:
+        today = len(self.submissions_to(c.slug))
+        return 200, {"numToday": today, "numTotal": today, "numAllowedNow": max(0, self.limit_of(c.slug) - today)}
 
-    def do_StartSubmissionUpload(self, body: dict[str, Any]) -> tuple[int, Any]:
+    def do_StartSubmissionUpload(self, c: FakeCompetition, body: dict[str, Any]) -> tuple[int, Any]:
         token = hashlib.sha1(f"{body.get('fileName')}:{len(self.uploads)}".encode()).hexdigest()[:16]
         self.uploads[token] = None
         return 200, {"token": token, "createUrl": f"{self.base_url}/upload/{token}"}
 
-    def do_CreateSubmission(self, body: dict[str, Any]) -> tuple[int, Any]:
+    def do_CreateSubmission(self, c: FakeCompetition, body: dict[str, Any]) -> tuple[int, Any]:
         content = self.uploads.get(body.get("blobFileTokens", ""))
         if content is None:
             return 400, {"code": 400, "message": "Upload token is unknown or the upload did not finish"}
-        if len(self.submissions) >= self.daily_limit:
-            return 400, {"code": 400, "message": f"Your team has used its daily Submission allowance ({self.daily_limit}) today"}
-        ref = 50_000 + len(self.submissions)
+        limit = self.limit_of(c.slug)
+        if len(self.submissions_to(c.slug)) >= limit:
+            return 400, {"code": 400, "message": f"Your team has used its daily Submission allowance ({limit}) today"}
+        ref = 50_000 + len(self.submissions)  # unique over every competition, as Kaggle's refs are
         name = f"submission-{ref}.csv"
         self.submissions.append(Submission(ref, name, body.get("submissionDescription", ""),
                                            _STARTED + timedelta(minutes=len(self.submissions)), content,
-                                           self.polls_until_scored))
-        return 200, {"ref": ref, "message": "Successfully submitted to " + self.competition.title}
+                                           self.polls_until_scored, slug=c.slug))
+        return 200, {"ref": ref, "message": "Successfully submitted to " + c.title}
 
-    def do_ListSubmissions(self, body: dict[str, Any]) -> tuple[int, Any]:
+    def do_ListSubmissions(self, c: FakeCompetition, body: dict[str, Any]) -> tuple[int, Any]:
         out = []
-        for sub in reversed(self.submissions):
+        for sub in reversed(self.submissions_to(c.slug)):
             if sub.polls_left > 0:
                 sub.polls_left -= 1
             elif sub.public is None and sub.error is None:
-                self._score(sub)
+                self._score(c, sub)
             status = "PENDING" if sub.public is None and sub.error is None else "ERROR" if sub.error else "COMPLETE"
             item = {"ref": sub.ref, "fileName": sub.file_name, "description": sub.description,
                     "date": _utc(sub.date), "status": status, "totalBytes": len(sub.content)}
@@ -213,16 +260,16 @@ class FakeKaggle:
             out.append(item)
         return 200, {"submissions": out}
 
-    def do_DownloadLeaderboard(self, body: dict[str, Any]) -> tuple[int, Any]:
+    def do_DownloadLeaderboard(self, c: FakeCompetition, body: dict[str, Any]) -> tuple[int, Any]:
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w") as zf:
-            zf.writestr(f"{self.competition.slug}-publicleaderboard.csv", self.competition.leaderboard_csv)
+            zf.writestr(f"{c.slug}-publicleaderboard.csv", c.leaderboard_csv)
         return 200, buffer.getvalue()
 
-    def _score(self, sub: Submission) -> None:
+    def _score(self, comp: FakeCompetition, sub: Submission) -> None:
         """Public = first half of the held-out answers, private = the rest (Kaggle's split, simplified)."""
-        facts = self.competition.grading
-        answers = self.competition.answers
+        facts = comp.grading
+        answers = comp.answers
         try:
             frame = pd.read_csv(io.BytesIO(sub.content), dtype={facts.id_column: str})
         except Exception as exc:  # noqa: BLE001 - any unreadable upload is a scoring error, as on Kaggle
@@ -233,7 +280,7 @@ class FakeKaggle:
         for part in (answers.iloc[:half], answers.iloc[half:]):
             ids = set(part[facts.id_column].astype(str))
             rows = frame[frame[facts.id_column].astype(str).isin(ids)] if facts.id_column in frame else frame
-            report = grade_submission(rows, part.reset_index(drop=True), facts, self.competition.slug)
+            report = grade_submission(rows, part.reset_index(drop=True), facts, comp.slug)
             if not report.valid:
                 sub.error = report.error
                 return
@@ -292,9 +339,11 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.server.fake
         if self.path.startswith("/competitions/"):
             return self._web_page()
-        if self.path != f"/files/{fake.competition.slug}.zip":
+        served = re.fullmatch(r"/files/([a-z0-9-]+)\.zip", self.path)
+        comp = fake.competitions.get(served.group(1)) if served else None
+        if comp is None:
             return self._json(404, {"code": 404, "message": "not found"})
-        data = fake.competition.archive
+        data = comp.archive
         headers = {"Accept-Ranges": "bytes", "ETag": '"v1"',
                    "Last-Modified": format_datetime(_STARTED, usegmt=False).replace("-0000", "GMT")}
         start = 0
@@ -370,9 +419,12 @@ def start(fake: FakeKaggle) -> tuple[ThreadingHTTPServer, threading.Thread]:
 
 
 # ------------------------------------------------------------------ pytest fixtures
-# Test files import these names (`from kaggle_server import fake_kaggle, kaggle_client`) to use them.
+# Test files load them with `pytest_plugins = ["kaggle_server"]`: fake_kaggle (titanic), fake_kaggle_many
+# (titanic and playground-series-s3e5), kaggle_client (bound to fake_kaggle; with fake_kaggle_many, make
+# a KaggleClient in the test).
 
 TITANIC = Path(__file__).resolve().parents[2] / "shared" / "competitions" / "titanic"
+PLAYGROUND = TITANIC.parent / "playground-series-s3e5"
 
 
 @pytest.fixture(scope="session")
@@ -380,16 +432,22 @@ def titanic_fake(tmp_path_factory: pytest.TempPathFactory) -> FakeCompetition:
     return FakeCompetition.from_folder(TITANIC, tmp_path_factory.mktemp("titanic-fake"), "titanic")
 
 
-@pytest.fixture
-def fake_kaggle(titanic_fake: FakeCompetition, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    """A running fake Kaggle with the official client pointed at it, and test credentials only."""
+@pytest.fixture(scope="session")
+def playground_fake(tmp_path_factory: pytest.TempPathFactory) -> FakeCompetition:
+    """A second, small competition in another category, for tests over several competitions."""
+    return FakeCompetition.from_folder(PLAYGROUND, tmp_path_factory.mktemp("playground-fake"),
+                                       PLAYGROUND.name, category="playground")
+
+
+@contextlib.contextmanager
+def serving(fake: FakeKaggle, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeKaggle]:
+    """`fake` running, with the official client pointed at it and test credentials only."""
     from kagglesdk.kaggle_env import KaggleEnv, _env_to_endpoint
 
-    fake = FakeKaggle(titanic_fake)
     server, thread = start(fake)
     assert fake.base_url.startswith("http://127.0.0.1:")
     home = tmp_path / "home"
-    home.mkdir()
+    home.mkdir(exist_ok=True)
     for name in ("KAGGLE_API_TOKEN", "KAGGLE_IAP_TOKEN", "XDG_CONFIG_HOME"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(home))  # never read the developer's own kaggle.json or tokens
@@ -406,6 +464,23 @@ def fake_kaggle(titanic_fake: FakeCompetition, monkeypatch: pytest.MonkeyPatch, 
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+@pytest.fixture
+def fake_kaggle(titanic_fake: FakeCompetition, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """A running fake Kaggle with the official client pointed at it, and test credentials only."""
+    with serving(FakeKaggle(titanic_fake), monkeypatch, tmp_path) as fake:
+        yield fake
+
+
+@pytest.fixture
+def fake_kaggle_many(titanic_fake: FakeCompetition, playground_fake: FakeCompetition,
+                     monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """The fake Kaggle serving two competitions at once: titanic (gettingStarted) and
+    playground-series-s3e5 (playground), each with its own submissions and daily limit."""
+    fake = FakeKaggle(titanic_fake, more={playground_fake.slug: playground_fake})
+    with serving(fake, monkeypatch, tmp_path) as running:
+        yield running
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import tempfile
 import time
 import zipfile
@@ -35,6 +36,7 @@ from agentk.kaggle.records import (
     SubmissionLimits,
     SubmissionRecord,
 )
+from agentk.kaggle.reference import parse_competition_reference
 from agentk.kaggle.retry import RetryPolicy, call_kaggle
 
 T = TypeVar("T")
@@ -121,6 +123,44 @@ class KaggleClient:
         return SubmissionLimits(
             int(got.num_today or 0), int(got.num_total or 0), int(got.num_allowed_now or 0), bool(got.limited_by_total)
         )
+
+    def search(self, category: str | None, search: str, limit: int, page_size: int = 20) -> list[str]:
+        """Slugs of the competitions Kaggle lists for `category` (None: any) and `search` text,
+        in Kaggle's order, at most `limit`; pages are read until `limit` or the list ends."""
+        segment = self._category(category)
+        slugs: list[str] = []
+        token: str | None = None
+        for page in range(1, _MAX_PAGES + 1):
+            if len(slugs) >= limit:
+                break
+            found = self._call(
+                f"searching Kaggle competitions ({_describe(category, search)})", "",
+                lambda page=page, token=token: self.api.competitions_list(
+                    category=segment, search=search or None, page=-1 if token else page,
+                    page_token=token, page_size=page_size),
+            )
+            new = [s for s in (_listed_slug(c) for c in found.competitions or [] if c is not None)
+                   if s is not None and s not in slugs]
+            # A server that ignores paging answers the first page again: stop on a page with nothing new.
+            if not new:
+                break
+            slugs += new
+            # Kaggle pages by token when it sends one, by page number otherwise.
+            token = found.next_page_token or None
+            if len(found.competitions or []) < page_size and token is None:
+                break
+        return slugs[:limit]
+
+    def _category(self, category: str | None) -> str | None:
+        """The official client's spelling of `category`, typed any way (getting-started, GettingStarted)."""
+        if not category or category.lower() == "all":
+            return None
+        valid = list(self.api.valid_competition_categories)
+        key = re.sub(r"[-_ ]", "", category).lower()
+        match = next((v for v in valid if v.lower() == key), None)
+        if match is None:
+            raise KaggleError(f"unknown Kaggle competition category {category!r}: one of {', '.join(valid)} or all")
+        return match
 
     # ------------------------------------------------------------ data
 
@@ -229,6 +269,20 @@ class KaggleClient:
             saved = self._call(f"downloading the leaderboard of {slug}", slug,
                                lambda: leaderboard_archive(self.api, slug, folder, self.download_settings))
             return _read_leaderboard(saved)
+
+
+def _listed_slug(competition: Any) -> str | None:
+    """A listed competition's slug: its `ref` is a slug or a URL depending on the API version."""
+    for text in (competition.ref, competition.url):
+        slug = parse_competition_reference(text or "")
+        if slug is not None:
+            return slug
+    return None
+
+
+def _describe(category: str | None, search: str) -> str:
+    return ", ".join(part for part in (f"category {category}" if category else "",
+                                       f"search {search!r}" if search else "") if part) or "all"
 
 
 def _missing_or_wrong_size(dest: Path, listed: list[DataFile]) -> list[str]:
