@@ -130,6 +130,7 @@ class KaggleClient:
         segment = self._category(category)
         slugs: list[str] = []
         token: str | None = None
+        paged_by_token = False
         for page in range(1, _MAX_PAGES + 1):
             if len(slugs) >= limit:
                 break
@@ -145,9 +146,11 @@ class KaggleClient:
             if not new:
                 break
             slugs += new
-            # Kaggle pages by token when it sends one, by page number otherwise.
+            # Kaggle pages by token when it sends one (then an empty token ends the list), by page
+            # number otherwise (then a short page does).
+            paged_by_token = paged_by_token or bool(found.next_page_token)
             token = found.next_page_token or None
-            if len(found.competitions or []) < page_size and token is None:
+            if token is None and (paged_by_token or len(found.competitions or []) < page_size):
                 break
         return slugs[:limit]
 
