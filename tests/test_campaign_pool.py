@@ -61,7 +61,8 @@ def test_folder_of_competitions_gives_each_sorted_and_says_what_it_skipped(tmp_p
     assert [(t.key, Path(t.source).name, t.kind) for t in pool.tasks] == [
         ("a-comp", "a-comp", "folder"), ("beta", "b-comp", "folder")]
     assert len(pool.warnings) == 1
-    assert "notes" in pool.warnings[0] and "not a competition folder" in pool.warnings[0]
+    assert pool.warnings[0].startswith(f"{(root / 'notes').resolve()}: ")
+    assert "not a competition folder" in pool.warnings[0]
 
 
 def test_the_shared_competitions_folder(tmp_path: Path) -> None:
@@ -84,7 +85,7 @@ def test_limit_cuts_the_pool_and_says_so(tmp_path: Path) -> None:
         _competition(tmp_path / "comps" / name)
     pool = expand_pool([str(tmp_path / "comps")], limit=2)
     assert [t.key for t in pool.tasks] == ["a", "b"]
-    assert any("first 2 of 3" in w for w in pool.warnings)
+    assert pool.warnings == ("1 competitions past the first 2 of 3 (--limit)",)
 
 
 # ---- task list files

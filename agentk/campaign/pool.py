@@ -42,7 +42,8 @@ class PoolTask:
 @dataclass(frozen=True)
 class PoolExpansion:
     tasks: tuple[PoolTask, ...]
-    warnings: tuple[str, ...]  # what was left out and why (the user should see each once)
+    # What was left out and why, one line each, worded to follow "skipped: " (the user sees each once).
+    warnings: tuple[str, ...]
 
 
 def expand_pool(specs: Sequence[str], *, limit: int | None = None,
@@ -59,7 +60,8 @@ def expand_pool(specs: Sequence[str], *, limit: int | None = None,
         pool.add_spec(spec, Path.cwd(), seen_files=frozenset())
     tasks = pool.tasks[:limit] if limit is not None else pool.tasks
     if len(pool.tasks) > len(tasks):
-        pool.warnings.append(f"pool cut to the first {limit} of {len(pool.tasks)} competitions (--limit)")
+        pool.warnings.append(f"{len(pool.tasks) - len(tasks)} competitions past the first {limit} of "
+                             f"{len(pool.tasks)} (--limit)")
     if not tasks:
         raise AgentKError(f"no competitions found in {', '.join(specs)}")
     return PoolExpansion(tuple(tasks), tuple(pool.warnings))
@@ -108,7 +110,7 @@ class _Pool:
                 self._add_competition(child)
                 found += 1
             except AgentKError as exc:
-                self.warnings.append(f"skipped {child}: {exc}")
+                self.warnings.append(f"{child}: {exc}")
         if not found:
             # Nothing here at all: the folder's own reason is the useful one (e.g. "missing data/").
             detail = reason if not children else f"none of its {len(children)} folders is a competition"
@@ -147,8 +149,8 @@ class _Pool:
         if not slugs:
             raise AgentKError(f"no Kaggle competition matches {spec!r}")
         if self.limit is None and len(slugs) >= DEFAULT_SEARCH_LIMIT:
-            self.warnings.append(f"{spec}: kept Kaggle's first {DEFAULT_SEARCH_LIMIT} competitions; "
-                                 "--limit sets another number")
+            self.warnings.append(f"{spec}: any competitions Kaggle lists past its first {DEFAULT_SEARCH_LIMIT} "
+                                 "(--limit sets another number)")
         for slug in slugs:
             self._add(PoolTask(slug, competition_url(slug), "kaggle", slug), spec)
 
@@ -160,5 +162,5 @@ class _Pool:
             return
         kept = next(t for t in self.tasks if t.key == task.key)
         if kept.source != task.source:  # the same name from elsewhere: one workspace, so the first wins
-            self.warnings.append(f"skipped {task.source} from {origin}: {task.key} is already in the pool "
+            self.warnings.append(f"{task.source} (from {origin}): {task.key} is already in the pool "
                                  f"as {kept.source} (from {first})")
