@@ -140,17 +140,17 @@ class KaggleClient:
                     category=segment, search=search or None, page=-1 if token else page,
                     page_token=token, page_size=page_size),
             )
-            new = [s for s in (_listed_slug(c) for c in found.competitions or [] if c is not None)
-                   if s is not None and s not in slugs]
+            listed = [c for c in (found.competitions if found is not None else None) or [] if c is not None]
+            new = [s for s in map(_listed_slug, listed) if s is not None and s not in slugs]
             # A server that ignores paging answers the first page again: stop on a page with nothing new.
             if not new:
                 break
             slugs += new
             # Kaggle pages by token when it sends one (then an empty token ends the list), by page
             # number otherwise (then a short page does).
-            paged_by_token = paged_by_token or bool(found.next_page_token)
             token = found.next_page_token or None
-            if token is None and (paged_by_token or len(found.competitions or []) < page_size):
+            paged_by_token = paged_by_token or token is not None
+            if token is None and (paged_by_token or len(listed) < page_size):
                 break
         return slugs[:limit]
 
