@@ -90,7 +90,7 @@ def description_for_embedding(description: str) -> str:
         elif useful[i]:
             kept.extend([mark.title, *lines[mark.line + 1 : end]])
     text = " ".join(_MARKUP.sub(lambda m: m.group(1) or " ", " ".join(kept)).split())
-    if len(text) < 200:  # headings named unlike Kaggle's: the page's head is the best guess
+    if marks and not any(useful):  # headings named unlike Kaggle's: the page's head is the best guess
         text = " ".join(_MARKUP.sub(lambda m: m.group(1) or " ", description).split())
     return text[:EMBED_CHARS]
 
