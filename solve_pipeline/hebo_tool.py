@@ -118,12 +118,14 @@ def suggest_cost(measured: float | None) -> float:
 
 def tune(objective: Callable[[dict[str, Any]], float], space: list[SearchParam],
          config: HeboConfig, on_trial: Callable[[Trial], None] | None = None,
-         known: list[Trial] | None = None) -> TuningResult:
+         known: list[Trial] | None = None, first: list[dict[str, Any]] | None = None) -> TuningResult:
     """Run up to `config.n_trials` trials of `objective`, stopping early when the time is spent.
 
     At least one trial always runs, so a result exists whenever the objective can succeed.
     `known` trials (already evaluated elsewhere, e.g. library defaults) are observed first, so
-    HEBO's model starts from them; they are part of the result but not re-run.
+    HEBO's model starts from them; they are part of the result but not re-run. `first` points
+    (inside the space, every parameter given: e.g. a warm start's configurations) are the first
+    new trials, run and observed like HEBO's own suggestions before HEBO suggests any.
     """
     import torch
 
@@ -133,7 +135,7 @@ def tune(objective: Callable[[dict[str, Any]], float], space: list[SearchParam],
     np.random.seed(config.seed)
     torch.manual_seed(config.seed)
     try:
-        return _tune(objective, space, config, on_trial, known or [])
+        return _tune(objective, space, config, on_trial, known or [], list(first or []))
     finally:
         np.random.set_state(np_state)
         torch.set_rng_state(torch_state)
@@ -141,7 +143,7 @@ def tune(objective: Callable[[dict[str, Any]], float], space: list[SearchParam],
 
 def _tune(objective: Callable[[dict[str, Any]], float], space: list[SearchParam],
           config: HeboConfig, on_trial: Callable[[Trial], None] | None,
-          known: list[Trial]) -> TuningResult:
+          known: list[Trial], first: list[dict[str, Any]]) -> TuningResult:
     by_name = {p.name: p for p in space}
     with _quiet():  # pymoo prints a "not compiled" notice on import
         from hebo.optimizers.hebo import HEBO
@@ -170,9 +172,10 @@ def _tune(objective: Callable[[dict[str, Any]], float], space: list[SearchParam]
     suggest_s: float | None = None  # the dearest model-based suggest so far
     trial_s = [t.seconds for t in trials]
     for _ in range(config.n_trials):
+        queued = bool(first)  # a given point costs no suggest
         if len(trials) > n_known and config.max_time_s is not None:
             spent = time.monotonic() - start
-            model_based = optimizer.X.shape[0] >= config.n_initial
+            model_based = optimizer.X.shape[0] >= config.n_initial and not queued
             upcoming = suggest_cost(suggest_s) if model_based else 0.0
             upcoming += float(np.median(trial_s)) if trial_s else 0.0
             if spent + upcoming >= config.max_time_s:
@@ -184,6 +187,9 @@ def _tune(objective: Callable[[dict[str, Any]], float], space: list[SearchParam]
                 suggestion = None
         else:
             suggestion = None
+        if queued and suggestion is None:
+            point = first.pop(0)
+            suggestion = pd.DataFrame([{p.name: point[p.name] for p in space}])
         began = time.monotonic()
         model_based = optimizer.X.shape[0] >= config.n_initial and suggestion is None
         if suggestion is None:

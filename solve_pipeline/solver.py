@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from agentk.core.artifacts import SetupLayout, SolveResult  # noqa: E402
-from agentk.core.config import Fusion, SolveSettings, saved_config  # noqa: E402
+from agentk.core.config import Fusion, SolveSettings, WarmStart, saved_config  # noqa: E402
 from agentk.core.workspace import atomic_write_json  # noqa: E402
 from solve_pipeline import blending  # noqa: E402
 from solve_pipeline.automl import RaceOutcome, race, revive  # noqa: E402
@@ -59,6 +59,9 @@ from solve_pipeline.submission_record import (  # noqa: E402
     SubmissionRecord, adopt_submission, setup_fingerprint,
 )
 from solve_pipeline.tuning import MIN_TRIALS, affordable_trials, tune_family  # noqa: E402
+from solve_pipeline.warm_start import (  # noqa: E402
+    WarmReport, choose_tuned, ignore_configs, order_race, warm_points,
+)
 
 LIGHT_MAX_ROWS = 600
 RACE_SHARE = 0.6
@@ -88,6 +91,8 @@ class SolveOptions:
     fusion: Fusion = _DEFAULTS.fusion
     tune: bool = _DEFAULTS.tune
     blend_after: int = _DEFAULTS.blend_after
+    # A campaign's suggestions from its nearest solved tasks; None: a cold start.
+    warm_start: WarmStart | None = _DEFAULTS.warm_start
 
 
 @dataclass
@@ -101,6 +106,8 @@ class SolveState:
     submission_path: Path | None = None
     candidates: list[dict[str, object]] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)
+    # (seconds since the start, best validation score so far), one point per adopted improvement.
+    timeline: list[tuple[float, float]] = field(default_factory=list)
     # The record of the submission on disk when an earlier solve's file beat everything this one
     # wrote (a resumed run); None while the file on disk is this solve's own best.
     kept: SubmissionRecord | None = None
@@ -116,6 +123,8 @@ class Solver:
         self.options, self.artifacts, self.ctx, self.out = options, artifacts, ctx, out
         self.state = SolveState(started=time.monotonic())
         self.fingerprint = setup_fingerprint(artifacts.setup_dir, list(ctx.features.test_ids))
+        warm = options.warm_start if not options.light else None
+        self.warm, self.warm_report = warm, (WarmReport(sources=list(warm.sources)) if warm is not None else None)
 
     @property
     def metric_name(self) -> str:
@@ -168,6 +177,8 @@ class Solver:
         """The current best goes to the submission only if it beats the file's recorded score,
         which may come from an earlier, killed solve of the same setup."""
         state = self.state
+        if math.isfinite(state.best_score):
+            state.timeline.append((round(state.elapsed(), 3), state.best_score))
         models = sorted({p.model for p in state.best.values()})
         candidate = SubmissionRecord(
             model="+".join(models), models_per_target={t: p.model for t, p in state.best.items()},
@@ -243,6 +254,10 @@ class Solver:
     def race(self) -> RaceOutcome:
         candidates = race_candidates(self.ctx.features, light=self.options.light, fusion=self.options.fusion,
                                      budget_s=self.options.time_budget)
+        if self.warm is not None and self.warm_report is not None:
+            candidates = order_race(candidates, self.warm, self.ctx.features, self.warm_report)
+            emit("warm_start", phase="race", order=self.warm_report.race_order, sources=self.warm_report.sources,
+                 ignored=[i for i in self.warm_report.ignored if "config" not in i and "configs" not in i])
         share = 1.0 if self.options.light or not self.options.tune else RACE_SHARE
         outcome = race(candidates, self.ctx, self.at(share), self.higher, self.on_finished,
                        hard_deadline=self.at(HARD_STOP))
@@ -290,11 +305,24 @@ class Solver:
             reason = "no tunable family finished the race" if not ranked else \
                 f"no tunable family's CV fits {MIN_TRIALS} trials in {max(budget, 0):.0f} s"
             emit("tuning_skipped", reason=reason)
+            if self.warm is not None and self.warm_report is not None:
+                ignore_configs(self.warm, None, f"tuning skipped: {reason}", self.warm_report)
             return {"skipped": reason}
         base = affordable[0]
+        first: list[dict[str, Any]] = []
+        if self.warm is not None and self.warm_report is not None:
+            scores = {r.name: cv_score(r, self.ctx) for r in affordable}
+            base = choose_tuned(affordable, self.warm, scores, self.ctx.direction, self.warm_report,
+                                tunable={r.name for r in ranked})
+            tunable = tunable_for(base.name, self.ctx.features, self.ctx.targets)
+            first = warm_points(base.name, self.warm.configs.get(base.name, []), tunable.space, tunable.defaults,
+                                affordable_trials(base.seconds, budget), self.warm_report)
+            ignore_configs(self.warm, base.name, f"{base.name} was tuned", self.warm_report)
+            emit("warm_start", phase="tuning", family=base.name, first_trials=first,
+                 choice=self.warm_report.tuning)
         base_score = cv_score(base, self.ctx)
         tunable = tunable_for(base.name, self.ctx.features, self.ctx.targets)
-        outcome = tune_family(tunable, base, base_score, self.ctx, budget, self.higher)
+        outcome = tune_family(tunable, base, base_score, self.ctx, budget, self.higher, first=first)
         if outcome.run is not None:
             self.on_finished(outcome.run)
         self.state.phases["tune"] = round(self.state.elapsed(), 2)
@@ -476,6 +504,8 @@ def solve(options: SolveOptions) -> dict:
         finetune = solver.finetune()
         if options.tune:
             tuning = solver.tune()
+        elif solver.warm is not None and solver.warm_report is not None:
+            ignore_configs(solver.warm, None, "tuning is off", solver.warm_report)
         solver.revive(outcome)
         blend_report = solver.blend()
         decoding = solver.decode()
@@ -506,10 +536,13 @@ def solve(options: SolveOptions) -> dict:
         "candidates": ranked_candidates(solver.kept_candidate() + state.candidates, solver.higher),
         "elapsed_s": round(state.elapsed(), 3),
         "time_to_first_submission_s": round(state.first_submission_s or 0.0, 3),
+        "timeline": state.timeline,
+        "warm_start": solver.warm_report.to_json() if solver.warm_report is not None else None,
     })
     result = record.to_json()
     atomic_write_json(SolveResult.path_in(artifacts.workspace / "solve"), result)
-    emit("done", **{k: v for k, v in result.items() if k not in ("race", "finetune", "tuning", "blend", "decoding")})
+    emit("done", **{k: v for k, v in result.items()
+                    if k not in ("race", "finetune", "tuning", "blend", "decoding", "timeline", "warm_start")})
     return result
 
 
@@ -546,7 +579,7 @@ def _saved_settings(workspace: Path) -> dict[str, Any]:
         return {}
     solve = config.solve
     return {"folds": solve.folds, "seed": solve.seed, "time_budget": solve.time_budget_s, "fusion": solve.fusion,
-            "tune": solve.tune, "blend_after": solve.blend_after}
+            "tune": solve.tune, "blend_after": solve.blend_after, "warm_start": solve.warm_start}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

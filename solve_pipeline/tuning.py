@@ -48,8 +48,13 @@ def affordable_trials(seconds_per_cv: float, budget_s: float) -> int:
 
 
 def tune_family(tunable: Tunable, base: CandidateRun, base_score: float, ctx: CVContext,
-                budget_s: float, higher_is_better: bool) -> TuningOutcome:
-    """Tune `tunable` within `budget_s`; the returned run is complete and beats `base_score`."""
+                budget_s: float, higher_is_better: bool,
+                first: list[dict[str, Any]] | None = None) -> TuningOutcome:
+    """Tune `tunable` within `budget_s`; the returned run is complete and beats `base_score`.
+
+    `first` points (inside the space: a warm start's configurations) are the first trials, run
+    like any other; their trials are marked `warm` in the record and the events."""
+    first = list(first or [])
     planned = affordable_trials(base.seconds, budget_s)
     if planned < MIN_TRIALS:
         emit("tuning_skipped", model=tunable.family, reason=f"only {planned} trials fit in {budget_s:.0f} s")
@@ -69,13 +74,19 @@ def tune_family(tunable: Tunable, base: CandidateRun, base_score: float, ctx: CV
             best["run"], best["score"] = run, score
         return score
 
+    reported = [0]
+
     def report(trial: Trial) -> None:
+        warm = {"warm": True} if reported[0] < len(first) else {}  # `first` points run first
+        reported[0] += 1
         emit("trial", model=tunable.family, params=trial.params, score=trial.score,
-             seconds=round(trial.seconds, 2), error=trial.error)
+             seconds=round(trial.seconds, 2), error=trial.error, **warm)
 
     known = [Trial(dict(tunable.defaults), base_score, base.seconds)] if math.isfinite(base_score) else []
     config = HeboConfig(n_trials=planned, max_time_s=budget_s, seed=ctx.seed,
                         higher_is_better=higher_is_better, n_initial=min(5, planned))
-    result = tune(objective, tunable.space, config, on_trial=report, known=known)
+    result = tune(objective, tunable.space, config, on_trial=report, known=known, first=first)
     trials = [{**asdict(t), "seconds": round(t.seconds, 3)} for t in result.trials]
+    for trial in trials[len(known):len(known) + len(first)]:
+        trial["warm"] = True
     return TuningOutcome(best["run"], trials, planned)

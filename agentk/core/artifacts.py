@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from agentk.core.metrics.direction import Direction
+from agentk.core.metrics.direction import Direction, finite
 from agentk.core.workspace import read_json_object
 
 # ---- the task's vocabulary -------------------------------------------------------------------
@@ -273,6 +273,9 @@ class SolveResult(BaseModel):
     candidates: list[SolveCandidate] = []
     elapsed_s: float | None = None
     time_to_first_submission_s: float | None = None
+    # (seconds since the solver started, best validation score so far), one point per improvement.
+    timeline: list[tuple[float, float]] = []
+    warm_start: dict[str, Any] | None = None  # a campaign's suggestions: what was used, what ignored and why
 
     @classmethod
     def path_in(cls, solve_dir: Path) -> Path:
@@ -308,6 +311,59 @@ class SolvedSummary(BaseModel):
     # (seconds since the solver started, best validation score so far), one point per improvement.
     timeline: list[tuple[float, float]] = []
     time_budget_s: float | None = None
+
+    @classmethod
+    def from_solve(cls, solve_dir: Path) -> SolvedSummary | None:
+        """The summary of the full solve recorded in `solve_dir` (a workspace's `solve/`); None
+        when there is no solve result, or only the setup's light check. Families are the race's
+        finished ones, best first by their cross-validated score; the tuned family carries HEBO's
+        best configuration and the better of its default and tuned scores."""
+        data = read_json_object(SolveResult.path_in(solve_dir))
+        if not data:
+            return None
+        result = SolveResult.model_validate(data)
+        if result.light:
+            return None
+        direction = Direction.recorded(result.higher_is_better)
+        cv = result.cv or {}
+        tuning = result.tuning or {}
+        trials = [t for t in tuning.get("trials") or [] if isinstance(t, dict) and t.get("error") is None
+                  and finite(t.get("score")) and isinstance(t.get("params"), dict)]
+        best_trial = direction.best(trials, key=lambda t: t["score"]) if direction is not None else None
+        families: list[FamilyOutcome] = []
+        for entry in result.race or []:
+            family = entry.get("family")
+            if not isinstance(family, str) or entry.get("status") != "finished":
+                continue
+            score = cv.get(family)
+            outcome = FamilyOutcome(family=family, score=score if finite(score) else None)
+            if best_trial is not None and family == tuning.get("family"):
+                outcome.params, outcome.tuned = dict(best_trial["params"]), True
+                outcome.score = direction.best_score([outcome.score, best_trial["score"]])  # type: ignore[union-attr]
+            families.append(outcome)
+        if direction is not None:
+            families = direction.ranked(families, key=lambda f: f.score)
+        return cls(metric=_metric_name(solve_dir, result.metric), higher_is_better=result.higher_is_better,
+                   validation_score=result.validation_score, families=families,
+                   timeline=list(result.timeline), time_budget_s=result.time_budget_s)
+
+
+def _metric_name(solve_dir: Path, ranked_by: str | None) -> str | None:
+    """The plan's metric name when the solver ranked by the setup's metric, else what it ranked by."""
+    if ranked_by == "surrogate":
+        return ranked_by
+    metric = read_json_object(SetupLayout(Path(solve_dir).parent / "setup").plan).get("metric")
+    return metric if isinstance(metric, str) and metric else ranked_by
+
+
+def time_to_reach(timeline: Sequence[tuple[float, float]], target: float, higher_is_better: bool) -> float | None:
+    """The first elapsed time at which a solve's best-so-far score is at least as good as `target`
+    (the cold-vs-warm benchmark's measure); None when it never is."""
+    direction = Direction(higher_is_better)
+    for elapsed, score in sorted(timeline, key=lambda point: point[0]):
+        if direction.at_least(score, target):
+            return elapsed
+    return None
 
 
 class StageRecord(BaseModel):
