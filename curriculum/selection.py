@@ -194,7 +194,10 @@ def choose(
     else:
         # Scores are rounded before ties are broken, so float noise never decides between equals.
         ranked = sorted(candidates, key=lambda c: (-round_score(terms[c.task_id]["score"]), c.complexity, position[c.task_id]))
-        reason = _curriculum_reason(ranked[0].task_id, terms[ranked[0].task_id], len(positives), len(negatives))
+        best = ranked[0].task_id
+        failed = [e.round for e in negatives if e.task_id == best]
+        since = round - max(failed) if failed else None
+        reason = _curriculum_reason(best, terms[best], len(positives), len(negatives), since)
 
     ranking = [
         Ranked(
@@ -215,14 +218,14 @@ def round_score(score: float) -> float:
     return round(score, 9)
 
 
-def _curriculum_reason(task_id: str, terms: dict[str, float], n_pos: int, n_neg: int) -> str:
+def _curriculum_reason(task_id: str, terms: dict[str, float], n_pos: int, n_neg: int, since: int | None) -> str:
     like = terms["positive_description"] + terms["positive_tree"]
     unlike = terms["negative_description"] + terms["negative_tree"]
     text = f"curriculum: {task_id} scores {terms['score']:.3f}: {like:.3f} for resembling the {n_pos} solved task(s)"
     if n_neg:
         text += f", {unlike:.3f} for resembling the {n_neg} failed attempt(s)"
-    if terms["recent_failure"]:
-        text += f", {terms['recent_failure']:.3f} because it failed recently"
+    if since is not None:
+        text += f", {terms['recent_failure']:.3f} for its failure {since} round(s) ago"
     return text
 
 
