@@ -13,6 +13,10 @@ only improves: the AutoML race (~60% of the budget), fine-tuning of pretrained n
 timed probe says it fits, HEBO tuning of the best tunable family (both until ~85%), finishing the race's pruned families with what is left (until ~93%, for the
 blend's diversity), blending of every complete solution, and last the metric-aware decoding of
 class probabilities into labels (a tuned threshold, or ordinal cut points).
+
+A campaign may warm-start the solve through config.json's `warm_start` (see warm_start.py): its
+families race first, and its configurations are HEBO's first trials. solve_result.json records what
+was used and ignored, and the `timeline` of (elapsed s, best score so far) at each improvement.
 """
 
 from __future__ import annotations
