@@ -457,6 +457,8 @@ def serving(fake: FakeKaggle, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     monkeypatch.setenv("KAGGLE_API_ENVIRONMENT", "LOCALHOST")
     # Tests only: kagglesdk maps LOCALHOST to http://localhost (port 80); send it to our port instead.
     monkeypatch.setitem(_env_to_endpoint, KaggleEnv.LOCAL, fake.base_url)
+    # The same for agentk processes a test starts (a campaign's runs): they read it from here.
+    monkeypatch.setenv("AGENTK_KAGGLE_LOCAL_ENDPOINT", fake.base_url)
     try:
         yield fake
     finally:

@@ -14,6 +14,7 @@ import io
 import logging
 import math
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -23,7 +24,7 @@ from typing import Any, TypeVar
 from requests.adapters import HTTPAdapter
 
 from agentk.core.credentials import KaggleCredentials, config_dir, redact
-from agentk.kaggle.errors import KaggleUnavailable
+from agentk.kaggle.errors import KaggleError, KaggleUnavailable
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -84,6 +85,8 @@ def build_api(credentials: KaggleCredentials, timeout: tuple[float, float]) -> A
     # The class decides local-vs-prod from the environment at import time; decide it now instead,
     # so KAGGLE_API_ENVIRONMENT set after the first import still counts.
     api.args = ["--local"] if os.environ.get("KAGGLE_API_ENVIRONMENT") == "LOCALHOST" else []
+    if api.args:
+        _point_local_environment()
     values: dict[str, str] = {}
     if credentials.kind == "token" and credentials.token:
         values[api.CONFIG_NAME_TOKEN] = credentials.token
@@ -156,3 +159,22 @@ def _environ(overrides: dict[str, str], hidden: tuple[str, ...]) -> Iterator[Non
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+LOCAL_ENDPOINT_ENV = "AGENTK_KAGGLE_LOCAL_ENDPOINT"
+_LOOPBACK = re.compile(r"^http://(127\.0\.0\.1|localhost)(:\d+)?/?$")
+
+
+def _point_local_environment() -> None:
+    """kagglesdk sends KAGGLE_API_ENVIRONMENT=LOCALHOST to http://localhost on port 80. A Kaggle
+    stand-in on another port of this machine (a test server a campaign's runs must reach from their
+    own processes, a local mirror) is named by AGENTK_KAGGLE_LOCAL_ENDPOINT. Only the local
+    environment is redirected, and only to loopback, so credentials never travel anywhere new."""
+    endpoint = os.environ.get(LOCAL_ENDPOINT_ENV)
+    if not endpoint:
+        return
+    if not _LOOPBACK.match(endpoint):
+        raise KaggleError(f"{LOCAL_ENDPOINT_ENV} must be http://127.0.0.1:PORT or http://localhost:PORT, not {endpoint!r}")
+    from kagglesdk.kaggle_env import KaggleEnv, _env_to_endpoint
+
+    _env_to_endpoint[KaggleEnv.LOCAL] = endpoint.rstrip("/")
