@@ -117,3 +117,19 @@ def test_the_embedded_description_keeps_the_task_and_drops_the_boilerplate() -> 
     assert "Widget Institute" not in text and "$10,000" not in text and "Widgets et al." not in text
     long_page = "# T\n\n## Overview\n" + "word " * 2000
     assert len(description_for_embedding(long_page)) == 1200
+
+
+class Letters:
+    """Letter counts: a cheap real embedder for a test about how many rows come back."""
+
+    dim = 26
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[float(t.lower().count(chr(97 + i))) + 1e-3 for i in range(26)] for t in texts]
+
+
+def test_every_entry_comes_back_not_a_default_page_of_them(tmp_path: Path) -> None:
+    memory = TaskMemory(tmp_path / "memory", embedder=Letters())
+    for i in range(25):
+        memory.add_failure(TaskText(f"task{i}", f"description {i}", "Modalities: tabular.", 1.0), i, "setup failed")
+    assert len(memory.negatives()) == memory.negative_count == 25 and memory.positives() == []
