@@ -14,7 +14,7 @@ $(BIN)/python:
 # torch is pinned first to the CPU build so that resolving `torch>=2.13` never pulls CUDA wheels.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q "torch==2.13.0"
-	$(BIN)/pip install -q -e ".[test]"
+	$(BIN)/pip install -q -e ".[test,ray]"
 	# hebo 0.3.6 declares numpy<1.25 and GPy, which makes pip backtrack for many minutes; it runs
 	# with today's numpy when installed without its declared dependencies beside these.
 	$(BIN)/pip install -q "gpytorch==1.15.2" "linear_operator==0.6.1" "pymoo==0.6.0" "disjoint-set==0.9.0"

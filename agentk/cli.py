@@ -74,6 +74,23 @@ def _guard(action):
         _fail(f"internal error: {type(exc).__name__}: {exc} (traceback in {log})", code=1)
 
 
+def _over_base(path: Path, flags: RunConfig) -> RunConfig:
+    """The RunConfig saved in `path` with the flags that were given laid over it, field by field."""
+    from pydantic import ValidationError
+
+    def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+        return {**base, **{k: merge(base[k], v) if isinstance(v, dict) and isinstance(base.get(k), dict) else v
+                           for k, v in over.items()}}
+
+    try:
+        base = RunConfig.model_validate_json(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise AgentKError(f"cannot read --config-json {path}: {exc.strerror or exc}") from None
+    except ValidationError as exc:
+        raise AgentKError(f"--config-json {path} is not a run config: {exc.errors()[0]['msg']}") from None
+    return RunConfig.model_validate(merge(base.model_dump(mode="json"), flags.model_dump(mode="json", exclude_unset=True)))
+
+
 @app.command()
 def run(
     source: str = typer.Argument(..., help="A competition folder (local or MLE-bench prepared layout), a Kaggle URL or a slug."),
@@ -95,6 +112,7 @@ def run(
     token_budget: Optional[int] = typer.Option(None, "--token-budget", help="Most LLM tokens a run may spend."),
     no_credit_assignment: bool = typer.Option(False, "--no-credit-assignment", help="After a failed meta check, rewrite every covered stage."),
     unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help="Run LLM-written code even where no sandbox (bubblewrap) can be made."),
+    config_json: Optional[Path] = typer.Option(None, "--config-json", hidden=True, help="For campaigns: a RunConfig JSON file as the base (a warm start has no flag); the other flags override it."),
 ) -> None:
     """Set up and solve one competition, write a validated submission, grade it when answers exist."""
     from agentk.runner import run_competition
@@ -109,6 +127,8 @@ def run(
         policy=chosen_policy, llm_base_url=llm, llm_model=model, llm_token_budget=token_budget,
         credit_assignment=False if no_credit_assignment else None, unsafe_no_sandbox=unsafe_no_sandbox or None,
     ))
+    if config_json is not None:
+        config = _guard(lambda: _over_base(config_json, config))
     outcome = _guard(lambda: run_competition(source, config))
     if as_json:
         console.print_json(json.dumps(outcome.result.to_json()))
