@@ -228,8 +228,12 @@ def test_a_local_ray_node_runs_a_task_and_a_failure(tmp_path: Path) -> None:
         outcomes = []
         while executor.running():
             outcomes += executor.wait(300)
+        # Shutdown cancels a running task: Ray kills its worker, and the run dies with it.
+        executor.submit(demo_job(tmp_path, "cut", cpus=1))
+        runs = wait_for(lambda: run_processes(os.getpid()), 60, "the run on the Ray worker to start")
     finally:
         executor.shutdown()
+    assert gone(runs, 15), "a cancelled Ray task left its run behind"
     by_key = {o.key: o for o in outcomes}
     assert by_key["solved"].returncode == 0 and by_key["solved"].result["valid_submission"]
     assert by_key["missing"].returncode == 2 and by_key["missing"].error.startswith("competition folder not found")

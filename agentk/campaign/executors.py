@@ -300,11 +300,6 @@ def _ray() -> Any:
     return ray
 
 
-def _ray_task(job: TaskJob) -> TaskOutcome:
-    """What a Ray worker runs (module level, so Ray ships it by reference)."""
-    return run_task(job)
-
-
 class RayExecutor:
     """Tasks as Ray tasks on an existing cluster (`address`: auto, HOST:PORT, ray://HOST:PORT), or
     on a Ray node started here for tests (`address="local"`). At most `workers` at once; each
@@ -321,7 +316,7 @@ class RayExecutor:
         self.cpus_per_task = self._cpus_per_task()
         self._queue: list[TaskJob] = []
         self._refs: dict[Any, str] = {}
-        self._remote = ray.remote(_ray_task)
+        self._remote = ray.remote(run_task)  # module level: workers import it by reference
 
     def _cpus_per_task(self) -> int:
         """An equal share of the cluster's CPUs, no more than its largest node has (a task asking
@@ -385,10 +380,12 @@ def _connect(ray: Any, address: str) -> None:
         return
     _check_reachable(address)
     failure: list[BaseException] = []
+    # Ray Client (ray://) would forward these to the cluster's own ray.init: they are the driver's.
+    options = {} if address.startswith("ray://") else quiet
 
     def init() -> None:
         try:
-            ray.init(address=address, **quiet)
+            ray.init(address=address, **options)
         except BaseException as exc:  # noqa: BLE001 - reported by the caller's thread
             failure.append(exc)
 
