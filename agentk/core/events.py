@@ -37,7 +37,8 @@ class EventLog:
     def say(self, message: str) -> None:
         """A line for a person; suppressed by --quiet."""
         if not self.quiet:
-            self.console.print(redact(message))
+            # No hard line breaks: a long path stays on one line for logs, pipes and grep.
+            self.console.print(redact(message), soft_wrap=True)
 
     def status(self, message: str):
         """A spinner while something slow runs (a no-op context when quiet)."""

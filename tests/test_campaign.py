@@ -1,0 +1,180 @@
+"""`agentk campaign` end to end: real runs of tiny competitions in real subprocesses, the real
+task memory in lancedb, a kill -9 of the driver and its resume, and the one-line refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agentk.sources.demo import make_demo_competition
+from curriculum.task_memory import TaskMemory
+
+pytestmark = pytest.mark.integration
+
+AGENTK = [sys.executable, "-m", "agentk.cli"]
+# Tiny runs: the demo table has 569 rows, the linear model finishes in a second or two.
+RUN_ARGS = ["--time-budget", "5", "--folds", "2"]
+
+
+def agentk(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*AGENTK, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def tumour_competition(demo: Path, out: Path, competition_id: str, title: str) -> Path:
+    """The demo competition under another id: a near-copy the curriculum should find similar."""
+    shutil.copytree(demo, out)
+    toml = out / "competition.toml"
+    text = re.sub(r'id = ".*"', f'id = "{competition_id}"', toml.read_text())
+    toml.write_text(re.sub(r'title = ".*"', f'title = "{title}"', text))
+    return out
+
+
+def broken_competition(out: Path) -> Path:
+    """A folder with nothing to predict: its setup fails at once, on every attempt."""
+    (out / "data").mkdir(parents=True)
+    (out / "description.md").write_text("# Notes\n\nA few numbers.\n")
+    (out / "data" / "notes.csv").write_text("a,b\n1,2\n3,4\n")
+    return out
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("pool")
+    demo = make_demo_competition(root / "_demo")
+    pool = root / "competitions"
+    pool.mkdir()
+    tumour_competition(demo, pool / "tumours-a", "tumours-a", "Tumour diagnosis A")
+    tumour_competition(demo, pool / "tumours-b", "tumours-b", "Tumour diagnosis B")
+    broken_competition(pool / "notes")
+    shutil.rmtree(demo)
+    return pool
+
+
+def state_of(campaign: Path) -> dict:
+    return json.loads((campaign / "state.json").read_text())
+
+
+def decisions_of(campaign: Path) -> list[dict]:
+    return [json.loads(line) for line in (campaign / "decisions.jsonl").read_text().splitlines()]
+
+
+def test_a_campaign_over_a_folder_solves_what_it_can_and_remembers_both_kinds(pool: Path, tmp_path: Path) -> None:
+    proc = agentk("campaign", str(pool), "-w", str(tmp_path / "ws"), "--max-attempts", "1", *RUN_ARGS, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    campaign = tmp_path / "ws" / "_campaigns" / "competitions"
+    state = state_of(campaign)
+    status = {key: task["status"] for key, task in state["tasks"].items()}
+    assert status == {"tumours-a": "solved", "tumours-b": "solved", "notes": "gave_up"}
+    assert state["round"] == 3
+    for key in ("tumours-a", "tumours-b"):
+        [attempt] = state["tasks"][key]["attempts"]
+        assert attempt["ok"] and attempt["validation_score"] > 0.8 and attempt["test_score"] > 0.8
+
+    # Every choice is logged with every candidate's terms; with no success yet the simplest tree
+    # goes first, and the near-copy of a solved task is preferred to a task like a failed one.
+    decisions = decisions_of(campaign)
+    assert [d["round"] for d in decisions] == [1, 2, 3]
+    assert all(len(d["ranking"]) >= 1 and d["reason"] for d in decisions)
+    assert decisions[0]["chosen"] == "notes"  # one tiny file: the simplest tree
+    assert {d["chosen"] for d in decisions[1:]} == {"tumours-a", "tumours-b"}
+
+    # The second tumour task started warm from the first one's winners.
+    second = decisions[2]["chosen"]
+    config = json.loads((campaign / "configs" / f"{second}.json").read_text())
+    assert config["solve"]["warm_start"]["sources"] == [decisions[1]["chosen"]]
+    assert config["solve"]["warm_start"]["families"]
+
+    memory = TaskMemory(campaign / "workspaces" / "_memory" / "tasks.lance")
+    assert {e.task_id for e in memory.positives()} == {"tumours-a", "tumours-b"}
+    assert {e.task_id for e in memory.negatives()} == {"notes"}
+
+    shown = agentk("campaign", "status", str(campaign), cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    for key in ("tumours-a", "tumours-b", "notes", "solved", "gave_up"):
+        assert key in shown.stdout
+    assert "next: nothing" in shown.stdout
+
+    # Run again: everything has ended, nothing is redone.
+    again = agentk("campaign", str(pool), "-w", str(tmp_path / "ws"), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert state_of(campaign)["round"] == 3 and len(decisions_of(campaign)) == 3
+
+
+def test_a_killed_campaign_resumes_without_losing_or_redoing_work(pool: Path, tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.txt"
+    tasks.write_text(f"# two near-identical tasks\n{pool / 'tumours-a'}\n{pool / 'tumours-b'}\n")
+    args = ["campaign", str(tasks), "-w", str(tmp_path / "ws"), "--order", "fixed", *RUN_ARGS]
+    campaign = tmp_path / "ws" / "_campaigns" / "tasks"
+    driver = subprocess.Popen([*AGENTK, *args], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Kill the driver while the second task's run is in its setup: the first is solved by then.
+    second_ws = campaign / "workspaces" / "tumours-b"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if (second_ws / "logs" / "attempts.jsonl").is_file():
+            break
+        assert driver.poll() is None, "the campaign ended before it could be killed"
+        time.sleep(0.2)
+    else:
+        pytest.fail("the second task never started")
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait()
+    state = state_of(campaign)
+    assert state["tasks"]["tumours-a"]["status"] == "solved"
+    assert state["tasks"]["tumours-b"]["status"] == "running"
+
+    # The run died with its driver: its workspace lock is free for the resume at once.
+    proc = agentk(*args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    state = state_of(campaign)
+    assert [state["tasks"][k]["status"] for k in ("tumours-a", "tumours-b")] == ["solved", "solved"]
+    assert [len(state["tasks"][k]["attempts"]) for k in ("tumours-a", "tumours-b")] == [1, 1]
+    assert [d["chosen"] for d in decisions_of(campaign)] == ["tumours-a", "tumours-b"]
+    # The second run resumed from its workspace rather than starting over.
+    starts = [json.loads(line) for line in (second_ws / "logs" / "events.jsonl").read_text().splitlines()
+              if '"run_start"' in line]
+    assert len(starts) == 2 and starts[1]["resumed_phase"] != "new"
+    # The first run was not redone.
+    first_starts = [line for line in (campaign / "workspaces" / "tumours-a" / "logs" / "events.jsonl").read_text().splitlines()
+                    if '"run_start"' in line]
+    assert len(first_starts) == 1
+
+
+def test_bad_input_gets_one_clear_line(tmp_path: Path, pool: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = agentk("campaign", str(empty), "-w", str(tmp_path / "ws"), cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.startswith("error:") and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "no competitions" in proc.stderr
+
+    proc = agentk("campaign", str(pool / "tumours-a"), "-w", str(tmp_path / "ws"), "--ray-address", "127.0.0.1:1", cwd=tmp_path, timeout=120)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "Ray" in errors[0] and "127.0.0.1:1" in errors[0]
+
+    proc = agentk("campaign", "status", str(tmp_path / "nowhere"), cwd=tmp_path)
+    assert proc.returncode == 2 and "no campaign" in proc.stderr
+
+
+def test_a_task_folder_that_vanishes_mid_campaign_is_left_out_with_one_line(pool: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "competitions"
+    shutil.copytree(pool / "notes", folder / "notes")
+    # A budget spent before the first task starts: the pool is described, nothing runs.
+    first = agentk("campaign", str(folder), "-w", str(tmp_path / "ws"), "--total-budget", "0.001", cwd=tmp_path)
+    assert first.returncode == 1  # nothing solved
+    shutil.rmtree(folder / "notes")
+    proc = agentk("campaign", str(folder), "-w", str(tmp_path / "ws"), "--total-budget", "1h", cwd=tmp_path)
+    assert proc.returncode == 1
+    output = proc.stdout + proc.stderr
+    lines = [line for line in output.splitlines() if "notes" in line and "gone" in line]
+    assert len(lines) == 1 and "Traceback" not in output, output
+    state = state_of(tmp_path / "ws" / "_campaigns" / "competitions")
+    assert state["tasks"]["notes"]["status"] == "vanished"
