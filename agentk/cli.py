@@ -253,15 +253,26 @@ def bench(
     policy: Optional[str] = typer.Option(None, "--policy", help="expert | llm | hybrid."),
     llm: Optional[str] = typer.Option(None, "--llm", help="OpenAI-compatible base URL."),
     model: Optional[str] = typer.Option(None, "--model", "--llm-model", help="The served model name."),
+    campaign: bool = typer.Option(False, "--campaign", help="Run a campaign per order over the sources (folders, folders of them, task files) "
+                                                            "and report tasks solved against wall time and LLM tokens (Agent K's Figure 14)."),
+    orders: Optional[str] = typer.Option(None, "--orders", help="With --campaign: fixed,random,heuristic,curriculum (default: all four), or a subset."),
+    warm_vs_cold: bool = typer.Option(True, "--warm-vs-cold/--no-warm-vs-cold", help="With --campaign: run the curriculum again without warm starts and compare."),
 ) -> None:
     """Run competitions and print setup attempts per stage, time to a valid submission and scores;
-    with rivals, agentk against LightGBM defaults and AutoGluon side by side."""
+    with rivals, agentk against LightGBM defaults and AutoGluon side by side; with --campaign, the
+    orders of a campaign and warm vs cold solver starts."""
     from agentk.bench.run import (
         compare, expand_sources, parse_rivals, render_comparison, render_seed_table, render_table, run_bench,
         summarise_seeds, summary_line,
     )
 
     chosen_policy = _choice(PolicyName, "--policy", policy)
+    if campaign:
+        if rivals is not None or seeds > 1 or splits > 1:
+            _fail("--campaign runs campaigns, not rivals, seeds or splits: leave out --rivals, --seeds and --splits")
+        _bench_campaign(sources or [], workspace_root, output, orders, warm_vs_cold, _given(
+            time_budget_s=time_budget, folds=folds, policy=chosen_policy, llm_base_url=llm, llm_model=model))
+        return
     if autogluon_python is not None and not autogluon_python.is_file():
         _fail(f"--autogluon-python: no such file: {autogluon_python}")
     chosen = _guard(lambda: parse_rivals(rivals))
@@ -289,6 +300,26 @@ def bench(
         raise typer.Exit(1)
 
 
+def _bench_campaign(sources: list[str], workspace_root: Path, output: Path | None, orders: str | None,
+                    warm_vs_cold: bool, run_config: dict[str, Any]) -> None:
+    """`agentk bench --campaign`: the campaigns, their tables, the JSON under "campaign"."""
+    from agentk.bench.campaign_bench import parse_orders, render_figure14, render_warm_cold, run_campaign_bench
+    from agentk.bench.run import expand_sources
+
+    chosen = _guard(lambda: parse_orders(orders))
+    # The campaign's pool reads folders, folders of them and task files itself; none: the demo.
+    specs = sources or _guard(lambda: expand_sources([]))
+    result = _guard(lambda: run_campaign_bench(specs, run_config, chosen, warm_vs_cold, workspace_root))
+    out = console if console.is_terminal else Console(highlight=False, width=200)
+    out.print(render_figure14(result))
+    if result.warm_vs_cold is not None:
+        out.print(render_warm_cold(result.warm_vs_cold))
+    if output is not None:
+        output.write_text(json.dumps({"campaign": result.model_dump(mode="json")}, indent=2), encoding="utf-8")
+    if not any(row.solved for row in result.orders):
+        raise typer.Exit(1)  # no order solved anything: the bench measured nothing
+
+
 @app.command()
 def campaign(
     sources: list[str] = typer.Argument(None, help="Competition folders, folders of them, task files (one Kaggle URL/slug or folder a line), "
@@ -311,6 +342,7 @@ def campaign(
     cold: bool = typer.Option(False, "--cold", help="No warm start from the nearest solved tasks."),
     submit: bool = typer.Option(False, "--submit", help="Submit each Kaggle task's validated submission (daily limits kept across the campaign)."),
     top_k: Optional[int] = typer.Option(None, "--top-k", min=1, help="With --submit: the K best models per task."),
+    submit_poll: Optional[float] = typer.Option(None, "--submit-poll", help="Seconds between polls for a Kaggle score."),
     policy: Optional[str] = typer.Option(None, "--policy", help="expert | llm | hybrid."),
     llm: Optional[str] = typer.Option(None, "--llm", help="OpenAI-compatible base URL."),
     model: Optional[str] = typer.Option(None, "--model", "--llm-model", help="The served model name."),
@@ -330,8 +362,8 @@ def campaign(
     chosen_policy = _choice(PolicyName, "--policy", policy)
     run_config = _given(
         workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, seed=seed, submit=submit or None,
-        submit_top_k=top_k, policy=chosen_policy, llm_base_url=llm, llm_model=model, llm_token_budget=token_budget,
-        unsafe_no_sandbox=unsafe_no_sandbox or None,
+        submit_top_k=top_k, submit_poll_s=submit_poll, policy=chosen_policy, llm_base_url=llm, llm_model=model,
+        llm_token_budget=token_budget, unsafe_no_sandbox=unsafe_no_sandbox or None,
     )
     given = _given(order=order, alpha=alpha, beta=beta, r=top_r, max_attempts=max_attempts, limit=limit, workers=workers,
                    ray_address=ray_address, total_budget=total_budget, seed=seed, warm_start=False if cold else None)
