@@ -19,6 +19,7 @@ from agentk.sources.demo import make_demo_competition
 from curriculum.task_memory import TaskMemory
 
 pytestmark = pytest.mark.integration
+pytest_plugins = ["kaggle_server"]
 
 AGENTK = [sys.executable, "-m", "agentk.cli"]
 # Tiny runs: the demo table has 569 rows, the linear model finishes in a second or two.
@@ -67,10 +68,30 @@ def decisions_of(campaign: Path) -> list[dict]:
     return [json.loads(line) for line in (campaign / "decisions.jsonl").read_text().splitlines()]
 
 
-def test_a_campaign_over_a_folder_solves_what_it_can_and_remembers_both_kinds(pool: Path, tmp_path: Path) -> None:
-    proc = agentk("campaign", str(pool), "-w", str(tmp_path / "ws"), "--max-attempts", "1", *RUN_ARGS, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+def wait_for(condition, what: str, driver: subprocess.Popen, timeout_s: float = 300) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert driver.poll() is None, f"the campaign ended before {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def test_a_campaign_over_a_folder_survives_kill_9_and_remembers_both_kinds(pool: Path, tmp_path: Path) -> None:
+    args = ["campaign", str(pool), "-w", str(tmp_path / "ws"), "--max-attempts", "1", *RUN_ARGS]
     campaign = tmp_path / "ws" / "_campaigns" / "competitions"
+    driver = subprocess.Popen([*AGENTK, *args], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Kill the driver while the third task's run is in its setup: the first two have ended by then.
+    wait_for(lambda: (campaign / "decisions.jsonl").is_file() and len(decisions_of(campaign)) == 3, "the third choice", driver)
+    third = decisions_of(campaign)[2]["chosen"]
+    third_ws = campaign / "workspaces" / third
+    wait_for(lambda: (third_ws / "logs" / "attempts.jsonl").is_file(), "the third run's setup", driver)
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait()
+    assert state_of(campaign)["tasks"][third]["status"] == "running"
+
+    # The run died with its driver, so its workspace is free for the resume at once.
+    proc = agentk(*args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     state = state_of(campaign)
     status = {key: task["status"] for key, task in state["tasks"].items()}
     assert status == {"tumours-a": "solved", "tumours-b": "solved", "notes": "gave_up"}
@@ -78,6 +99,17 @@ def test_a_campaign_over_a_folder_solves_what_it_can_and_remembers_both_kinds(po
     for key in ("tumours-a", "tumours-b"):
         [attempt] = state["tasks"][key]["attempts"]
         assert attempt["ok"] and attempt["validation_score"] > 0.8 and attempt["test_score"] > 0.8
+
+    # Nothing redone: one start for each finished run, two for the killed one, which resumed from
+    # its workspace rather than starting over.
+    def run_starts(key: str) -> list[dict]:
+        lines = (campaign / "workspaces" / key / "logs" / "events.jsonl").read_text().splitlines()
+        return [json.loads(line) for line in lines if '"run_start"' in line]
+
+    for key in status:
+        starts = run_starts(key)
+        assert len(starts) == (2 if key == third else 1), key
+    assert run_starts(third)[1]["resumed_phase"] != "new"
 
     # Every choice is logged with every candidate's terms; with no success yet the simplest tree
     # goes first, and the near-copy of a solved task is preferred to a task like a failed one.
@@ -88,8 +120,7 @@ def test_a_campaign_over_a_folder_solves_what_it_can_and_remembers_both_kinds(po
     assert {d["chosen"] for d in decisions[1:]} == {"tumours-a", "tumours-b"}
 
     # The second tumour task started warm from the first one's winners.
-    second = decisions[2]["chosen"]
-    config = json.loads((campaign / "configs" / f"{second}.json").read_text())
+    config = json.loads((campaign / "configs" / f"{third}.json").read_text())
     assert config["solve"]["warm_start"]["sources"] == [decisions[1]["chosen"]]
     assert config["solve"]["warm_start"]["families"]
 
@@ -104,48 +135,9 @@ def test_a_campaign_over_a_folder_solves_what_it_can_and_remembers_both_kinds(po
     assert "next: nothing" in shown.stdout
 
     # Run again: everything has ended, nothing is redone.
-    again = agentk("campaign", str(pool), "-w", str(tmp_path / "ws"), cwd=tmp_path)
+    again = agentk(*args, cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-2000:]
     assert state_of(campaign)["round"] == 3 and len(decisions_of(campaign)) == 3
-
-
-def test_a_killed_campaign_resumes_without_losing_or_redoing_work(pool: Path, tmp_path: Path) -> None:
-    tasks = tmp_path / "tasks.txt"
-    tasks.write_text(f"# two near-identical tasks\n{pool / 'tumours-a'}\n{pool / 'tumours-b'}\n")
-    args = ["campaign", str(tasks), "-w", str(tmp_path / "ws"), "--order", "fixed", *RUN_ARGS]
-    campaign = tmp_path / "ws" / "_campaigns" / "tasks"
-    driver = subprocess.Popen([*AGENTK, *args], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    # Kill the driver while the second task's run is in its setup: the first is solved by then.
-    second_ws = campaign / "workspaces" / "tumours-b"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if (second_ws / "logs" / "attempts.jsonl").is_file():
-            break
-        assert driver.poll() is None, "the campaign ended before it could be killed"
-        time.sleep(0.2)
-    else:
-        pytest.fail("the second task never started")
-    os.kill(driver.pid, signal.SIGKILL)
-    driver.wait()
-    state = state_of(campaign)
-    assert state["tasks"]["tumours-a"]["status"] == "solved"
-    assert state["tasks"]["tumours-b"]["status"] == "running"
-
-    # The run died with its driver: its workspace lock is free for the resume at once.
-    proc = agentk(*args, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    state = state_of(campaign)
-    assert [state["tasks"][k]["status"] for k in ("tumours-a", "tumours-b")] == ["solved", "solved"]
-    assert [len(state["tasks"][k]["attempts"]) for k in ("tumours-a", "tumours-b")] == [1, 1]
-    assert [d["chosen"] for d in decisions_of(campaign)] == ["tumours-a", "tumours-b"]
-    # The second run resumed from its workspace rather than starting over.
-    starts = [json.loads(line) for line in (second_ws / "logs" / "events.jsonl").read_text().splitlines()
-              if '"run_start"' in line]
-    assert len(starts) == 2 and starts[1]["resumed_phase"] != "new"
-    # The first run was not redone.
-    first_starts = [line for line in (campaign / "workspaces" / "tumours-a" / "logs" / "events.jsonl").read_text().splitlines()
-                    if '"run_start"' in line]
-    assert len(first_starts) == 1
 
 
 def test_bad_input_gets_one_clear_line(tmp_path: Path, pool: Path) -> None:
@@ -178,3 +170,30 @@ def test_a_task_folder_that_vanishes_mid_campaign_is_left_out_with_one_line(pool
     assert len(lines) == 1 and "Traceback" not in output, output
     state = state_of(tmp_path / "ws" / "_campaigns" / "competitions")
     assert state["tasks"]["notes"]["status"] == "vanished"
+
+
+def test_a_task_list_of_kaggle_slugs_submits_within_each_daily_limit(fake_kaggle_many, tmp_path: Path) -> None:
+    # playground's allowance for today is used up before the campaign starts: solved, not sent.
+    fake_kaggle_many.daily_limits["playground-series-s3e5"] = 0
+    tasks = tmp_path / "tasks.txt"
+    tasks.write_text("https://www.kaggle.com/competitions/titanic\nplayground-series-s3e5\n")
+    proc = agentk("campaign", str(tasks), "-w", str(tmp_path / "ws"), "--submit", "--submit-poll", "0.05",
+                  "--order", "fixed", "--time-budget", "8", "--folds", "3", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    campaign = tmp_path / "ws" / "_campaigns" / "tasks"
+    state = state_of(campaign)
+    assert {k: t["status"] for k, t in state["tasks"].items()} == {"titanic": "solved", "playground-series-s3e5": "solved"}
+    assert [s.slug for s in fake_kaggle_many.submissions] == ["titanic"]
+    titanic = json.loads((campaign / "workspaces" / "titanic" / "result.json").read_text())
+    assert titanic["kaggle"]["submissions"][0]["public_score"] > 0.6
+    playground = json.loads((campaign / "configs" / "playground-series-s3e5.json").read_text())
+    assert playground["submit"] is False
+    assert "daily limit" in proc.stderr + proc.stdout
+
+
+def test_a_campaign_on_a_local_ray_cluster(pool: Path, tmp_path: Path) -> None:
+    proc = agentk("campaign", str(pool / "tumours-a"), "-w", str(tmp_path / "ws"), "--ray-address", "local", *RUN_ARGS, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    state = state_of(tmp_path / "ws" / "_campaigns" / "tumours-a")
+    [attempt] = state["tasks"]["tumours-a"]["attempts"]
+    assert state["tasks"]["tumours-a"]["status"] == "solved" and attempt["validation_score"] > 0.8
