@@ -312,6 +312,8 @@ def _bench_campaign(sources: list[str], workspace_root: Path, output: Path | Non
     result = _guard(lambda: run_campaign_bench(specs, run_config, chosen, warm_vs_cold, workspace_root))
     out = console if console.is_terminal else Console(highlight=False, width=200)
     out.print(render_figure14(result))
+    for note in result.notes:
+        out.print(f"note: {note}", soft_wrap=True)
     if result.warm_vs_cold is not None:
         out.print(render_warm_cold(result.warm_vs_cold))
     if output is not None:

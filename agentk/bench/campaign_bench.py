@@ -285,8 +285,8 @@ def run_campaign_bench(specs: list[str], run_config: dict[str, Any], orders: Seq
 
 
 def render_figure14(bench: CampaignBench) -> Table:
-    table = Table(title="agentk bench --campaign: tasks solved vs wall time and LLM tokens (Agent K, Figure 14)",
-                  caption="; ".join(bench.notes) or None)
+    # The notes (bench.notes) are the caller's to print: as a caption they would wrap to the table's width.
+    table = Table(title="agentk bench --campaign: tasks solved vs wall time and LLM tokens (Agent K, Figure 14)")
     for column in ("order", "solved / pool", "runs", "to last success (s)", "total (s)", "LLM tokens", "area (time)"):
         table.add_column(column, no_wrap=column == "order")
     for row in bench.orders:
@@ -305,11 +305,11 @@ def render_warm_cold(result: WarmCold) -> Table:
         table.add_row(pair.task, ", ".join(pair.warm_sources), _fmt(pair.cold_score), _fmt(pair.warm_score),
                       _fmt(pair.cold_time_s, 2), _fmt(pair.warm_time_s, 2) if pair.warm_time_s is not None else "never",
                       _fmt(pair.ratio, 3) if pair.ratio is not None else "never")
+    for task, why in result.skipped.items():
+        table.add_row(f"[dim]{task}[/]", f"[dim]skipped: {why}[/]", "", "", "", "", "")
     table.add_section()
     table.add_row("median", "", "", "", _fmt(result.median_cold_s, 2), _median_cell(result.median_warm_s, result),
                   _median_cell(result.median_ratio, result, 3))
-    for task, why in result.skipped.items():
-        table.add_row(f"[dim]{task}[/]", f"[dim]skipped: {why}[/]", "", "", "", "", "")
     return table
 
 
