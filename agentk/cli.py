@@ -134,7 +134,7 @@ def run(
         console.print_json(json.dumps(outcome.result.to_json()))
     elif quiet:
         r = outcome.result
-        console.print(f"{r.competition_id}: valid={r.valid_submission} validation={_fmt(r.validation_score)} test={_fmt(r.test_score)} → {r.submission_path}")
+        console.print(f"{r.competition_id}: valid={r.valid_submission} validation={_fmt(r.validation_score)} test={_fmt(r.test_score)} → {r.submission_path}", soft_wrap=True)
     else:
         _print_result(outcome.result)
 

@@ -17,6 +17,7 @@ import pytest
 
 from agentk.sources.demo import make_demo_competition
 from curriculum.task_memory import TaskMemory
+from llm_server import Reply, ScriptedLLMServer
 
 pytestmark = pytest.mark.integration
 pytest_plugins = ["kaggle_server"]
@@ -191,9 +192,21 @@ def test_a_task_list_of_kaggle_slugs_submits_within_each_daily_limit(fake_kaggle
     assert "daily limit" in proc.stderr + proc.stdout
 
 
-def test_a_campaign_on_a_local_ray_cluster(pool: Path, tmp_path: Path) -> None:
-    proc = agentk("campaign", str(pool / "tumours-a"), "-w", str(tmp_path / "ws"), "--ray-address", "local", *RUN_ARGS, cwd=tmp_path)
+def test_a_campaign_on_a_local_ray_cluster_starts_with_the_llms_pick(pool: Path, tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.txt"
+    tasks.write_text(f"{pool / 'notes'}\n{pool / 'tumours-a'}\n")
+    # The LLM only picks the first task here (the runs use the expert): it names the tumours, where
+    # the simplest tree would have been the notes folder.
+    reply = Reply(content="tumours-a", completion_tokens=3)
+    with ScriptedLLMServer([reply]) as llm:
+        proc = agentk("campaign", str(tasks), "-w", str(tmp_path / "ws"), "--ray-address", "local", "--max-attempts", "1",
+                      "--policy", "expert", "--llm", llm.base_url, "--model", "qwen2.5-coder-7b", *RUN_ARGS, cwd=tmp_path)
+        assert len(llm.chat_requests) == 1
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    state = state_of(tmp_path / "ws" / "_campaigns" / "tumours-a")
-    [attempt] = state["tasks"]["tumours-a"]["attempts"]
-    assert state["tasks"]["tumours-a"]["status"] == "solved" and attempt["validation_score"] > 0.8
+    campaign = tmp_path / "ws" / "_campaigns" / "tasks"
+    state = state_of(campaign)
+    assert {k: t["status"] for k, t in state["tasks"].items()} == {"tumours-a": "solved", "notes": "gave_up"}
+    assert state["tasks"]["tumours-a"]["attempts"][0]["validation_score"] > 0.8
+    first = decisions_of(campaign)[0]
+    assert first["chosen"] == "tumours-a" and "LLM" in first["reason"]
+    assert state["tokens"] > 0  # the pick's tokens, counted by the campaign

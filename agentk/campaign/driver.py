@@ -212,7 +212,7 @@ class CampaignDriver:
         except Exception as exc:  # noqa: BLE001 - an LLM failure falls back on the simplest tree
             self.events.emit("campaign_llm_pick_failed", reason=f"{type(exc).__name__}: {exc}")
             return None, f"failed: {exc}"
-        tokens = _tokens({"llm_usage": client.usage})
+        tokens = _tokens({"llm_usage": client.usage()})
         state.tokens += tokens
         return picked, f"{tokens} tokens"
 
