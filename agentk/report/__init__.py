@@ -1,0 +1,1 @@
+"""HTML reports a data scientist looks at: one self-contained page per run and per campaign (#15)."""
