@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export LANCEDB_LOG := error
 
-.PHONY: demo test test-fast lint install clean autogluon sandbox
+.PHONY: demo test test-fast lint install clean autogluon sandbox browser
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -28,6 +28,13 @@ sandbox:
 		&& apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; } \
 		|| echo "warning: bubblewrap is not installed (apt-get install bubblewrap); generated code will run without a sandbox"
 
+# The HTML reports are checked in a real browser (tests/browser.py): Debian's chromium, installed
+# here when we may; without it those tests are skipped with a reason.
+browser:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+		&& apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+		|| echo "warning: chromium is not installed (apt-get install chromium); the report browser tests will be skipped"
+
 install: $(STAMP) sandbox
 
 demo: $(STAMP) sandbox
@@ -39,11 +46,11 @@ lint: $(STAMP)
 	$(BIN)/lint-imports --no-cache > $(VENV)/lint-imports.log || { cat $(VENV)/lint-imports.log; exit 1; }
 
 # Everything, as CI runs it.
-test: lint sandbox
+test: lint sandbox browser
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # Unit tests only (a couple of minutes): no solver, run or bench end to end.
-test-fast: lint sandbox
+test-fast: lint sandbox browser
 	$(BIN)/python -m pytest -q -m "not integration" $(PYTEST_ARGS)
 
 # `agentk bench` rival: AutoGluon in its own venv, because its numpy/pandas/scikit-learn pins clash
