@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -199,7 +200,7 @@ def test_a_campaign_on_a_local_ray_cluster_starts_with_the_llms_pick(pool: Path,
     # the simplest tree would have been the notes folder.
     reply = Reply(content="tumours-a", completion_tokens=3)
     with ScriptedLLMServer([reply]) as llm:
-        proc = agentk("campaign", str(tasks), "-w", str(tmp_path / "ws"), "--ray-address", "local", "--max-attempts", "1",
+        proc = agentk("campaign", str(tasks), "-w", str(tmp_path / "ws"), "--ray-address", "local", "--workers", "2", "--max-attempts", "1",
                       "--policy", "expert", "--llm", llm.base_url, "--model", "qwen2.5-coder-7b", *RUN_ARGS, cwd=tmp_path)
         assert len(llm.chat_requests) == 1
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -210,3 +211,7 @@ def test_a_campaign_on_a_local_ray_cluster_starts_with_the_llms_pick(pool: Path,
     first = decisions_of(campaign)[0]
     assert first["chosen"] == "tumours-a" and "LLM" in first["reason"]
     assert state["tokens"] > 0  # the pick's tokens, counted by the campaign
+    # Two workers: the second task started while the first was still running.
+    a, notes = state["tasks"]["tumours-a"]["attempts"][0], state["tasks"]["notes"]["attempts"][0]
+    a_end = datetime.fromisoformat(a["started"]) + timedelta(seconds=a["elapsed_s"])
+    assert datetime.fromisoformat(a["started"]) <= datetime.fromisoformat(notes["started"]) < a_end

@@ -176,7 +176,8 @@ class CampaignDriver:
         assert self.memory is not None
         texts = [self.texts[t.key] for t in eligible]
         positives, negatives = self.memory.positives(), self.memory.negatives()
-        if self.options.order == Order.CURRICULUM and not positives and _llm_configured(self.options.run):
+        # The paper's first task: the LLM's pick, asked once, before anything has run.
+        if self.options.order == Order.CURRICULUM and state.round == 0 and not positives and _llm_configured(self.options.run):
             if not ask_llm:
                 return "the configured LLM picks the first task from the tree descriptions"
             picked, llm_note = self._llm_first_pick(state, texts)
