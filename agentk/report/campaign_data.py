@@ -1,0 +1,477 @@
+"""What a campaign's report shows, read from the campaign folder: state.json, decisions.jsonl, each
+task's workspace (result.json, solve/solve_result.json, logs/attempts.jsonl, setup/modalities.json),
+leaderboards a task was placed on, and the sibling campaigns of an `agentk bench --campaign`.
+
+The report sits beside `agentk.campaign` (which refreshes it), so it reads the campaign's files with
+its own small readers rather than importing the campaign package. Every reader is lenient: a field
+it does not know is ignored, a file it cannot read is left out, and the page says what is missing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from agentk.core.artifacts import RunResult, SetupLayout, SolveResult
+from agentk.core.workspace import read_json_object
+from agentk.grading import leaderboard_position
+from agentk.report.elo import Round
+from agentk.report.page import REPORT_FILE, NotAvailable
+
+BENCH_DIR = "campaign-bench"  # `agentk bench --campaign` runs each order in <root>/campaign-bench/<order>/
+ATTEMPTS_LOG = "attempts.jsonl"  # one line per setup attempt, in a workspace's logs/
+PASS_AT = (1, 3, 10)
+LEADERBOARD_PREFIX = "leaderboard"  # a leaderboard file beside a competition (MLE-bench keeps one)
+BENCH_JSON_MAX_BYTES = 20_000_000
+
+
+# ---------------------------------------------------------------- the campaign's own files
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class StateAttempt(_Lenient):
+    round: int = 0
+    started: datetime | None = None
+    ok: bool | None = None
+    error: str | None = None
+    validation_score: float | None = None
+    test_score: float | None = None
+    elapsed_s: float | None = None
+    tokens: int = 0
+    warm_start_from: list[str] = []
+
+
+class StateTask(_Lenient):
+    key: str
+    source: str = ""
+    kind: str = "folder"
+    slug: str | None = None
+    workspace: str | None = None
+    complexity: float | None = None
+    status: str = "pending"
+    attempts: list[StateAttempt] = []
+    note: str | None = None
+
+
+class CampaignRecord(_Lenient):
+    """state.json as agentk.campaign.state.CampaignState writes it."""
+
+    name: str = ""
+    created: datetime | None = None
+    specs: list[str] = []
+    options: dict[str, Any] = {}
+    round: int = 0
+    elapsed_s: float = 0.0
+    tokens: int = 0
+    tasks: dict[str, StateTask] = {}
+
+    @classmethod
+    def read(cls, folder: Path) -> CampaignRecord | None:
+        data = read_json_object(Path(folder) / "state.json")
+        return cls.model_validate(data) if data else None
+
+    @property
+    def order(self) -> str:
+        return str(self.options.get("order") or "—")
+
+
+class RankedRecord(_Lenient):
+    task_id: str
+    complexity: float | None = None
+    score: float | None = None
+    terms: dict[str, float] = {}
+    rank: int = 0
+
+
+class DecisionRecord(_Lenient):
+    """One line of decisions.jsonl: a choice, its equation-7 terms and the candidates' ranking."""
+
+    round: int = 0
+    time: str | None = None
+    chosen: str = ""
+    order: str = ""
+    score: float | None = None
+    terms: dict[str, float] = {}
+    reason: str = ""
+    ranking: list[RankedRecord] = []
+    memory: dict[str, int] = {}
+
+    @property
+    def complexity(self) -> float | None:
+        mine = next((r for r in self.ranking if r.task_id == self.chosen), None)
+        return mine.complexity if mine else None
+
+    @property
+    def candidates(self) -> int:
+        return len(self.ranking)
+
+
+def read_decisions(folder: Path) -> list[DecisionRecord]:
+    """Every readable line of decisions.jsonl (a line torn by a kill is skipped)."""
+    path = Path(folder) / "decisions.jsonl"
+    if not path.is_file():
+        return []
+    found = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            found.append(DecisionRecord.model_validate_json(line))
+        except ValueError:
+            continue
+    return found
+
+
+# ---------------------------------------------------------------- one row per task
+
+
+class StageRuns(BaseModel):
+    passed: int = 0
+    runs: int = 0
+
+
+class TaskRow(BaseModel):
+    """The task table's row, and what the figures draw from it."""
+
+    key: str
+    status: str
+    taken: int | None = None  # the round of its first run (the curriculum's order), None: never run
+    attempts: int = 0
+    setup: str = "not run"  # passed | failed at <stage> | running | not run
+    setup_ok: bool | None = None
+    modality: str = "unknown"
+    metric: str | None = None
+    higher_is_better: bool | None = None
+    model: str | None = None
+    validation_score: float | None = None
+    test_score: float | None = None
+    leaderboard_score: float | None = None
+    leaderboard_from: str | None = None  # where the leaderboard place comes from
+    rank: int | None = None
+    n_teams: int | None = None
+    percentile: float | None = None
+    medal: str | None = None
+    elapsed_s: float | None = None
+    tokens: int = 0
+    report: str | None = None  # the task's own report.html, relative to the campaign folder
+    note: str | None = None
+    stage_runs: dict[str, StageRuns] = {}  # unit-test runs per setup stage and meta check
+    outcomes: list[bool] = []  # each finished run's success, in order (Pass@k)
+
+    @property
+    def setup_rate(self) -> float | None:
+        runs = sum(s.runs for s in self.stage_runs.values())
+        return sum(s.passed for s in self.stage_runs.values()) / runs if runs else None
+
+
+def task_row(campaign_dir: Path, task: StateTask) -> tuple[TaskRow, Round | None]:
+    """The task's row, and its leaderboard as an Elo-MMR round when one is known."""
+    workspace = Path(task.workspace) if task.workspace else None
+    result = _run_result(workspace)
+    last = task.attempts[-1] if task.attempts else None
+    row = TaskRow(
+        key=task.key, status=task.status, attempts=len(task.attempts),
+        taken=min((a.round for a in task.attempts), default=None),
+        elapsed_s=sum(a.elapsed_s or 0.0 for a in task.attempts) if task.attempts else (result.elapsed_s if result else None),
+        tokens=sum(a.tokens for a in task.attempts),
+        note=task.note or (last.error if last and last.ok is False else None),
+        outcomes=[bool(a.ok) for a in task.attempts if a.ok is not None],
+        validation_score=last.validation_score if last else None, test_score=last.test_score if last else None,
+    )
+    if workspace is None:
+        return row, None
+    report = workspace / REPORT_FILE
+    if report.is_file():
+        row.report = os.path.relpath(report, campaign_dir)
+    row.modality = _modality(workspace)
+    row.stage_runs = _stage_runs(workspace, result)
+    if result is not None:
+        row.setup, row.setup_ok = _setup_outcome(result)
+        row.metric, row.higher_is_better, row.model = result.metric, result.higher_is_better, result.model
+        row.validation_score = result.validation_score if result.validation_score is not None else row.validation_score
+        row.test_score = result.test_score if result.test_score is not None else row.test_score
+    elif task.status == "running":
+        row.setup = "running"
+    if row.metric is None or row.higher_is_better is None:
+        solve = SolveResult.read(workspace / "solve")
+        row.metric = row.metric or solve.metric
+        row.higher_is_better = row.higher_is_better if row.higher_is_better is not None else solve.higher_is_better
+    return row, _place(row, task, workspace, result)
+
+
+def _run_result(workspace: Path | None) -> RunResult | None:
+    if workspace is None:
+        return None
+    try:
+        return RunResult.read(workspace / "result.json")
+    except ValueError:  # a record another version wrote: the row says what it can without it
+        return None
+
+
+def _setup_outcome(result: RunResult) -> tuple[str, bool]:
+    failed = [name for name, record in {**result.setup, **result.meta}.items() if not record.passed]
+    if result.setup and not failed and result.phase != "setup":
+        return "passed", True
+    if failed:
+        return f"failed at {failed[0]}", False
+    return f"stopped in {result.phase or 'setup'}", False
+
+
+def _modality(workspace: Path) -> str:
+    data = read_json_object(SetupLayout(workspace / "setup").modalities)
+    found = data.get("input_modalities")
+    return "+".join(sorted(str(m) for m in found)) if isinstance(found, list) and found else "unknown"
+
+
+def _stage_runs(workspace: Path, result: RunResult | None) -> dict[str, StageRuns]:
+    """Unit-test runs per stage: every attempt from logs/attempts.jsonl, else result.json's
+    counts (each stage passes at most once there: its last attempt)."""
+    runs: dict[str, StageRuns] = {}
+    path = workspace / "logs" / ATTEMPTS_LOG
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(record, dict) or not record.get("stage") or record.get("declined"):
+                continue
+            entry = runs.setdefault(str(record["stage"]), StageRuns())
+            entry.runs += 1
+            entry.passed += bool(record.get("passed"))
+        return runs
+    if result is not None:
+        for name, stage in result.setup.items():
+            runs[name] = StageRuns(passed=int(stage.passed), runs=stage.attempts)
+        for name, meta in result.meta.items():
+            runs[name] = StageRuns(passed=int(meta.passed), runs=meta.rounds)
+    return {name: entry for name, entry in runs.items() if entry.runs}
+
+
+# ---------------------------------------------------------------- leaderboards
+
+
+def _place(row: TaskRow, task: StateTask, workspace: Path, result: RunResult | None) -> Round | None:
+    """Fills the row's leaderboard place: Kaggle's own (a submission's public score) first, else the
+    test score placed on a leaderboard file. Returns the standings for Elo-MMR when a file is known."""
+    kaggle = (result.kaggle if result else None) or {}
+    board = kaggle.get("leaderboard") if isinstance(kaggle, dict) else None
+    if isinstance(board, dict) and board.get("rank"):
+        row.leaderboard_score = kaggle.get("best_public")
+        row.rank, row.n_teams = int(board["rank"]), int(board.get("n_teams") or 0) or None
+        row.percentile, row.medal = board.get("percentile"), board.get("medal")
+        row.leaderboard_from = "Kaggle (public score)"
+    table = _leaderboard_table(task, workspace)
+    if table is None or row.higher_is_better is None:
+        return None
+    ours = row.leaderboard_score if row.leaderboard_score is not None else row.test_score
+    if ours is None:
+        return None
+    if row.rank is None:
+        position = leaderboard_position(ours, table, row.higher_is_better)
+        row.leaderboard_score, row.rank, row.n_teams = ours, position.rank, position.n_teams
+        row.percentile, row.medal = position.percentile, position.medal
+        row.leaderboard_from = "test score on the leaderboard file"
+    score_column = _column(table, "score")
+    assert score_column is not None
+    team_column = _column(table, "teamname") or _column(table, "teamid")
+    scores = pd.to_numeric(table[score_column], errors="coerce")
+    keep = scores.notna().to_numpy()
+    teams = (table[team_column].astype(str) if team_column else pd.Series([f"{task.key} team {i + 1}" for i in range(len(table))]))
+    return Round(name=task.key, teams=list(teams[keep]), scores=list(scores[keep].astype(float)),
+                 ours=float(ours), higher_is_better=row.higher_is_better)
+
+
+def _column(table: pd.DataFrame, name: str) -> str | None:
+    return next((c for c in table.columns if str(c).strip().lower() == name), None)
+
+
+def leaderboard_files(task: StateTask, workspace: Path) -> list[Path]:
+    """Where a task's leaderboard may be: the one a Kaggle submit downloaded into submissions/
+    (`<slug>.zip`), or a `leaderboard*.csv|zip` file beside the competition's folder."""
+    found = []
+    if task.slug:
+        found.append(workspace / "submissions" / f"{task.slug}.zip")
+    source = Path(task.source) if task.kind == "folder" and task.source else None
+    if source is not None and source.is_dir():
+        found += sorted(p for p in source.iterdir() if p.is_file() and p.name.lower().startswith(LEADERBOARD_PREFIX)
+                        and p.suffix.lower() in (".csv", ".zip"))
+    return [p for p in found if p.is_file()]
+
+
+def _leaderboard_table(task: StateTask, workspace: Path) -> pd.DataFrame | None:
+    for path in leaderboard_files(task, workspace):
+        try:
+            table = _read_leaderboard(path)
+        except (OSError, ValueError, zipfile.BadZipFile):
+            continue
+        if _column(table, "score") is not None and len(table):
+            return table
+    return None
+
+
+def _read_leaderboard(path: Path) -> pd.DataFrame:
+    data = path.read_bytes()
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        return pd.read_csv(io.BytesIO(data))
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        names = [n for n in archive.namelist() if n.lower().endswith(".csv")]
+        if not names:
+            raise ValueError(f"{path.name} holds no CSV")
+        with archive.open(names[0]) as handle:
+            return pd.read_csv(handle)
+
+
+# ---------------------------------------------------------------- Figures 12/13 and Table 4
+
+
+class StageRate(BaseModel):
+    stage: str
+    passed: int
+    runs: int
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.runs if self.runs else 0.0
+
+
+def stage_rates(rows: list[TaskRow]) -> list[StageRate]:
+    """Figure 12: each stage's unit-test success rate over every run of it in the campaign, stages
+    in the order they first appear."""
+    totals: dict[str, StageRuns] = {}
+    for row in rows:
+        for stage, runs in row.stage_runs.items():
+            entry = totals.setdefault(stage, StageRuns())
+            entry.passed += runs.passed
+            entry.runs += runs.runs
+    return [StageRate(stage=s, passed=r.passed, runs=r.runs) for s, r in totals.items()]
+
+
+class PassAtK(BaseModel):
+    modality: str
+    tasks: int
+    # k → (tasks solved within their first k runs, tasks that count at k)
+    at: dict[int, tuple[int, int]]
+
+
+def pass_at_k(rows: list[TaskRow], ks: tuple[int, ...] = PASS_AT) -> list[PassAtK] | NotAvailable:
+    """Table 4: per modality, the share of tasks solved within their first k runs (each run its own
+    seed). A task counts at k when it was solved within k runs or ran at least k times; a task that
+    stopped earlier without success says nothing about k."""
+    ran = [r for r in rows if r.outcomes]
+    if not ran:
+        return NotAvailable("no task has finished a run yet")
+    if max(len(r.outcomes) for r in ran) < 2:
+        return NotAvailable("every task ran once (one seed): Pass@k needs several runs of a task")
+    table: dict[str, PassAtK] = {}
+    for row in ran:
+        entry = table.setdefault(row.modality, PassAtK(modality=row.modality, tasks=0, at={k: (0, 0) for k in ks}))
+        entry.tasks += 1
+        for k in ks:
+            solved = any(row.outcomes[:k])
+            if solved or len(row.outcomes) >= k:
+                passed, counted = entry.at[k]
+                entry.at[k] = (passed + solved, counted + 1)
+    return sorted(table.values(), key=lambda p: p.modality)
+
+
+# ---------------------------------------------------------------- Figure 14
+
+
+class OrderCurve(BaseModel):
+    """One selection order's campaign: tasks solved against wall time and against LLM tokens."""
+
+    order: str
+    pool: int
+    solved: int
+    tokens: int
+    total_s: float
+    successes_vs_time: list[tuple[float, int]]
+    successes_vs_tokens: list[tuple[int, int]]
+    this: bool = False  # the campaign this report is about
+
+
+def success_curves(state: CampaignRecord) -> tuple[list[tuple[float, int]], list[tuple[int, int]]]:
+    """Tasks solved (each once, at its first success) at every finished run's end, on the campaign's
+    clock and on its token count; the first token point holds the driver's own tokens."""
+    ends = []
+    for task in state.tasks.values():
+        for attempt in task.attempts:
+            if attempt.ok is None or attempt.elapsed_s is None or attempt.started is None or state.created is None:
+                continue
+            start = (attempt.started - state.created).total_seconds()
+            ends.append((max(0.0, start + attempt.elapsed_s), task.key, bool(attempt.ok), attempt.tokens))
+    ends.sort(key=lambda e: e[0])
+    driver_tokens = max(0, state.tokens - sum(e[3] for e in ends))
+    by_time: list[tuple[float, int]] = [(0.0, 0)]
+    by_tokens: list[tuple[int, int]] = [(driver_tokens, 0)]
+    solved: set[str] = set()
+    tokens = driver_tokens
+    for end_s, key, ok, used in ends:
+        if ok:
+            solved.add(key)
+        tokens += used
+        by_time.append((round(end_s, 1), len(solved)))
+        by_tokens.append((tokens, len(solved)))
+    return by_time, by_tokens
+
+
+def order_curves(campaign_dir: Path) -> list[OrderCurve] | NotAvailable:
+    """Figure 14's curves: from an `agentk bench --campaign` JSON that names this campaign, else
+    recomputed from the sibling campaigns under `<root>/campaign-bench/`."""
+    campaign_dir = Path(campaign_dir).resolve()
+    if campaign_dir.parent.name != BENCH_DIR:
+        return NotAvailable(f"this campaign was not run by `agentk bench --campaign` (its orders' campaigns "
+                            f"sit in <root>/{BENCH_DIR}/<order>/): Figure 14 compares selection orders")
+    from_json = _bench_json_curves(campaign_dir)
+    if from_json:
+        return from_json
+    curves = []
+    for sibling in sorted(p for p in campaign_dir.parent.iterdir() if p.is_dir()):
+        try:
+            state = CampaignRecord.read(sibling)
+        except ValueError:
+            continue
+        if state is None:
+            continue
+        by_time, by_tokens = success_curves(state)
+        curves.append(OrderCurve(
+            order=sibling.name, pool=len(state.tasks), solved=sum(t.status == "solved" for t in state.tasks.values()),
+            tokens=state.tokens, total_s=round(max(state.elapsed_s, by_time[-1][0]), 1),
+            successes_vs_time=by_time, successes_vs_tokens=by_tokens, this=sibling == campaign_dir))
+    if len(curves) < 2:
+        return NotAvailable(f"only one campaign under {campaign_dir.parent}: Figure 14 compares several orders")
+    return curves
+
+
+def _bench_json_curves(campaign_dir: Path) -> list[OrderCurve]:
+    """The rows of a bench JSON (`{"campaign": {"folders": ..., "orders": [...]}}`) in the bench's
+    workspace root or its campaign-bench folder that lists this campaign's folder."""
+    for folder in (campaign_dir.parent, campaign_dir.parent.parent):
+        for path in sorted(folder.glob("*.json")):
+            try:
+                if path.stat().st_size > BENCH_JSON_MAX_BYTES:
+                    continue
+                bench = json.loads(path.read_text(encoding="utf-8")).get("campaign")
+            except (OSError, ValueError, AttributeError):
+                continue
+            if not isinstance(bench, dict):
+                continue
+            folders = {label: Path(p).resolve() for label, p in (bench.get("folders") or {}).items()}
+            if campaign_dir not in folders.values():
+                continue
+            try:
+                return [OrderCurve.model_validate({**row, "this": folders.get(row.get("order")) == campaign_dir})
+                        for row in bench.get("orders") or []]
+            except ValueError:
+                continue
+    return []

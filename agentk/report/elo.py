@@ -1,0 +1,93 @@
+"""An Elo-MMR rating of agentk against the teams of the leaderboards its campaign was placed on
+(Agent K's Figure 9), with `elo_mmr_py`.
+
+Each competition is one round: its standings are the leaderboard's teams by score, with agentk
+inserted where its own score falls (ties share a place). Rounds are rated in the order the campaign
+solved them. Teams are known by name across rounds, as a Kaggle user is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import elo_mmr_py
+import numpy as np
+from pydantic import BaseModel
+
+from agentk.report.page import NotAvailable
+
+AGENT = "agentk"
+
+
+@dataclass(frozen=True)
+class Round:
+    """One competition's leaderboard and where agentk's score places it."""
+
+    name: str
+    teams: Sequence[str]
+    scores: Sequence[float]
+    ours: float
+    higher_is_better: bool
+
+
+class RatingStep(BaseModel):
+    round: str
+    rating: float  # agentk's rating after this round
+    sigma: float
+    place: int  # 0-based, as Elo-MMR counts
+    n_players: int
+
+
+class EloRating(BaseModel):
+    rating: float  # agentk's latest rating (mean)
+    sigma: float
+    rounds: int
+    history: list[RatingStep]
+    others: list[float]  # every other rated team's latest rating
+    percentile: float  # fraction of the other teams rated below agentk
+
+
+def standings(round_: Round) -> list[tuple[str, int, int]]:
+    """(name, low, high) zero-based places, best first, ties sharing an inclusive interval."""
+    names = _unique_names(round_.teams)
+    scores = np.asarray([*round_.scores, round_.ours], dtype=float)
+    everyone = [*names, AGENT]
+    keep = np.isfinite(scores)
+    scores, everyone = scores[keep], [n for n, k in zip(everyone, keep) if k]
+    key = -scores if round_.higher_is_better else scores  # smaller key = better
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    low = np.searchsorted(sorted_key, sorted_key, side="left")
+    high = np.searchsorted(sorted_key, sorted_key, side="right") - 1
+    return [(everyone[i], int(lo), int(hi)) for i, lo, hi in zip(order, low, high)]
+
+
+def _unique_names(teams: Sequence[str]) -> list[str]:
+    """Team names made unique within a round, none spelled as agentk's own."""
+    seen: dict[str, int] = {}
+    names = []
+    for team in teams:
+        name = str(team) if str(team) != AGENT else f"{AGENT} (a team)"
+        count = seen.get(name, 0)
+        seen[name] = count + 1
+        names.append(name if count == 0 else f"{name} #{count + 1}")
+    return names
+
+
+def elo_mmr(rounds: Sequence[Round]) -> EloRating | NotAvailable:
+    """agentk's Elo-MMR rating over `rounds` (chronological); NotAvailable without a leaderboard."""
+    usable = [r for r in rounds if len(r.scores) > 0 and np.isfinite(r.ours)]
+    if not usable:
+        return NotAvailable("no leaderboard is known for any solved task (a Kaggle submission or a "
+                            "leaderboard file beside the competition places agentk on one)")
+    contests = [elo_mmr_py.Contest(standings(r), name=r.name) for r in usable]
+    players = elo_mmr_py.rate(contests)
+    me = players[AGENT]
+    history = [RatingStep(round=usable[e.contest_index].name, rating=e.rating_mu, sigma=e.rating_sig,
+                          place=e.place, n_players=len(contests[e.contest_index].standings))
+               for e in me.events]
+    others = [float(p.rating) for name, p in players.items() if name != AGENT]
+    below = sum(r < me.rating for r in others)
+    return EloRating(rating=float(me.rating), sigma=float(me.events[-1].rating_sig), rounds=len(usable),
+                     history=history, others=others, percentile=below / len(others) if others else 0.0)
