@@ -1,4 +1,4 @@
-"""The `agentk` command line: run, grade, bench, demo."""
+"""The `agentk` command line: run, grade, bench, campaign, report, demo."""
 
 from __future__ import annotations
 
@@ -389,6 +389,31 @@ def demo(
         return run_competition(source, config)
 
     _print_result(_guard(body).result)
+
+
+@app.command()
+def report(
+    path: Path = typer.Argument(..., help="A run workspace (workspaces/NAME) or a campaign folder (workspaces/_campaigns/NAME)."),
+) -> None:
+    """Write the HTML report of a run or a campaign (PATH/report.html) and print its path."""
+
+    def body() -> Path:
+        if _is_campaign_folder(path):
+            from agentk.report.campaign_report import write_campaign_report
+
+            return write_campaign_report(path)
+        from agentk.report.run_report import write_run_report
+
+        return write_run_report(path)
+
+    console.print(str(_guard(body)), soft_wrap=True, markup=False)
+
+
+def _is_campaign_folder(path: Path) -> bool:
+    """A campaign's state.json lists its tasks; a run's never does."""
+    from agentk.core.workspace import read_json_object
+
+    return "tasks" in read_json_object(path / "state.json")
 
 
 def _fmt(value: object) -> str:

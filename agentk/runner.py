@@ -115,8 +115,23 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
         result = _result(competition, workspace, state, kaggle_report)
         record = result.to_json()
         atomic_write_json(workspace.result_path, record)
+        _write_report(workspace, events)
         events.emit("run_end", **{k: v for k, v in record.items() if k != "setup"})
     return RunOutcome(workspace, result)
+
+
+def _write_report(workspace: Workspace, events: EventLog) -> None:
+    """Write or refresh the run's report.html; a report that cannot be written is an event, never a
+    failed run (imported here: a broken plotting install must not stop a run either)."""
+    try:
+        from agentk.report.run_report import write_run_report
+
+        path = write_run_report(workspace.root)
+    except Exception as exc:  # noqa: BLE001 - the report is a view of the run, not part of it
+        events.emit("report_failed", reason=f"{type(exc).__name__}: {exc}")
+        return
+    events.emit("report_written", path=str(path))
+    events.say(f"  report: {path}")
 
 
 def _experience_store(config: RunConfig, events: EventLog) -> Any:
