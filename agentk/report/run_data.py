@@ -94,10 +94,11 @@ def read_header(root: Path) -> Header:
     result = RunResult.read(workspace.result_path)
     if result is None:
         state = _json_or_empty(workspace.state_path)
+        unfinished = NotAvailable("result.json is missing: the run has not finished (or was stopped)")
         return Header(competition=root.name, phase=state.get("phase"), policy=state.get("policy"),
                       elapsed_s=state.get("elapsed_s"), error=state.get("error"),
-                      submission=_submission_link(root, None),
-                      result=NotAvailable("result.json is missing: the run has not finished (or was stopped)"))
+                      submission=_submission_link(root, None), result=unfinished, test_score=unfinished,
+                      leaderboard=unfinished, tokens=section("the LLM usage", lambda: _tokens(None, workspace.logs / USAGE_FILE)))
     direction = result.direction
     header = Header(
         competition=result.competition_id, source=result.source, metric=result.metric,
