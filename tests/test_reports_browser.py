@@ -8,13 +8,19 @@ way the checks look for), so that a report test passing means something.
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import altair as alt
 import pandas as pd
-from browser import browser, broken_links, drawn_figures, is_blank, not_available_notes, open_page, screenshot
+import pytest
+from browser import Loaded, browser, broken_links, drawn_figures, is_blank, not_available_notes, open_page, screenshot
 
-from agentk.report.page import NotAvailable, figure
+from agentk.report.page import REPORT_FILE, NotAvailable, figure
+from agentk.sources.demo import make_demo_competition
 
 __all__ = ["browser"]  # the fixture, imported for pytest
 
@@ -85,3 +91,101 @@ def test_one_colour_is_blank_and_a_drawing_is_not(tmp_path: Path) -> None:
     ImageDraw.Draw(white).rectangle((20, 20, 120, 80), fill="#2b6cb0")
     white.save(tmp_path / "drawn.png")
     assert not is_blank(tmp_path / "drawn.png")
+
+
+# --- the real reports: one tiny campaign of two tasks gives a campaign report and, for each task's
+# workspace, a run report.
+
+AGENTK = [sys.executable, "-m", "agentk.cli"]
+# The demo table has 569 rows; the linear model finishes in a second or two.
+RUN_ARGS = ["--time-budget", "5", "--folds", "2"]
+
+
+def agentk(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*AGENTK, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def _demo_copy(demo: Path, out: Path, competition_id: str) -> Path:
+    shutil.copytree(demo, out)
+    toml = out / "competition.toml"
+    toml.write_text(re.sub(r'id = ".*"', f'id = "{competition_id}"', toml.read_text()))
+    return out
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished campaign of two tasks (the demo competition under two ids), ~1 minute."""
+    root = tmp_path_factory.mktemp("reports")
+    demo = make_demo_competition(root / "_demo")
+    pool = root / "tumours"
+    pool.mkdir()
+    _demo_copy(demo, pool / "tumours-a", "tumours-a")
+    _demo_copy(demo, pool / "tumours-b", "tumours-b")
+    proc = agentk("campaign", str(pool), "-w", str(root / "ws"), *RUN_ARGS, cwd=root)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return root / "ws" / "_campaigns" / "tumours"
+
+
+def report_of(folder: Path) -> Path:
+    """`agentk report FOLDER`: the page it writes, and the path it prints."""
+    proc = agentk("report", str(folder), cwd=folder.parent, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    page = folder / REPORT_FILE
+    assert page.is_file() and str(page) in proc.stdout.replace("\n", ""), proc.stdout
+    return page
+
+
+def check_report(browser, page_file: Path, shot: Path) -> Loaded:
+    loaded = open_page(browser, page_file)
+    assert loaded.console_errors == [] and loaded.page_errors == [], loaded.console + loaded.page_errors
+    assert loaded.failed_requests == [], loaded.failed_requests
+    # No script and no network: a report opens offline and prints.
+    assert loaded.page.locator("script").count() == 0
+    figures = drawn_figures(loaded.page)
+    assert figures, "no figure was drawn"
+    for drawn in figures:
+        assert drawn.width > 50 and drawn.height > 30 and not drawn.blank, drawn
+    for note in not_available_notes(loaded.page):
+        reason = note.removeprefix("not available:").strip()
+        assert note.startswith("not available:") and len(reason) > 3, f"a missing piece without its reason: {note!r}"
+    assert broken_links(loaded.page) == []
+    assert not is_blank(screenshot(loaded.page, shot))
+    return loaded
+
+
+@pytest.mark.integration
+def test_a_run_report_renders_in_a_browser(browser, campaign: Path, tmp_path: Path) -> None:
+    workspace = campaign / "workspaces" / "tumours-a"
+    loaded = check_report(browser, report_of(workspace), tmp_path / "run.png")
+    text = loaded.page.inner_text("body")
+    assert "tumours-a" in text
+    # A tiny run has no leaderboard: that piece says so, with its reason.
+    assert not_available_notes(loaded.page), "a run without a leaderboard shows no 'not available' piece"
+    # Links reach the run's own files (the submission at least).
+    hrefs = loaded.page.eval_on_selector_all("a[href]", "links => links.map(a => a.getAttribute('href'))")
+    assert any("submission" in href for href in hrefs), hrefs
+
+
+@pytest.mark.integration
+def test_a_run_report_with_missing_files_still_renders_and_says_why(browser, campaign: Path, tmp_path: Path) -> None:
+    workspace = shutil.copytree(campaign / "workspaces" / "tumours-b", tmp_path / "tumours-b")
+    (workspace / REPORT_FILE).unlink(missing_ok=True)
+    for gone in ("solve", "logs"):
+        shutil.rmtree(workspace / gone)
+    loaded = open_page(browser, report_of(workspace))
+    assert loaded.console_errors == [] and loaded.page_errors == [], loaded.console + loaded.page_errors
+    notes = not_available_notes(loaded.page)
+    assert all(len(note.removeprefix("not available:").strip()) > 3 for note in notes), notes
+    # The reasons name what is missing, so a user knows where to look.
+    assert any("attempts.jsonl" in note for note in notes) and any("solve_result.json" in note for note in notes), notes
+    assert broken_links(loaded.page) == []
+    assert not is_blank(screenshot(loaded.page))
+
+
+@pytest.mark.integration
+def test_a_campaign_report_renders_in_a_browser(browser, campaign: Path, tmp_path: Path) -> None:
+    loaded = check_report(browser, report_of(campaign), tmp_path / "campaign.png")
+    text = loaded.page.inner_text("body")
+    assert "tumours-a" in text and "tumours-b" in text
+    # One seed, no leaderboards, no bench: Table 4, Figure 9 or Figure 14 say why they are missing.
+    assert not_available_notes(loaded.page)
