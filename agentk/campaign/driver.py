@@ -25,6 +25,7 @@ from agentk.core.config import RunConfig, WarmStart
 from agentk.core.errors import AgentKError
 from agentk.core.events import EventLog
 from agentk.publish import ledger_for, remaining_today
+from agentk.report.campaign_report import write_campaign_report
 from agentk.core.workspace import Workspace, atomic_write_json
 from agentk.core.workspace_lock import workspace_lock
 from agentk.kaggle.client import KaggleClient
@@ -69,6 +70,7 @@ class CampaignDriver:
             finally:
                 state.elapsed_s = self._elapsed_before + (time.monotonic() - self._started)
                 self.folder.save(state)
+                self._refresh_report(say=True)
         return state
 
     def _load_or_start(self, specs: list[str], name: str) -> CampaignState:
@@ -309,6 +311,19 @@ class CampaignDriver:
                 self.events.say(f"  [red]failed[/] {task.key}: {attempt.error}{again}")
         self.events.emit("task_end", task=task.key, status=str(task.status), **attempt.model_dump(mode="json"))
         self.folder.save(state)
+        self._refresh_report()
+
+    def _refresh_report(self, say: bool = False) -> None:
+        """Rewrite the campaign's report.html; a report that cannot be written is an event, never
+        the campaign's failure."""
+        try:
+            path = write_campaign_report(self.folder.root)
+        except Exception as exc:  # noqa: BLE001 - the report is a view of the campaign, not part of it
+            self.events.emit("campaign_report_failed", reason=f"{type(exc).__name__}: {exc}")
+            return
+        self.events.emit("campaign_report", path=str(path))
+        if say:
+            self.events.say(f"  report: {path}")
 
     def _say_summary(self, state: CampaignState) -> None:
         counts = {s: len(state.by_status(s)) for s in TaskStatus}

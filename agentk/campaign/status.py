@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agentk.campaign.state import CampaignFolder, CampaignState, TaskStatus
+from agentk.report.page import REPORT_FILE
 
 STATUS_STYLE = {
     TaskStatus.SOLVED: "green", TaskStatus.FAILED: "yellow", TaskStatus.GAVE_UP: "red",
@@ -63,4 +64,7 @@ def render_status(folder: CampaignFolder, state: CampaignState, next_choice: obj
         chosen = getattr(next_choice, "task_id", "?")
         reason = getattr(next_choice, "reason", "")
         parts.append(Text(f"next: {chosen} — {reason}"))
+    report = folder.root / REPORT_FILE
+    if report.is_file():
+        parts.append(Text(f"report: {report}"))
     return Group(*parts)

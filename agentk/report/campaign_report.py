@@ -26,7 +26,7 @@ from agentk.report.campaign_data import (
     stage_rates,
     task_row,
 )
-from agentk.report.elo import EloRating, Round, elo_mmr
+from agentk.report.elo import MAX_TEAMS, EloRating, Round, elo_mmr
 from agentk.report.medals import count_medals
 from agentk.report.page import REPORT_FILE, NotAvailable, figure, render, write_page
 
@@ -144,6 +144,7 @@ def campaign_context(campaign_dir: Path) -> dict[str, Any]:
                              lambda: decisions if isinstance(decisions, NotAvailable) else figures.choice_difficulty(decisions)),
         "terms": [t for t in TERMS if any(t[0] in d.terms for d in decisions)] if isinstance(decisions, list) else [],
         "top_ranked": TOP_RANKED,
+        "max_teams": MAX_TEAMS,
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
 

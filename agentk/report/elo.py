@@ -18,6 +18,11 @@ from pydantic import BaseModel
 from agentk.report.page import NotAvailable
 
 AGENT = "agentk"
+# Exact Elo-MMR costs grow with the square of a round's size (a 3000-team leaderboard takes seconds
+# per round), and the report is refreshed after every task: a larger leaderboard is thinned to
+# evenly spaced places (its shape kept), and Elo-MMR's own subsampling bounds each update.
+MAX_TEAMS = 500
+SUBSAMPLE = 64
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,7 @@ class EloRating(BaseModel):
     rating: float  # agentk's latest rating (mean)
     sigma: float
     rounds: int
+    thinned: int = 0  # rounds whose leaderboard was thinned to MAX_TEAMS places
     history: list[RatingStep]
     others: list[float]  # every other rated team's latest rating
     percentile: float  # fraction of the other teams rated below agentk
@@ -63,6 +69,18 @@ def standings(round_: Round) -> list[tuple[str, int, int]]:
     return [(everyone[i], int(lo), int(hi)) for i, lo, hi in zip(order, low, high)]
 
 
+def thin(round_: Round, max_teams: int = MAX_TEAMS) -> Round:
+    """The round with at most `max_teams` teams, kept at evenly spaced places (best and worst
+    included), so agentk's place among them stays where it was."""
+    if len(round_.scores) <= max_teams:
+        return round_
+    scores = np.asarray(round_.scores, dtype=float)
+    order = np.argsort(-scores if round_.higher_is_better else scores, kind="stable")
+    keep = order[np.unique(np.linspace(0, len(order) - 1, max_teams).round().astype(int))]
+    return Round(round_.name, [round_.teams[i] for i in keep], [float(scores[i]) for i in keep],
+                 round_.ours, round_.higher_is_better)
+
+
 def _unique_names(teams: Sequence[str]) -> list[str]:
     """Team names made unique within a round, none spelled as agentk's own."""
     seen: dict[str, int] = {}
@@ -81,8 +99,9 @@ def elo_mmr(rounds: Sequence[Round]) -> EloRating | NotAvailable:
     if not usable:
         return NotAvailable("no leaderboard is known for any solved task (a Kaggle submission or a "
                             "leaderboard file beside the competition places agentk on one)")
-    contests = [elo_mmr_py.Contest(standings(r), name=r.name) for r in usable]
-    players = elo_mmr_py.rate(contests)
+    thinned = [thin(r) for r in usable]
+    contests = [elo_mmr_py.Contest(standings(r), name=r.name) for r in thinned]
+    players = elo_mmr_py.rate(contests, system=elo_mmr_py.EloMmrConfig("mmr", subsample_size=SUBSAMPLE))
     me = players[AGENT]
     history = [RatingStep(round=usable[e.contest_index].name, rating=e.rating_mu, sigma=e.rating_sig,
                           place=e.place, n_players=len(contests[e.contest_index].standings))
@@ -90,4 +109,5 @@ def elo_mmr(rounds: Sequence[Round]) -> EloRating | NotAvailable:
     others = [float(p.rating) for name, p in players.items() if name != AGENT]
     below = sum(r < me.rating for r in others)
     return EloRating(rating=float(me.rating), sigma=float(me.events[-1].rating_sig), rounds=len(usable),
+                     thinned=sum(len(t.scores) < len(r.scores) for t, r in zip(thinned, usable)),
                      history=history, others=others, percentile=below / len(others) if others else 0.0)
