@@ -144,7 +144,7 @@ def _submission_link(root: Path, result: RunResult | None) -> str | NotAvailable
     from (result.json keeps the absolute path of the machine that ran it)."""
     workspace = Workspace(root)
     if result is not None and not result.valid_submission:
-        return NotAvailable("the run has no validated submission" + (f" ({result.error})" if result.error else ""))
+        return NotAvailable("the run has no validated submission" + ("; its error is below" if result.error else ""))
     if workspace.submission_path.is_file():
         return workspace.submission_path.relative_to(root).as_posix()
     if result is not None and result.submission_path and Path(result.submission_path).is_file():
