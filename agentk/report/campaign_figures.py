@@ -15,7 +15,8 @@ from agentk.report.page import FIGURE_HEIGHT, FIGURE_WIDTH, MEDAL_COLOURS, NotAv
 
 RATING_BINS = 40  # Figure 9's histogram of the other teams' ratings
 _MEDAL_ORDER = [*MEDALS, "none"]
-_MEDAL_SCALE = alt.Scale(domain=_MEDAL_ORDER, range=[MEDAL_COLOURS[m] for m in _MEDAL_ORDER])
+# "No medal" is drawn lighter than the shared grey, which is too close to silver in a bar chart.
+_MEDAL_SCALE = alt.Scale(domain=_MEDAL_ORDER, range=[*(MEDAL_COLOURS[m] for m in MEDALS), "#dde3ea"])
 _SETUP_KIND = {True: "passed", False: "failed"}
 _SETUP_SCALE = alt.Scale(domain=["passed", "failed", "unfinished"], range=["#2f855a", "#c53030", "#9aa5b1"])
 
