@@ -118,7 +118,11 @@ def equation7_terms(
         raise ValueError(f"task {candidate.task_id} has no vectors: the curriculum order needs the task memory's embeddings")
     mine = candidate.vectors
     pos = [e.vectors for e in positives if e.task_id != candidate.task_id]
-    neg = [e.vectors for e in negatives if e.task_id != candidate.task_id]
+    # A failed candidate's own RAG⁻ entries count (similarity 1): it waits behind the tasks that have
+    # not failed, as the equation reads, and β·e^(−λ) orders the failed ones among themselves.
+    # (Leaving them out, as first written, let a failed task come straight back in a bench: its tree
+    # resembled a solved one more than the penalty cost, and it failed again before fresh tasks ran.)
+    neg = [e.vectors for e in negatives]
 
     def term(entries: list[TaskVectors], part: str) -> float:
         matrix = np.asarray([getattr(v, part) for v in entries], dtype=float)

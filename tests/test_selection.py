@@ -100,10 +100,15 @@ def test_a_failed_task_is_held_back_and_its_failures_go_after_a_success(tmp_path
     assert held.task_id == "plankton"
     remix = next(r for r in held.ranking if r.task_id == "titanic-remix")
     assert remix.terms["recent_failure"] == pytest.approx(-10.0 * math.exp(-1))
-    assert remix.terms["negative_description"] == 0.0  # its own failure is the recency term's, not RAG⁻'s
-    # the penalty decays: many rounds later the near-copy is back on top
+    assert remix.terms["negative_description"] == pytest.approx(-1.0)  # its own failure is in RAG⁻ too
+    # The penalty decays, but its own failure keeps it behind a task that has not failed; once it is
+    # the only one left, it is retried.
     later = choose(Order.CURRICULUM, candidates, memory.positives(), memory.negatives(), CurriculumParams(beta=10.0), round=12)
-    assert later.task_id == "titanic-remix" and "for its failure 11 round(s) ago" in later.reason
+    assert later.task_id == "plankton"
+    remix_later = next(r for r in later.ranking if r.task_id == "titanic-remix")
+    assert remix_later.terms["recent_failure"] == pytest.approx(-10.0 * math.exp(-11))
+    alone = choose(Order.CURRICULUM, candidates[1:], memory.positives(), memory.negatives(), CurriculumParams(beta=10.0), round=12)
+    assert alone.task_id == "titanic-remix" and "for its failure 11 round(s) ago" in alone.reason
 
     memory.add_success(pool["titanic-remix"], 3, None)
     assert memory.negatives() == [] and {e.task_id for e in memory.positives()} == {"titanic", "titanic-remix"}
@@ -127,7 +132,7 @@ def test_equation_7_terms_on_hand_made_vectors() -> None:
     terms = choice.terms
     assert terms["positive_description"] == pytest.approx((1.0 + 0.8) / 2)  # top-2 of 1, 0.8, 0
     assert terms["positive_tree"] == pytest.approx(0.5 * 0.9)
-    assert terms["negative_description"] == pytest.approx(-0.0)  # n1 is orthogonal; c's own entry is skipped
+    assert terms["negative_description"] == pytest.approx(-(1.0 + 0.0) / 2)  # c's own failure (1) and n1 (orthogonal)
     assert terms["recent_failure"] == pytest.approx(-2.0 * math.exp(-2))
     assert choice.score == pytest.approx(sum(terms.values()))
     with pytest.raises(ValueError, match="pool is empty"):
