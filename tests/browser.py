@@ -158,6 +158,21 @@ def drawn_figures(page: Page) -> list[DrawnFigure]:
     return found
 
 
+def overflowing(page: Page) -> list[str]:
+    """Boxes whose content is wider than they are at this width: the page scrolling sideways, or a
+    table hidden behind its own scroll bar (its last columns unseen, and cut when printed)."""
+    return page.evaluate(
+        """() => [document.documentElement, ...document.body.querySelectorAll('*')]
+            .filter(el => el === document.documentElement
+                ? el.scrollWidth > window.innerWidth
+                : el.scrollWidth > el.clientWidth + 1 && el.clientWidth > 0
+                  && getComputedStyle(el).overflowX !== 'visible')
+            .map(el => `<${el.tagName.toLowerCase()}${el.className ? ' class=' + el.className : ''}>`
+                       + ` holds ${el.scrollWidth}px in ${el.clientWidth}px: `
+                       + (el.innerText || '').trim().split('\\n')[0].slice(0, 60))"""
+    )
+
+
 def not_available_notes(page: Page) -> list[str]:
     """The text of every "not available: <reason>" piece on the page."""
     return [text.strip() for text in page.locator(".na").all_inner_texts()]
@@ -180,7 +195,12 @@ def main(argv: list[str]) -> int:
     width = int(argv[2]) if len(argv) == 3 else LAPTOP["width"]
     with launch() as chromium:
         loaded = open_page(chromium, page_path, width=width)
-        screenshot(loaded.page, out)
+        png = screenshot(loaded.page)
+        # 128 flat colours keep text and figures crisp (a report is flat colour) at a third of the
+        # bytes: these images are committed.
+        image = Image.open(BytesIO(png)).convert("RGB")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        image.quantize(colors=128, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(out, optimize=True)
         for line in loaded.console_errors + loaded.page_errors:
             print(f"warning: {line}", file=sys.stderr)
     print(out)

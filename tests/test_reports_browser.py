@@ -17,7 +17,17 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 import pytest
-from browser import Loaded, browser, broken_links, drawn_figures, is_blank, not_available_notes, open_page, screenshot
+from browser import (
+    Loaded,
+    browser,
+    broken_links,
+    drawn_figures,
+    is_blank,
+    not_available_notes,
+    open_page,
+    overflowing,
+    screenshot,
+)
 
 from agentk.report.page import REPORT_FILE, NotAvailable, figure
 from agentk.sources.demo import make_demo_competition
@@ -56,6 +66,7 @@ def test_a_good_page_passes_every_check(browser, tmp_path: Path) -> None:
     assert len(figures) == 1 and not figures[0].blank and figures[0].width > 100 and figures[0].height > 50, figures
     assert not_available_notes(loaded.page) == ["not available: no tuning ran"]
     assert broken_links(loaded.page) == []
+    assert overflowing(loaded.page) == []
     assert not is_blank(screenshot(loaded.page, tmp_path / "shot.png"))
     assert (tmp_path / "shot.png").stat().st_size > 1000
 
@@ -63,11 +74,13 @@ def test_a_good_page_passes_every_check(browser, tmp_path: Path) -> None:
 def test_a_broken_page_fails_every_check(browser, tmp_path: Path) -> None:
     blank_svg = "<svg xmlns='http://www.w3.org/2000/svg' width='300' height='120'><rect width='300' height='120' fill='white'/></svg>"
     empty_svg = "<svg xmlns='http://www.w3.org/2000/svg' width='0' height='0'></svg>"
+    wide = "a task name too long for its column " * 10
     page_file = tmp_path / "report.html"
     page_file.write_text(
         _page(
             f"<figure>{blank_svg}<figcaption>blank</figcaption></figure>"
             f"<figure>{empty_svg}<figcaption>empty</figcaption></figure>"
+            f"<div style='overflow-x: auto; width: 300px'><table><tr><td style='white-space: nowrap'>{wide}</td></tr></table></div>"
             "<a href='gone.csv'>gone</a> <a href='https://www.kaggle.com/'>kaggle</a> <a href='#nowhere'>x</a>",
             head="<script>console.error('a console error'); undefinedFunction();</script>",
         )
@@ -80,6 +93,7 @@ def test_a_broken_page_fails_every_check(browser, tmp_path: Path) -> None:
     assert len(problems) == 3, problems
     assert "does not exist" in problems[0] and "external" in problems[1] and "no element" in problems[2]
     assert not_available_notes(loaded.page) == []
+    assert [line.split(" holds")[0] for line in overflowing(loaded.page)] == ["<div>"], overflowing(loaded.page)
 
 
 def test_one_colour_is_blank_and_a_drawing_is_not(tmp_path: Path) -> None:
@@ -149,6 +163,8 @@ def check_report(browser, page_file: Path, shot: Path) -> Loaded:
         reason = note.removeprefix("not available:").strip()
         assert note.startswith("not available:") and len(reason) > 3, f"a missing piece without its reason: {note!r}"
     assert broken_links(loaded.page) == []
+    # At a laptop's width nothing scrolls sideways: no column of a table is hidden.
+    assert overflowing(loaded.page) == []
     assert not is_blank(screenshot(loaded.page, shot))
     return loaded
 
