@@ -4,14 +4,15 @@ result.json / solve_result.json / attempts.jsonl in real workspace folders), ren
 from __future__ import annotations
 
 import json
+import os
 import re
-import subprocess
-import sys
+import shutil
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from tiny_campaign import TinyCampaign
 
 from agentk.campaign.driver import CampaignDriver
 from agentk.campaign.options import CampaignOptions
@@ -21,14 +22,25 @@ from agentk.core.artifacts import MetaRecord, RunResult, SolveResult, StageRecor
 from agentk.core.events import EventLog
 from agentk.core.workspace import atomic_write_json
 from agentk.report import campaign_data
-from agentk.report.campaign_data import CampaignRecord, order_curves, pass_at_k, read_decisions, stage_rates, task_row
+from agentk.report.campaign_data import (
+    CampaignRecord,
+    order_curves,
+    pass_at_k,
+    read_decisions,
+    stage_rates,
+    task_row,
+    task_workspace,
+)
+from agentk.report.campaign_figures import choice_difficulty, task_setup_bars, task_setup_frame
 from agentk.report.campaign_report import campaign_context, write_campaign_report
 from agentk.report.elo import EloRating, Round, elo_mmr, standings
 from agentk.report.medals import bracket, count_medals, medal_for
-from agentk.report.page import REPORT_FILE, NotAvailable, figure
+from agentk.report.page import REPORT_FILE, NotAvailable, figure, fmt
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 STAGES = ("summarise", "modalities", "plan", "train_input_map_tab", "metric")
+
+pytest_plugins = ["tiny_campaign"]
 
 
 # ---------------------------------------------------------------- building a campaign folder
@@ -273,6 +285,98 @@ def test_the_choices_keep_their_terms_and_skip_a_torn_line(campaign: Path) -> No
     assert decisions[0].terms == {}
 
 
+def test_the_failing_stage_is_the_one_that_ran_and_failed(campaign: Path) -> None:
+    # As the runner writes it when summarise fails: the stage after it is listed, never attempted.
+    ws = campaign / "workspaces" / "beta"
+    data = json.loads((ws / "result.json").read_text())
+    data["setup"] = {"modalities": {"attempts": 0, "passed": False}, "summarise": {"attempts": 6, "passed": False}}
+    data["error"] = "setup stage 'summarise' failed after 3 attempts: task_summary.md is too short"
+    (ws / "result.json").write_text(json.dumps(data))
+    assert rows_of(campaign)["beta"].setup == "failed at summarise"
+
+    # Without an error naming it, the first stage that ran and did not pass.
+    data["error"] = None
+    data["setup"] = {"modalities": {"attempts": 0, "passed": False}, "summarise": {"attempts": 1, "passed": True},
+                     "plan": {"attempts": 3, "passed": False}}
+    (ws / "result.json").write_text(json.dumps(data))
+    assert rows_of(campaign)["beta"].setup == "failed at plan"
+
+    # A meta check named by the error is the failing stage, though every stage passed.
+    data["setup"] = {name: {"attempts": 1, "passed": True} for name in STAGES}
+    data["meta"] = {"meta_maps": {"rounds": 2, "passed": False}}
+    data["error"] = "meta check 'meta_maps' failed after 2 rounds: ids differ"
+    (ws / "result.json").write_text(json.dumps(data))
+    assert rows_of(campaign)["beta"].setup == "failed at meta_maps"
+
+
+def test_figure_13_shows_a_task_whose_every_setup_test_failed(campaign: Path) -> None:
+    rows = list(rows_of(campaign).values())
+    frame = task_setup_frame(rows).set_index("task")
+    assert list(frame.index) == ["beta", "alpha"]  # gamma never ran its setup
+    assert frame.loc["beta", "rate"] == 0.0 and frame.loc["beta", "bar"] > 0  # a stub, not nothing
+    assert (frame.loc["beta", "setup"], frame.loc["beta", "runs"]) == ("failed", "0/6")
+    assert frame.loc["alpha", "rate"] == pytest.approx(100 * 6 / 7) and frame.loc["alpha", "bar"] == frame.loc["alpha", "rate"]
+    assert frame.loc["alpha", "runs"] == "6/7"
+    drawn = figure("13", task_setup_bars(rows))
+    assert drawn.missing is None and ">0/6<" in drawn.svg and ">failed<" in drawn.svg  # its label and the legend
+
+
+def test_numbers_never_print_a_negative_zero() -> None:
+    assert fmt(-0.0) == "0" and fmt(0.0) == "0"
+    assert fmt(-0.0012, 2) == "0"  # rounded to zero
+    assert fmt(-0.0012) == "-0.0012" and fmt(-0.5) == "-0.5" and fmt(-1e6) == "-1e+06"
+    assert fmt(None) == "—" and fmt(1234) == "1,234"
+
+
+def test_a_moved_campaign_reads_and_links_its_own_workspaces(campaign: Path, tmp_path: Path) -> None:
+    copy = shutil.copytree(campaign, tmp_path / "elsewhere" / "camp")
+    # The original still exists: the copy reads its own workspaces, not the ones its state names.
+    result = copy / "workspaces" / "alpha" / "result.json"
+    result.write_text(result.read_text().replace("0.785", "0.7"))
+    alpha = rows_of(copy)["alpha"]
+    assert alpha.test_score == 0.7 and alpha.report == "workspaces/alpha/report.html"
+
+    shutil.rmtree(campaign)  # and once the original is gone
+    rows = rows_of(copy)
+    assert rows["alpha"].report == "workspaces/alpha/report.html" and rows["alpha"].setup == "passed"
+    assert rows["beta"].setup == "failed at summarise" and rows["beta"].modality == "text"
+    html = write_campaign_report(copy).read_text()
+    assert 'href="workspaces/alpha/report.html"' in html
+    assert str(campaign) not in html.replace(str(copy), "")
+
+
+def test_a_workspace_outside_the_campaign_is_kept_when_the_campaign_has_none(campaign: Path, tmp_path: Path) -> None:
+    outside = shutil.copytree(campaign / "workspaces" / "alpha", tmp_path / "outside" / "alpha-ws")
+    shutil.rmtree(campaign / "workspaces" / "alpha")
+    state = CampaignRecord.read(campaign)
+    assert state is not None
+    task = state.tasks["alpha"].model_copy(update={"workspace": str(outside)})
+    assert task_workspace(campaign, task) == outside
+    row, _ = task_row(campaign, task)
+    assert row.report == os.path.relpath(outside / REPORT_FILE, campaign) and row.test_score == 0.785
+
+
+def test_the_header_and_the_round_axes(campaign: Path) -> None:
+    html = write_campaign_report(campaign).read_text()
+    assert "started 2026-01-01 00:00 UTC" in html
+    decisions = read_decisions(campaign)
+    axis = choice_difficulty(decisions).to_dict()["encoding"]["x"]["axis"]
+    assert axis["values"] == [1, 2, 3] and axis["format"] == "d"  # no half rounds
+    assert choice_difficulty(decisions).to_dict()["mark"]["point"]["color"] == choice_difficulty(decisions).to_dict()["mark"]["color"]
+
+
+def test_the_task_table_leaves_out_columns_no_task_fills(campaign: Path, tmp_path: Path) -> None:
+    html = write_campaign_report(campaign).read_text()
+    assert ">place<" in html and ">medal<" in html and ">tokens<" in html
+    (tmp_path / "sources" / "alpha" / "leaderboard.csv").unlink()
+    html = write_campaign_report(campaign).read_text()
+    table = html[html.index('<table class="tasks">'):]
+    table = table[:table.index("</table>")]
+    assert ">place<" not in table and ">medal<" not in table and "leader&shy;board" not in table
+    assert ">tokens<" in table  # beta and alpha spent tokens
+    assert "the leaderboard, place and medal columns are left out" in html
+
+
 # ---------------------------------------------------------------- the page
 
 
@@ -428,21 +532,13 @@ def test_status_names_the_report_once_it_exists(campaign: Path) -> None:
 
 
 @pytest.mark.integration
-def test_a_real_campaign_leaves_its_report(tmp_path: Path) -> None:
-    from agentk.sources.demo import make_demo_competition
-
-    pool = tmp_path / "pool"
-    pool.mkdir()
-    make_demo_competition(pool / "demo")
-    proc = subprocess.run([sys.executable, "-m", "agentk.cli", "campaign", str(pool), "-w", str(tmp_path / "ws"),
-                           "--max-attempts", "1", "--time-budget", "5", "--folds", "2"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    [campaign_dir] = (tmp_path / "ws" / "_campaigns").iterdir()
+def test_a_real_campaign_leaves_its_report(tiny_campaign: TinyCampaign) -> None:
+    campaign_dir = tiny_campaign.folder
     report = campaign_dir / REPORT_FILE
-    assert f"report: {report}" in proc.stdout + proc.stderr
+    assert f"report: {report}" in tiny_campaign.resume.stdout + tiny_campaign.resume.stderr
     html = report.read_text()
-    [key] = json.loads((campaign_dir / "state.json").read_text())["tasks"]
-    assert f">{key}<" in html and "solved" in html and "passed" in html and html.count("<svg") >= 3
+    for key in json.loads((campaign_dir / "state.json").read_text())["tasks"]:
+        assert f">{key}<" in html
+    assert "solved" in html and "passed" in html and html.count("<svg") >= 3
     events = (campaign_dir / "events.jsonl").read_text() if (campaign_dir / "events.jsonl").is_file() else ""
     assert "campaign_report_failed" not in events

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import zipfile
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +32,9 @@ ATTEMPTS_LOG = "attempts.jsonl"  # one line per setup attempt, in a workspace's 
 PASS_AT = (1, 3, 10)
 LEADERBOARD_PREFIX = "leaderboard"  # a leaderboard file beside a competition (MLE-bench keeps one)
 BENCH_JSON_MAX_BYTES = 20_000_000
+WORKSPACES_DIR = "workspaces"  # a campaign's task workspaces, <campaign>/workspaces/<task>/
+# How the runner names the stage a setup stopped at in result.json's error.
+_FAILED_STAGE = re.compile(r"(?:setup stage|meta check) '([^']+)'")
 
 
 # ---------------------------------------------------------------- the campaign's own files
@@ -175,7 +179,7 @@ class TaskRow(BaseModel):
 
 def task_row(campaign_dir: Path, task: StateTask) -> tuple[TaskRow, Round | None]:
     """The task's row, and its leaderboard as an Elo-MMR round when one is known."""
-    workspace = Path(task.workspace) if task.workspace else None
+    workspace = task_workspace(campaign_dir, task)
     result = _run_result(workspace)
     last = task.attempts[-1] if task.attempts else None
     row = TaskRow(
@@ -208,6 +212,23 @@ def task_row(campaign_dir: Path, task: StateTask) -> tuple[TaskRow, Round | None
     return row, _place(row, task, workspace, result)
 
 
+def task_workspace(campaign_dir: Path, task: StateTask) -> Path | None:
+    """The task's workspace folder. The state records an absolute path, which goes stale when the
+    campaign folder is moved or copied: then `<campaign>/workspaces/<its name>` is the one that
+    belongs to this campaign (the driver always puts workspaces there)."""
+    recorded = Path(task.workspace) if task.workspace else None
+    campaign_dir = Path(campaign_dir).resolve()
+    if recorded is not None and recorded.is_dir() and recorded.resolve().is_relative_to(campaign_dir):
+        return recorded
+    names = [recorded.name] if recorded is not None else []
+    names += [task.key] if task.key not in names else []
+    for name in names:
+        local = campaign_dir / WORKSPACES_DIR / name
+        if local.is_dir():
+            return local
+    return recorded
+
+
 def _run_result(workspace: Path | None) -> RunResult | None:
     if workspace is None:
         return None
@@ -218,9 +239,16 @@ def _run_result(workspace: Path | None) -> RunResult | None:
 
 
 def _setup_outcome(result: RunResult) -> tuple[str, bool]:
-    failed = [name for name, record in {**result.setup, **result.meta}.items() if not record.passed]
-    if result.setup and not failed and result.phase != "setup":
+    """passed, or the stage that failed: the one the run's error names, else the first that ran and
+    did not pass (a stage after the failing one is recorded as not passed with no attempts)."""
+    ran = {**{n: r.attempts for n, r in result.setup.items()}, **{n: r.rounds for n, r in result.meta.items()}}
+    passed = {**{n: r.passed for n, r in result.setup.items()}, **{n: r.passed for n, r in result.meta.items()}}
+    failed = [name for name in ran if ran[name] > 0 and not passed[name]]
+    if result.setup and all(passed.values()) and result.phase != "setup":
         return "passed", True
+    named = _FAILED_STAGE.search(result.error or "")
+    if named and named.group(1) in ran:
+        return f"failed at {named.group(1)}", False
     if failed:
         return f"failed at {failed[0]}", False
     return f"stopped in {result.phase or 'setup'}", False

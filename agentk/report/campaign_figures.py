@@ -19,11 +19,23 @@ _MEDAL_ORDER = [*MEDALS, "none"]
 _MEDAL_SCALE = alt.Scale(domain=_MEDAL_ORDER, range=[*(MEDAL_COLOURS[m] for m in MEDALS), "#dde3ea"])
 _SETUP_KIND = {True: "passed", False: "failed"}
 _SETUP_SCALE = alt.Scale(domain=["passed", "failed", "unfinished"], range=["#2f855a", "#c53030", "#9aa5b1"])
+_STUB_BAR = 1.5  # % drawn for a rate of 0: a bar of zero height is invisible
+MAX_BAR_LABELS = 40  # more bars than this and their "passed/runs" labels would overlap
+_CHOICE_COLOUR = "#b7791f"
+MAX_ROUND_TICKS = 20  # up to this many rounds, one tick per round; beyond, whole-number ticks spaced out
 
 
 def _task_axis(n: int) -> alt.Axis:
     # Many tasks: labels thin out rather than overlap.
     return alt.Axis(labelAngle=-45, labelLimit=120, labelOverlap=n > 30, title=None)
+
+
+def _round_axis(rounds: list[int], title: str) -> alt.Axis:
+    # Vega picks "nice" ticks, which are halves in a short campaign; a round is a whole number.
+    low, high = min(rounds, default=1), max(rounds, default=1)
+    if high - low < MAX_ROUND_TICKS:
+        return alt.Axis(title=title, values=list(range(low, high + 1)), format="d")
+    return alt.Axis(title=title, tickMinStep=1, format="d")
 
 
 def percentile_bars(rows: list[TaskRow]) -> alt.Chart | NotAvailable:
@@ -78,9 +90,9 @@ def rating_history(elo: EloRating) -> alt.Chart:
     frame = pd.DataFrame({"step": range(1, len(elo.history) + 1), "round": [h.round for h in elo.history],
                           "rating": [h.rating for h in elo.history],
                           "low": [h.rating - h.sigma for h in elo.history], "high": [h.rating + h.sigma for h in elo.history]})
-    base = alt.Chart(frame).encode(x=alt.X("step:Q", title="round (competition rated)", axis=alt.Axis(tickMinStep=1)))
+    base = alt.Chart(frame).encode(x=alt.X("step:Q", axis=_round_axis(list(frame["step"]), "round (competition rated)")))
     band = base.mark_area(opacity=0.25, color="#2b6cb0").encode(y=alt.Y("low:Q", title="rating", scale=alt.Scale(zero=False)), y2="high:Q")
-    line = base.mark_line(point=True, color="#2b6cb0").encode(y="rating:Q", tooltip=["round", "rating"])
+    line = base.mark_line(point=alt.OverlayMarkDef(color="#2b6cb0"), color="#2b6cb0").encode(y="rating:Q", tooltip=["round", "rating"])
     return (band + line).properties(width=FIGURE_WIDTH, height=FIGURE_HEIGHT * 2 // 3)
 
 
@@ -99,19 +111,33 @@ def stage_rate_bars(rates: list[StageRate]) -> alt.Chart | NotAvailable:
     return (bars + labels).properties(width=FIGURE_WIDTH - 120, height=max(120, 18 * len(rates)))
 
 
+def task_setup_frame(rows: list[TaskRow]) -> pd.DataFrame:
+    """Figure 13's data: per task that ran its setup, its rate, the bar drawn for it (never shorter
+    than a stub, so a task whose every unit test failed still shows its red bar) and "passed/runs"."""
+    rated = [r for r in rows if r.setup_rate is not None]
+    rates = [100 * float(r.setup_rate or 0) for r in rated]
+    return pd.DataFrame({
+        "task": [r.key for r in rated], "rate": rates, "bar": [max(rate, _STUB_BAR) for rate in rates],
+        "setup": [_SETUP_KIND.get(r.setup_ok, "unfinished") for r in rated], "outcome": [r.setup for r in rated],
+        "runs": [f"{sum(s.passed for s in r.stage_runs.values())}/{sum(s.runs for s in r.stage_runs.values())}" for r in rated],
+    })
+
+
 def task_setup_bars(rows: list[TaskRow]) -> alt.Chart | NotAvailable:
     """Figure 13: each task's setup success rate (unit-test runs passed over runs), in campaign order."""
-    rated = [r for r in rows if r.setup_rate is not None]
-    if not rated:
+    frame = task_setup_frame(rows)
+    if frame.empty:
         return NotAvailable("no task has run its setup yet")
-    frame = pd.DataFrame({"task": [r.key for r in rated], "rate": [100 * float(r.setup_rate or 0) for r in rated],
-                          "setup": [_SETUP_KIND.get(r.setup_ok, "unfinished") for r in rated], "outcome": [r.setup for r in rated]})
-    return alt.Chart(frame).mark_bar().encode(
-        x=alt.X("task:N", sort=None, axis=_task_axis(len(rated))),
-        y=alt.Y("rate:Q", title="setup unit tests passed (%)", scale=alt.Scale(domain=[0, 100])),
+    bars = alt.Chart(frame).mark_bar().encode(
+        x=alt.X("task:N", sort=None, axis=_task_axis(len(frame))),
+        y=alt.Y("bar:Q", title="setup unit tests passed (%)", scale=alt.Scale(domain=[0, 100])),
         color=alt.Color("setup:N", title="setup", scale=_SETUP_SCALE),
-        tooltip=["task", "rate", "outcome"],
-    ).properties(width=FIGURE_WIDTH, height=FIGURE_HEIGHT)
+        tooltip=["task", "rate", "runs", "outcome"],
+    )
+    if len(frame) > MAX_BAR_LABELS:  # the labels would overlap: the tooltips still say it
+        return bars.properties(width=FIGURE_WIDTH, height=FIGURE_HEIGHT)
+    labels = bars.mark_text(dy=-5, fontSize=10).encode(text="runs:N", color=alt.value("#1f2933"))
+    return (bars + labels).properties(width=FIGURE_WIDTH, height=FIGURE_HEIGHT)
 
 
 def _curve_frame(curves: list[OrderCurve], which: str) -> pd.DataFrame:
@@ -143,8 +169,9 @@ def choice_difficulty(decisions: list[DecisionRecord]) -> alt.Chart | NotAvailab
     if not points:
         return NotAvailable("no choice recorded a task's complexity")
     frame = pd.DataFrame(points, columns=["round", "task", "complexity", "score"])
-    return alt.Chart(frame).mark_line(point=True, color="#b7791f").encode(
-        x=alt.X("round:Q", title="round", axis=alt.Axis(tickMinStep=1)),
+    # The points take the line's colour explicitly: `point=True` draws them in the default blue.
+    return alt.Chart(frame).mark_line(point=alt.OverlayMarkDef(color=_CHOICE_COLOUR), color=_CHOICE_COLOUR).encode(
+        x=alt.X("round:Q", axis=_round_axis(list(frame["round"]), "round")),
         y=alt.Y("complexity:Q", title="tree complexity (difficulty)", scale=alt.Scale(zero=False)),
         tooltip=["round", "task", "complexity", "score"],
     ).properties(width=FIGURE_WIDTH, height=FIGURE_HEIGHT * 2 // 3)

@@ -9,6 +9,7 @@ task, and a report never fails a campaign).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -86,6 +87,33 @@ def _cards(state: CampaignRecord, rows: list[TaskRow]) -> list[tuple[str, str]]:
     return cards
 
 
+@dataclass(frozen=True)
+class TaskColumns:
+    """The task table's optional columns: each shown only when some task has a value for it (a
+    campaign without leaderboards would otherwise carry three columns of dashes)."""
+
+    leaderboard: bool
+    place: bool
+    medal: bool
+    tokens: bool
+
+    @classmethod
+    def of(cls, rows: list[TaskRow]) -> TaskColumns:
+        return cls(leaderboard=any(r.leaderboard_score is not None for r in rows),
+                   place=any(r.rank is not None for r in rows),
+                   # a placed task without a medal still says something: "no medal"
+                   medal=any(r.medal is not None or r.rank is not None for r in rows),
+                   tokens=any(r.tokens for r in rows))
+
+
+def utc_minute(moment: datetime | None) -> str:
+    """A time as the header shows it: to the minute, in UTC (a naive time is taken as UTC)."""
+    if moment is None:
+        return "—"
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def campaign_context(campaign_dir: Path) -> dict[str, Any]:
     """Everything the template shows; raises AgentKError only when the folder holds no campaign."""
     campaign_dir = Path(campaign_dir)
@@ -118,6 +146,8 @@ def campaign_context(campaign_dir: Path) -> dict[str, Any]:
         "folder": str(campaign_dir),
         "cards": _guarded("the summary", lambda: _cards(state, listed)) if listed else [],
         "rows": rows,
+        "columns": TaskColumns.of(listed),
+        "started": utc_minute(state.created),
         "fig8": chart("Figure 8: share of teams beaten per competition, coloured by medal",
                       lambda: rows if isinstance(rows, NotAvailable) else figures.percentile_bars(listed)),
         "medals": medals if not isinstance(medals, NotAvailable) and medals.placed else None,
@@ -145,7 +175,7 @@ def campaign_context(campaign_dir: Path) -> dict[str, Any]:
         "terms": [t for t in TERMS if any(t[0] in d.terms for d in decisions)] if isinstance(decisions, list) else [],
         "top_ranked": TOP_RANKED,
         "max_teams": MAX_TEAMS,
-        "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "generated": utc_minute(datetime.now(UTC)),
     }
 
 

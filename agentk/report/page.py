@@ -72,7 +72,9 @@ def fmt(value: Any, digits: int = 5) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
-        return f"{value:.{digits}g}" if abs(value) >= 1e5 or (value and abs(value) < 1e-3) else f"{value:.{digits}f}".rstrip("0").rstrip(".")
+        text = f"{value:.{digits}g}" if abs(value) >= 1e5 or (value and abs(value) < 1e-3) else f"{value:.{digits}f}".rstrip("0").rstrip(".")
+        # -0.0, or a tiny negative rounded away, reads as a sign with no number behind it.
+        return text[1:] if text.startswith("-") and float(text) == 0 else text
     return str(value)
 
 
