@@ -12,7 +12,7 @@ from collections.abc import Callable
 import altair as alt
 import pandas as pd
 
-from agentk.report.page import FIGURE_HEIGHT, FIGURE_WIDTH, Figure, NotAvailable, figure
+from agentk.report.page import FIGURE_HEIGHT, Figure, NotAvailable, figure
 from agentk.report.run_data import (
     Blend, RaceRow, RunData, SetupData, StageRow, TargetDistribution, Timeline, Tuning, section,
 )
@@ -21,10 +21,29 @@ from agentk.report.run_data import (
 STATUS_COLOURS = {"finished": "#2f855a", "pruned": "#b7791f", "out_of_time": "#9aa5b1", "failed": "#c53030", "skipped": "#cbd2d9"}
 TRIAL_COLOURS = {"defaults": "#616e7c", "warm": "#d69e2e", "hebo": "#2b6cb0"}
 PASS_COLOURS = {"passed": "#2f855a", "failed": "#c53030"}
+BLEND_KINDS = {"single model": ("#2b6cb0", "circle"), "blend (nested CV)": ("#d69e2e", "diamond")}
+# The page's content is ~1040 px wide at a laptop's 1280 (base.html.j2): a wide figure fills it, and
+# two small ones share a row (the data section's `.pair`).
+WIDE = 1000
+HALF = 480
 
 
-def _scale(colours: dict[str, str]) -> alt.Scale:
-    return alt.Scale(domain=list(colours), range=list(colours.values()))
+def _scale(colours: dict[str, str], present: object = None) -> alt.Scale:
+    """Colours by name; with `present`, only the names drawn (a legend lists nothing that is not there)."""
+    names = [n for n in colours if present is None or n in set(present)] or list(colours)
+    return alt.Scale(domain=names, range=[colours[n] for n in names])
+
+
+def _sized(chart: alt.TopLevelMixin, width: int, height: int) -> alt.TopLevelMixin:
+    """`chart` drawn `width` px wide in all (axes and legend included, so the figure fills its place
+    on the page), with text a reader can read at that size."""
+    return (chart.properties(width=width, height=height, autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+            .configure_axis(labelFontSize=12, titleFontSize=12).configure_legend(labelFontSize=12, titleFontSize=12))
+
+
+def _count_axis(title: str) -> alt.Axis:
+    """Counts are whole numbers: no 0.5 tick."""
+    return alt.Axis(title=title, tickMinStep=1, format="d")
 
 
 def _score_title(higher_is_better: bool | None) -> str:
@@ -42,9 +61,9 @@ def setup_chart(stages: list[StageRow] | NotAvailable) -> alt.Chart | NotAvailab
     order = list(frame["stage"])
     base = alt.Chart(frame).encode(y=alt.Y("stage:N", sort=order, title=None))
     bars = base.mark_bar().encode(x=alt.X("seconds:Q", title="seconds (all attempts)"),
-                                  color=alt.Color("outcome:N", scale=_scale(PASS_COLOURS), title="outcome"))
-    labels = base.mark_text(align="left", dx=3, fontSize=10).encode(x="seconds:Q", text="attempts:N")
-    return (bars + labels).properties(width=FIGURE_WIDTH - 120, height=max(120, 18 * len(frame)))
+                                  color=alt.Color("outcome:N", scale=_scale(PASS_COLOURS, frame["outcome"]), title="outcome"))
+    labels = base.mark_text(align="left", dx=3, fontSize=11).encode(x="seconds:Q", text="attempts:N")
+    return _sized(bars + labels, WIDE, max(120, 20 * len(frame)))
 
 
 def race_chart(race: list[RaceRow] | NotAvailable, higher_is_better: bool | None) -> alt.Chart | NotAvailable:
@@ -58,7 +77,7 @@ def race_chart(race: list[RaceRow] | NotAvailable, higher_is_better: bool | None
     if folds.empty and cv.empty:
         return NotAvailable("no family of the race scored a fold")
     order = [r.family for r in race]
-    colour = alt.Color("status:N", scale=_scale(STATUS_COLOURS), title="status")
+    colour = alt.Color("status:N", scale=_scale(STATUS_COLOURS, [r.status for r in race]), title="status")
     y = alt.Y("family:N", sort=order, title=None)
     x = alt.X("score:Q", scale=alt.Scale(zero=False), title=_score_title(higher_is_better))
     layers = []
@@ -66,7 +85,7 @@ def race_chart(race: list[RaceRow] | NotAvailable, higher_is_better: bool | None
         layers.append(alt.Chart(folds).mark_circle(size=40, opacity=0.55).encode(x=x, y=y, color=colour))
     if not cv.empty:
         layers.append(alt.Chart(cv).mark_point(shape="diamond", size=160, filled=True).encode(x=x, y=y, color=colour))
-    return alt.layer(*layers).properties(width=FIGURE_WIDTH - 120, height=max(100, 26 * len(order)))
+    return _sized(alt.layer(*layers), WIDE, max(100, 28 * len(order)))
 
 
 def tuning_chart(tuning: Tuning | NotAvailable, higher_is_better: bool | None) -> alt.Chart | NotAvailable:
@@ -82,9 +101,9 @@ def tuning_chart(tuning: Tuning | NotAvailable, higher_is_better: bool | None) -
     title = _score_title(higher_is_better)
     points = alt.Chart(scored).mark_circle(size=70).encode(
         x=x, y=alt.Y("score:Q", scale=alt.Scale(zero=False), title=title),
-        color=alt.Color("kind:N", scale=_scale(TRIAL_COLOURS), title="trial"))
+        color=alt.Color("kind:N", scale=_scale(TRIAL_COLOURS, scored["kind"]), title="trial"))
     line = alt.Chart(best).mark_line(interpolate="step-after", color="#1f2933").encode(x=x, y=alt.Y("best so far:Q", title=title))
-    return (line + points).properties(width=FIGURE_WIDTH, height=FIGURE_HEIGHT)
+    return _sized(line + points, WIDE, FIGURE_HEIGHT)
 
 
 def blend_chart(blend: list[Blend] | NotAvailable, higher_is_better: bool | None) -> alt.Chart | NotAvailable:
@@ -98,31 +117,40 @@ def blend_chart(blend: list[Blend] | NotAvailable, higher_is_better: bool | None
     if not rows:
         return NotAvailable("the blend record holds no score")
     frame = pd.DataFrame(rows)
-    chart = alt.Chart(frame).mark_point(filled=True, size=110).encode(
+    kinds = list(BLEND_KINDS)
+    # Colour and shape share their field, scale domain and title, so Vega-Lite draws one legend whose
+    # symbols are the marks' own (a circle legend beside square marks misleads).
+    chart = alt.Chart(frame).mark_point(filled=True, size=120, opacity=0.9).encode(
         x=alt.X("score:Q", scale=alt.Scale(zero=False), title=_score_title(higher_is_better)),
         y=alt.Y("solution:N", sort=alt.EncodingSortField("score", order="descending" if higher_is_better is not False else "ascending"), title=None),
-        color=alt.Color("kind:N", scale=alt.Scale(domain=["single model", "blend (nested CV)"], range=["#2b6cb0", "#d69e2e"]), title=None),
-        shape=alt.Shape("kind:N", legend=None))
+        color=alt.Color("kind:N", scale=alt.Scale(domain=kinds, range=[c for c, _ in BLEND_KINDS.values()]), title=None),
+        shape=alt.Shape("kind:N", scale=alt.Scale(domain=kinds, range=[s for _, s in BLEND_KINDS.values()]), title=None))
     if frame["target"].nunique() > 1:
-        return chart.properties(width=FIGURE_WIDTH - 160, height=22 * frame.groupby("target").size().max()).facet(row=alt.Row("target:N", title=None))
-    return chart.properties(width=FIGURE_WIDTH - 120, height=max(90, 24 * len(frame)))
+        # A faceted chart cannot be fitted to a width: its panel is sized to leave room for labels and legend.
+        return (chart.properties(width=WIDE - 320, height=24 * int(frame.groupby("target").size().max()))
+                .facet(row=alt.Row("target:N", title=None))
+                .configure_axis(labelFontSize=12, titleFontSize=12).configure_legend(labelFontSize=12))
+    return _sized(chart, WIDE, max(90, 26 * len(frame)))
 
 
 def timeline_chart(timeline: Timeline | NotAvailable, higher_is_better: bool | None) -> alt.Chart | NotAvailable:
     """The best validation score against wall-clock seconds, from the first (constant) submission
-    to the final one; each adopted improvement is a labelled point."""
+    to the final one; each adopted improvement is a point coloured by its model (a legend, not text
+    labels: two adoptions close in time would draw their names over each other)."""
     if isinstance(timeline, NotAvailable):
         return timeline
-    points = pd.DataFrame([{"seconds": p.seconds, "score": p.score, "model": p.model or ""} for p in timeline.points])
+    points = pd.DataFrame([{"seconds": p.seconds, "score": p.score, "model": p.model or "not recorded"} for p in timeline.points])
     steps = points[["seconds", "score"]]
     if timeline.end_s is not None and timeline.end_s > float(points["seconds"].max()):
         steps = pd.concat([steps, pd.DataFrame([{"seconds": timeline.end_s, "score": float(points["score"].iloc[-1])}])])
-    x = alt.X("seconds:Q", title="seconds since the solver started")
+    x = alt.X("seconds:Q", axis=alt.Axis(title="seconds since the solver started", tickCount=10, labelOverlap=True, labelFlush=True))
     y = alt.Y("score:Q", scale=alt.Scale(zero=False), title=_score_title(higher_is_better))
-    line = alt.Chart(steps).mark_line(interpolate="step-after", color="#2b6cb0").encode(x=x, y=y)
-    dots = alt.Chart(points).mark_circle(size=70, color="#2b6cb0").encode(x=x, y=y)
-    labels = alt.Chart(points).mark_text(align="left", dx=6, dy=-8, fontSize=10).encode(x=x, y=y, text="model:N")
-    return (line + dots + labels).properties(width=FIGURE_WIDTH, height=FIGURE_HEIGHT)
+    line = alt.Chart(steps).mark_line(interpolate="step-after", color="#9aa5b1").encode(x=x, y=y)
+    models = list(dict.fromkeys(points["model"]))  # in the order they were adopted
+    dots = alt.Chart(points).mark_point(size=110, filled=True, opacity=1).encode(
+        x=x, y=y, color=alt.Color("model:N", scale=alt.Scale(domain=models, scheme="tableau10"), title="adopted model"),
+        shape=alt.Shape("model:N", scale=alt.Scale(domain=models), title="adopted model"))
+    return _sized(line + dots, WIDE, FIGURE_HEIGHT)
 
 
 def features_chart(features: list | NotAvailable) -> alt.Chart | NotAvailable:
@@ -130,23 +158,24 @@ def features_chart(features: list | NotAvailable) -> alt.Chart | NotAvailable:
     if isinstance(features, NotAvailable):
         return features
     frame = pd.DataFrame([{"kind": f.kind} for f in features]).value_counts("kind").reset_index(name="columns")
-    return alt.Chart(frame).mark_bar(color="#2b6cb0").encode(
-        x=alt.X("columns:Q", title="columns"), y=alt.Y("kind:N", sort="-x", title=None),
-    ).properties(width=FIGURE_WIDTH - 160, height=max(60, 24 * len(frame)))
+    chart = alt.Chart(frame).mark_bar(color="#2b6cb0").encode(
+        x=alt.X("columns:Q", axis=_count_axis("columns")), y=alt.Y("kind:N", sort="-x", title=None))
+    return _sized(chart, HALF, max(60, 26 * len(frame)))
 
 
 def target_chart(target: TargetDistribution) -> alt.Chart | NotAvailable:
     """A classification target's class counts, or a regression target's histogram."""
     if target.bins:
         frame = pd.DataFrame(target.bins, columns=["from", "to", "rows"])
-        return alt.Chart(frame).mark_bar(color="#2b6cb0").encode(
-            x=alt.X("from:Q", bin="binned", title=target.column), x2="to:Q", y=alt.Y("rows:Q", title="training rows"),
-        ).properties(width=FIGURE_WIDTH, height=FIGURE_HEIGHT - 40)
+        # Ticks at round values, not at every bin edge, and none pushed past the end of the axis.
+        x = alt.X("from:Q", bin="binned", axis=alt.Axis(title=target.column, tickCount=6, labelOverlap=True, labelFlush=True))
+        chart = alt.Chart(frame).mark_bar(color="#2b6cb0").encode(x=x, x2="to:Q", y=alt.Y("rows:Q", axis=_count_axis("training rows")))
+        return _sized(chart, HALF, FIGURE_HEIGHT - 40)
     if target.classes:
         frame = pd.DataFrame(target.classes, columns=["class", "rows"])
-        return alt.Chart(frame).mark_bar(color="#2b6cb0").encode(
-            x=alt.X("rows:Q", title="training rows"), y=alt.Y("class:N", sort="-x", title=target.column),
-        ).properties(width=FIGURE_WIDTH - 160, height=max(50, 20 * len(frame)))
+        chart = alt.Chart(frame).mark_bar(color="#2b6cb0").encode(
+            x=alt.X("rows:Q", axis=_count_axis("training rows")), y=alt.Y("class:N", sort="-x", title=target.column))
+        return _sized(chart, HALF, max(50, 22 * len(frame)))
     return NotAvailable(f"{target.column} has no value in the training rows")
 
 
