@@ -4,96 +4,23 @@ task memory in lancedb, a kill -9 of the driver and its resume, and the one-line
 from __future__ import annotations
 
 import json
-import os
-import re
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from agentk.sources.demo import make_demo_competition
 from curriculum.task_memory import TaskMemory
 from llm_server import Reply, ScriptedLLMServer
+from tiny_campaign import RUN_ARGS, TinyCampaign, agentk, decisions_of, state_of
 
 pytestmark = pytest.mark.integration
-pytest_plugins = ["kaggle_server"]
-
-AGENTK = [sys.executable, "-m", "agentk.cli"]
-# Tiny runs: the demo table has 569 rows, the linear model finishes in a second or two.
-RUN_ARGS = ["--time-budget", "5", "--folds", "2"]
+pytest_plugins = ["kaggle_server", "tiny_campaign"]
 
 
-def agentk(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*AGENTK, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
-
-
-def tumour_competition(demo: Path, out: Path, competition_id: str, title: str) -> Path:
-    """The demo competition under another id: a near-copy the curriculum should find similar."""
-    shutil.copytree(demo, out)
-    toml = out / "competition.toml"
-    text = re.sub(r'id = ".*"', f'id = "{competition_id}"', toml.read_text())
-    toml.write_text(re.sub(r'title = ".*"', f'title = "{title}"', text))
-    return out
-
-
-def broken_competition(out: Path) -> Path:
-    """A folder with nothing to predict: its setup fails at once, on every attempt."""
-    (out / "data").mkdir(parents=True)
-    (out / "description.md").write_text("# Notes\n\nA few numbers.\n")
-    (out / "data" / "notes.csv").write_text("a,b\n1,2\n3,4\n")
-    return out
-
-
-@pytest.fixture(scope="module")
-def pool(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("pool")
-    demo = make_demo_competition(root / "_demo")
-    pool = root / "competitions"
-    pool.mkdir()
-    tumour_competition(demo, pool / "tumours-a", "tumours-a", "Tumour diagnosis A")
-    tumour_competition(demo, pool / "tumours-b", "tumours-b", "Tumour diagnosis B")
-    broken_competition(pool / "notes")
-    shutil.rmtree(demo)
-    return pool
-
-
-def state_of(campaign: Path) -> dict:
-    return json.loads((campaign / "state.json").read_text())
-
-
-def decisions_of(campaign: Path) -> list[dict]:
-    return [json.loads(line) for line in (campaign / "decisions.jsonl").read_text().splitlines()]
-
-
-def wait_for(condition, what: str, driver: subprocess.Popen, timeout_s: float = 300) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert driver.poll() is None, f"the campaign ended before {what}"
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-
-
-def test_a_campaign_over_a_folder_survives_kill_9_and_remembers_both_kinds(pool: Path, tmp_path: Path) -> None:
-    args = ["campaign", str(pool), "-w", str(tmp_path / "ws"), "--max-attempts", "1", *RUN_ARGS]
-    campaign = tmp_path / "ws" / "_campaigns" / "competitions"
-    driver = subprocess.Popen([*AGENTK, *args], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    # Kill the driver while the third task's run is in its setup: the first two have ended by then.
-    wait_for(lambda: (campaign / "decisions.jsonl").is_file() and len(decisions_of(campaign)) == 3, "the third choice", driver)
-    third = decisions_of(campaign)[2]["chosen"]
-    third_ws = campaign / "workspaces" / third
-    wait_for(lambda: (third_ws / "logs" / "attempts.jsonl").is_file(), "the third run's setup", driver)
-    os.kill(driver.pid, signal.SIGKILL)
-    driver.wait()
-    assert state_of(campaign)["tasks"][third]["status"] == "running"
-
-    # The run died with its driver, so its workspace is free for the resume at once.
-    proc = agentk(*args, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+def test_a_campaign_over_a_folder_survives_kill_9_and_remembers_both_kinds(tiny_campaign: TinyCampaign) -> None:
+    campaign, third, args, tmp_path = tiny_campaign.folder, tiny_campaign.third, tiny_campaign.args, tiny_campaign.root
+    assert tiny_campaign.status_at_kill[third] == "running"
     state = state_of(campaign)
     status = {key: task["status"] for key, task in state["tasks"].items()}
     assert status == {"tumours-a": "solved", "tumours-b": "solved", "notes": "gave_up"}
@@ -142,7 +69,8 @@ def test_a_campaign_over_a_folder_survives_kill_9_and_remembers_both_kinds(pool:
     assert state_of(campaign)["round"] == 3 and len(decisions_of(campaign)) == 3
 
 
-def test_bad_input_gets_one_clear_line(tmp_path: Path, pool: Path) -> None:
+def test_bad_input_gets_one_clear_line(tmp_path: Path, tiny_pool: Path) -> None:
+    pool = tiny_pool
     empty = tmp_path / "empty"
     empty.mkdir()
     proc = agentk("campaign", str(empty), "-w", str(tmp_path / "ws"), cwd=tmp_path)
@@ -158,7 +86,8 @@ def test_bad_input_gets_one_clear_line(tmp_path: Path, pool: Path) -> None:
     assert proc.returncode == 2 and "no campaign" in proc.stderr
 
 
-def test_a_task_folder_that_vanishes_mid_campaign_is_left_out_with_one_line(pool: Path, tmp_path: Path) -> None:
+def test_a_task_folder_that_vanishes_mid_campaign_is_left_out_with_one_line(tiny_pool: Path, tmp_path: Path) -> None:
+    pool = tiny_pool
     folder = tmp_path / "competitions"
     shutil.copytree(pool / "notes", folder / "notes")
     # A budget spent before the first task starts: the pool is described, nothing runs.
@@ -193,7 +122,8 @@ def test_a_task_list_of_kaggle_slugs_submits_within_each_daily_limit(fake_kaggle
     assert "daily limit" in proc.stderr + proc.stdout
 
 
-def test_a_campaign_on_a_local_ray_cluster_starts_with_the_llms_pick(pool: Path, tmp_path: Path) -> None:
+def test_a_campaign_on_a_local_ray_cluster_starts_with_the_llms_pick(tiny_pool: Path, tmp_path: Path) -> None:
+    pool = tiny_pool
     tasks = tmp_path / "tasks.txt"
     tasks.write_text(f"{pool / 'notes'}\n{pool / 'tumours-a'}\n")
     # The LLM only picks the first task here (the runs use the expert): it names the tumours, where

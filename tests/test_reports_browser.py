@@ -8,7 +8,6 @@ way the checks look for), so that a report test passing means something.
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 import pytest
+from tiny_campaign import TinyCampaign
 from browser import (
     Loaded,
     browser,
@@ -30,8 +30,8 @@ from browser import (
 )
 
 from agentk.report.page import REPORT_FILE, NotAvailable, figure
-from agentk.sources.demo import make_demo_competition
 
+pytest_plugins = ["tiny_campaign"]
 __all__ = ["browser"]  # the fixture, imported for pytest
 
 
@@ -119,25 +119,10 @@ def agentk(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedP
     return subprocess.run([*AGENTK, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
-def _demo_copy(demo: Path, out: Path, competition_id: str) -> Path:
-    shutil.copytree(demo, out)
-    toml = out / "competition.toml"
-    toml.write_text(re.sub(r'id = ".*"', f'id = "{competition_id}"', toml.read_text()))
-    return out
-
-
 @pytest.fixture(scope="module")
-def campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished campaign of two tasks (the demo competition under two ids), ~1 minute."""
-    root = tmp_path_factory.mktemp("reports")
-    demo = make_demo_competition(root / "_demo")
-    pool = root / "tumours"
-    pool.mkdir()
-    _demo_copy(demo, pool / "tumours-a", "tumours-a")
-    _demo_copy(demo, pool / "tumours-b", "tumours-b")
-    proc = agentk("campaign", str(pool), "-w", str(root / "ws"), *RUN_ARGS, cwd=root)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return root / "ws" / "_campaigns" / "tumours"
+def campaign(tiny_campaign: TinyCampaign) -> Path:
+    """The session's tiny real campaign (tests/tiny_campaign.py): two tasks solved, one failed."""
+    return tiny_campaign.folder
 
 
 def report_of(folder: Path) -> Path:

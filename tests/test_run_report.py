@@ -1,8 +1,8 @@
 """The run report (issue #15): what it reads from a real run's workspace, the page it writes, the
 pieces that say "not available" and why, `agentk report`, and the runner's hook.
 
-One tiny real run (the demo competition, 5 s of solving, 2 folds) is shared by the module; tests
-that break files work on copies of its workspace. The browser checks live in test_reports_browser.py.
+A task's workspace from the session's tiny real campaign (tests/tiny_campaign.py: the demo
+competition, 5 s of solving, 2 folds) is the run; tests that break files work on copies of it. The browser checks live in test_reports_browser.py.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from tiny_campaign import TinyCampaign
 
 from agentk.core.artifacts import RunResult, SetupLayout, SolveResult
 from agentk.core.errors import AgentKError
@@ -23,9 +24,9 @@ from agentk.core.metrics.direction import Direction
 from agentk.report.page import REPORT_FILE, NotAvailable
 from agentk.report.run_data import read_run
 from agentk.report.run_report import render_run_report, write_run_report
-from agentk.sources.demo import make_demo_competition
 
 pytestmark = pytest.mark.integration
+pytest_plugins = ["tiny_campaign"]
 
 AGENTK = [sys.executable, "-m", "agentk.cli"]
 RUN_ARGS = ["--time-budget", "5", "--folds", "2"]
@@ -44,13 +45,10 @@ def not_available(html: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(the demo source, its finished workspace), from one real `agentk run` (~1 minute)."""
-    root = tmp_path_factory.mktemp("run_report")
-    source = make_demo_competition(root / "demo")
-    proc = agentk("run", str(source), "-w", str(root / "ws"), *RUN_ARGS, cwd=root)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return source, root / "ws" / "breast-cancer-diagnosis"
+def run(tiny_campaign: TinyCampaign) -> tuple[Path, Path]:
+    """(a task's source, its finished workspace), from the session's tiny real campaign."""
+    key = "tumours-a"
+    return tiny_campaign.pool / key, tiny_campaign.workspace(key)
 
 
 @pytest.fixture
@@ -86,7 +84,7 @@ def test_the_sections_hold_what_the_run_recorded(run: tuple[Path, Path]) -> None
     plan = json.loads(SetupLayout(workspace / "setup").plan.read_text())
 
     header = data.header
-    assert header.competition == "breast-cancer-diagnosis" and header.metric == result.metric == "accuracy"
+    assert header.competition == "tumours-a" and header.metric == result.metric == "accuracy"
     assert header.direction == "higher is better" and header.validation_score == result.validation_score
     assert header.test_score == result.test_score and isinstance(header.test_score, float)
     assert isinstance(header.leaderboard, NotAvailable) and "--submit" in header.leaderboard.reason
@@ -136,7 +134,7 @@ def test_the_page_shows_every_section_with_figures_and_no_script(run: tuple[Path
     assert "<script" not in html and "http://" not in html.replace("http://www.w3.org", "")
     # setup, race, timeline, feature kinds and the target's classes are drawn.
     assert html.count("<svg") >= 5
-    assert "breast-cancer-diagnosis" in html and "patient_id" in html
+    assert "tumours-a" in html and "patient_id" in html
     # Only the pieces this tiny run did not produce say so, each with its reason.
     for note in not_available(html):
         assert len(note.removeprefix("not available:").strip()) > 3, note
@@ -194,8 +192,11 @@ def test_hebo_trials_and_a_blend_are_drawn_from_their_records(copy: Path) -> Non
     html = write_run_report(copy).read_text()
     tuning = html[html.index('id="tuning"'):html.index('id="blend"')]
     assert "<svg" in tuning and "num_leaves" in tuning and "TimeoutError" in tuning and "not available" not in tuning
+    # The defaults are not one of HEBO's trials: 3 searched of the 4 planned.
+    assert "3 trials (planned 4) after the defaults, which scored 0.95;" in re.sub(r"\s+", " ", tuning)
     blend_part = html[html.index('id="blend"'):html.index('id="decoding"')]
     assert "<svg" in blend_part and "projected 30 s" in blend_part and "0.7" in blend_part
+    assert "linear at 0.96; the weighted blend scored 0.97 in nested CV." in re.sub(r"\s+", " ", blend_part)
 
 
 def test_agentk_report_prints_the_page_and_refuses_a_folder_without_a_run(copy: Path, tmp_path: Path) -> None:
