@@ -223,8 +223,9 @@ def round_score(score: float) -> float:
 
 
 def _curriculum_reason(task_id: str, terms: dict[str, float], n_pos: int, n_neg: int, since: int | None) -> str:
-    like = terms["positive_description"] + terms["positive_tree"]
-    unlike = terms["negative_description"] + terms["negative_tree"]
+    # Rounded, then + 0.0: a negative zero (or -0.0001) prints as 0.000, not -0.000.
+    like = round(terms["positive_description"] + terms["positive_tree"], 3) + 0.0
+    unlike = round(terms["negative_description"] + terms["negative_tree"], 3) + 0.0
     text = f"curriculum: {task_id} scores {terms['score']:.3f}: {like:.3f} for resembling the {n_pos} solved task(s)"
     if n_neg:
         text += f", {unlike:.3f} for resembling the {n_neg} failed attempt(s)"
