@@ -22,7 +22,6 @@ from agentk.core.events import EventLog
 from agentk.core.workspace import atomic_write_json
 from agentk.report import campaign_data
 from agentk.report.campaign_data import (
-    CampaignRecord,
     order_curves,
     pass_at_k,
     read_decisions,
@@ -147,7 +146,7 @@ def campaign(tmp_path: Path) -> Path:
 
 
 def rows_of(root: Path) -> dict[str, campaign_data.TaskRow]:
-    state = CampaignRecord.read(root)
+    state = CampaignState.read(root)
     assert state is not None
     return {key: task_row(root, task)[0] for key, task in state.tasks.items()}
 
@@ -347,7 +346,7 @@ def test_a_moved_campaign_reads_and_links_its_own_workspaces(campaign: Path, tmp
 def test_a_workspace_outside_the_campaign_is_kept_when_the_campaign_has_none(campaign: Path, tmp_path: Path) -> None:
     outside = shutil.copytree(campaign / "workspaces" / "alpha", tmp_path / "outside" / "alpha-ws")
     shutil.rmtree(campaign / "workspaces" / "alpha")
-    state = CampaignRecord.read(campaign)
+    state = CampaignState.read(campaign)
     assert state is not None
     task = state.tasks["alpha"].model_copy(update={"workspace": str(outside)})
     assert task_workspace(campaign, task) == outside

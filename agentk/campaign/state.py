@@ -15,70 +15,13 @@ resume (state.json in its workspace) carries on where it stopped.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from agentk.core.campaign_record import STATE_FILE, Attempt, CampaignState, TaskState, TaskStatus
+from agentk.core.workspace import atomic_write_json
 
-from agentk.core.workspace import atomic_write_json, read_json_object
-
-
-class TaskStatus(StrEnum):
-    PENDING = "pending"
-    RUNNING = "running"
-    SOLVED = "solved"  # set up, solved, a valid submission written
-    FAILED = "failed"  # the last attempt failed; still in the pool while attempts remain
-    GAVE_UP = "gave_up"  # failed on every attempt the campaign allows
-    VANISHED = "vanished"  # its source folder disappeared mid-campaign
-
-
-class Attempt(BaseModel):
-    round: int
-    started: datetime
-    ok: bool | None = None  # None while running
-    error: str | None = None
-    validation_score: float | None = None
-    test_score: float | None = None
-    elapsed_s: float | None = None
-    tokens: int = 0
-    warm_start_from: list[str] = []
-
-
-class TaskState(BaseModel):
-    key: str
-    source: str
-    kind: str  # folder | kaggle
-    slug: str | None = None
-    workspace: str | None = None  # the run's workspace folder, once known
-    complexity: float | None = None
-    status: TaskStatus = TaskStatus.PENDING
-    attempts: list[Attempt] = []
-    note: str | None = None  # why a task left the pool (vanished, unusable)
-
-    @property
-    def last_failed_round(self) -> int | None:
-        failed = [a.round for a in self.attempts if a.ok is False]
-        return max(failed) if failed else None
-
-    @property
-    def last(self) -> Attempt | None:
-        return self.attempts[-1] if self.attempts else None
-
-
-class CampaignState(BaseModel):
-    name: str
-    created: datetime = Field(default_factory=lambda: datetime.now(UTC))
-    specs: list[str] = []  # what the user pointed the campaign at
-    options: dict[str, Any] = {}  # CampaignOptions as last run, so a resume and `status` use them
-    round: int = 0  # how many tasks were dispatched so far
-    elapsed_s: float = 0.0  # wall time spent by drivers, summed over resumes
-    tokens: int = 0  # LLM tokens: the runs' and the driver's own (first pick)
-    tasks: dict[str, TaskState] = {}  # pool order
-
-    def by_status(self, *statuses: TaskStatus) -> list[TaskState]:
-        return [t for t in self.tasks.values() if t.status in statuses]
+__all__ = ["Attempt", "CampaignFolder", "CampaignState", "TaskState", "TaskStatus"]
 
 
 class CampaignFolder:
@@ -89,7 +32,7 @@ class CampaignFolder:
 
     @property
     def state_path(self) -> Path:
-        return self.root / "state.json"
+        return self.root / STATE_FILE
 
     @property
     def decisions_path(self) -> Path:
@@ -124,8 +67,7 @@ class CampaignFolder:
         return self.state_path.is_file()
 
     def load(self) -> CampaignState | None:
-        data = read_json_object(self.state_path)
-        return CampaignState.model_validate(data) if data else None
+        return CampaignState.read(self.root)
 
     def save(self, state: CampaignState) -> None:
         atomic_write_json(self.state_path, json.loads(state.model_dump_json()))

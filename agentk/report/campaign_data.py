@@ -14,14 +14,13 @@ import json
 import os
 import re
 import zipfile
-from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from agentk.core.artifacts import RunResult, SetupLayout, SolveResult
+from agentk.core.campaign_record import CampaignState, TaskState
 from agentk.core.workspace import read_json_object
 from agentk.grading import leaderboard_position
 from agentk.report.elo import Round
@@ -42,52 +41,6 @@ _FAILED_STAGE = re.compile(r"(?:setup stage|meta check) '([^']+)'")
 
 class _Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
-
-
-class StateAttempt(_Lenient):
-    round: int = 0
-    started: datetime | None = None
-    ok: bool | None = None
-    error: str | None = None
-    validation_score: float | None = None
-    test_score: float | None = None
-    elapsed_s: float | None = None
-    tokens: int = 0
-    warm_start_from: list[str] = []
-
-
-class StateTask(_Lenient):
-    key: str
-    source: str = ""
-    kind: str = "folder"
-    slug: str | None = None
-    workspace: str | None = None
-    complexity: float | None = None
-    status: str = "pending"
-    attempts: list[StateAttempt] = []
-    note: str | None = None
-
-
-class CampaignRecord(_Lenient):
-    """state.json as agentk.campaign.state.CampaignState writes it."""
-
-    name: str = ""
-    created: datetime | None = None
-    specs: list[str] = []
-    options: dict[str, Any] = {}
-    round: int = 0
-    elapsed_s: float = 0.0
-    tokens: int = 0
-    tasks: dict[str, StateTask] = {}
-
-    @classmethod
-    def read(cls, folder: Path) -> CampaignRecord | None:
-        data = read_json_object(Path(folder) / "state.json")
-        return cls.model_validate(data) if data else None
-
-    @property
-    def order(self) -> str:
-        return str(self.options.get("order") or "—")
 
 
 class RankedRecord(_Lenient):
@@ -177,7 +130,7 @@ class TaskRow(BaseModel):
         return sum(s.passed for s in self.stage_runs.values()) / runs if runs else None
 
 
-def task_row(campaign_dir: Path, task: StateTask) -> tuple[TaskRow, Round | None]:
+def task_row(campaign_dir: Path, task: TaskState) -> tuple[TaskRow, Round | None]:
     """The task's row, and its leaderboard as an Elo-MMR round when one is known."""
     workspace = task_workspace(campaign_dir, task)
     result = _run_result(workspace)
@@ -212,7 +165,7 @@ def task_row(campaign_dir: Path, task: StateTask) -> tuple[TaskRow, Round | None
     return row, _place(row, task, workspace, result)
 
 
-def task_workspace(campaign_dir: Path, task: StateTask) -> Path | None:
+def task_workspace(campaign_dir: Path, task: TaskState) -> Path | None:
     """The task's workspace folder. The state records an absolute path, which goes stale when the
     campaign folder is moved or copied: then `<campaign>/workspaces/<its name>` is the one that
     belongs to this campaign (the driver always puts workspaces there)."""
@@ -288,7 +241,7 @@ def _stage_runs(workspace: Path, result: RunResult | None) -> dict[str, StageRun
 # ---------------------------------------------------------------- leaderboards
 
 
-def _place(row: TaskRow, task: StateTask, workspace: Path, result: RunResult | None) -> Round | None:
+def _place(row: TaskRow, task: TaskState, workspace: Path, result: RunResult | None) -> Round | None:
     """Fills the row's leaderboard place: Kaggle's own (a submission's public score) first, else the
     test score placed on a leaderboard file. Returns the standings for Elo-MMR when a file is known."""
     kaggle = (result.kaggle if result else None) or {}
@@ -323,7 +276,7 @@ def _column(table: pd.DataFrame, name: str) -> str | None:
     return next((c for c in table.columns if str(c).strip().lower() == name), None)
 
 
-def leaderboard_files(task: StateTask, workspace: Path) -> list[Path]:
+def leaderboard_files(task: TaskState, workspace: Path) -> list[Path]:
     """Where a task's leaderboard may be: the one a Kaggle submit downloaded into submissions/
     (`<slug>.zip`), or a `leaderboard*.csv|zip` file beside the competition's folder."""
     found = []
@@ -336,7 +289,7 @@ def leaderboard_files(task: StateTask, workspace: Path) -> list[Path]:
     return [p for p in found if p.is_file()]
 
 
-def _leaderboard_table(task: StateTask, workspace: Path) -> pd.DataFrame | None:
+def _leaderboard_table(task: TaskState, workspace: Path) -> pd.DataFrame | None:
     for path in leaderboard_files(task, workspace):
         try:
             table = _read_leaderboard(path)
@@ -428,7 +381,7 @@ class OrderCurve(BaseModel):
     this: bool = False  # the campaign this report is about
 
 
-def success_curves(state: CampaignRecord) -> tuple[list[tuple[float, int]], list[tuple[int, int]]]:
+def success_curves(state: CampaignState) -> tuple[list[tuple[float, int]], list[tuple[int, int]]]:
     """Tasks solved (each once, at its first success) at every finished run's end, on the campaign's
     clock and on its token count; the first token point holds the driver's own tokens."""
     ends = []
@@ -466,7 +419,7 @@ def order_curves(campaign_dir: Path) -> list[OrderCurve] | NotAvailable:
     curves = []
     for sibling in sorted(p for p in campaign_dir.parent.iterdir() if p.is_dir()):
         try:
-            state = CampaignRecord.read(sibling)
+            state = CampaignState.read(sibling)
         except ValueError:
             continue
         if state is None:

@@ -16,10 +16,9 @@ from typing import Any, TypeVar
 
 from agentk.core.errors import AgentKError
 from agentk.report import campaign_figures as figures
+from agentk.core.campaign_record import CampaignState, TaskState
 from agentk.report.campaign_data import (
     PASS_AT,
-    CampaignRecord,
-    StateTask,
     TaskRow,
     order_curves,
     pass_at_k,
@@ -48,7 +47,7 @@ def _guarded(what: str, build: Callable[[], T]) -> T | NotAvailable:
         return NotAvailable(f"{what} could not be built: {type(exc).__name__}: {exc}")
 
 
-def _rows(campaign_dir: Path, state: CampaignRecord) -> tuple[list[TaskRow], list[Round]]:
+def _rows(campaign_dir: Path, state: CampaignState) -> tuple[list[TaskRow], list[Round]]:
     """Task rows in the order the campaign took the tasks (never-run tasks last, in pool order)."""
     rows, rounds = [], []
     for task in state.tasks.values():
@@ -65,12 +64,12 @@ def _rows(campaign_dir: Path, state: CampaignRecord) -> tuple[list[TaskRow], lis
     return rows, rounds
 
 
-def _bare_row(task: StateTask, note: str) -> TaskRow:
+def _bare_row(task: TaskState, note: str) -> TaskRow:
     return TaskRow(key=task.key, status=task.status, attempts=len(task.attempts),
                    taken=min((a.round for a in task.attempts), default=None), note=note)
 
 
-def _cards(state: CampaignRecord, rows: list[TaskRow]) -> list[tuple[str, str]]:
+def _cards(state: CampaignState, rows: list[TaskRow]) -> list[tuple[str, str]]:
     statuses = [t.status for t in state.tasks.values()]
     set_up = [r for r in rows if r.setup_ok is not None]
     cards = [
@@ -118,7 +117,7 @@ def campaign_context(campaign_dir: Path) -> dict[str, Any]:
     """Everything the template shows; raises AgentKError only when the folder holds no campaign."""
     campaign_dir = Path(campaign_dir)
     try:
-        state = CampaignRecord.read(campaign_dir)
+        state = CampaignState.read(campaign_dir)
     except ValueError as exc:
         raise AgentKError(f"{campaign_dir / 'state.json'} is not a campaign's state: {exc}") from None
     if state is None:
