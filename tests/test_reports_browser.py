@@ -190,3 +190,14 @@ def test_a_campaign_report_renders_in_a_browser(browser, campaign: Path, tmp_pat
     assert "tumours-a" in text and "tumours-b" in text
     # One seed, no leaderboards, no bench: Table 4, Figure 9 or Figure 14 say why they are missing.
     assert not_available_notes(loaded.page)
+
+
+@pytest.mark.integration
+def test_both_reports_fit_a_printed_page(browser, campaign: Path) -> None:
+    # A4 at 96 dpi is about 794 px wide: printed, nothing may run off the paper's edge.
+    for page_file in (report_of(campaign), report_of(campaign / "workspaces" / "tumours-a")):
+        loaded = open_page(browser, page_file, width=794)
+        loaded.page.emulate_media(media="print")
+        assert overflowing(loaded.page) == [], page_file
+        assert loaded.page.pdf(format="A4")[:5] == b"%PDF-"
+        loaded.page.close()
