@@ -14,8 +14,6 @@ is stored is redacted first (agentk/core/secrets.py): one run's secret never rea
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +22,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agentk.core.secrets import redact
+from agentk.core.workspace import json_lines
+from curriculum.lance import connect, sql_literal
 from curriculum.embedding import Embedder, MiniLMEmbedder
 
 TABLE = "experience"
@@ -55,28 +55,19 @@ def embedding_text(stage: str, error: str) -> str:
     return error.strip()[-EMBED_TAIL_CHARS:]
 
 
-def _sql(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 class ExperienceStore:
     """Experiences in a lancedb database. `path` is the database directory, or the table's own
     `<dir>/<name>.lance` path (so `_memory/experience.lance` names both the directory on disk and
     the table)."""
 
     def __init__(self, path: Path | str, embedder: Embedder | None = None) -> None:
-        # lancedb's Rust core logs warnings to stderr unless told otherwise.
-        os.environ.setdefault("LANCEDB_LOG", "error")
-        import lancedb
-
         path = Path(path)
         if path.suffix == ".lance":
             self.db_dir, self.table_name = path.parent, path.stem
         else:
             self.db_dir, self.table_name = path, TABLE
-        self.db_dir.mkdir(parents=True, exist_ok=True)
         self.embedder: Embedder = embedder or MiniLMEmbedder()
-        self._db = lancedb.connect(str(self.db_dir))
+        self._db = connect(self.db_dir)
         self._table = self._db.create_table(self.table_name, schema=self._schema(), exist_ok=True)
 
     def _schema(self) -> Any:
@@ -116,7 +107,7 @@ class ExperienceStore:
         return len(rows)
 
     def _existing_keys(self, keys: list[str]) -> set[str]:
-        found = self._table.search().where(f"key IN ({', '.join(_sql(k) for k in keys)})").select(["key"]).limit(len(keys)).to_list()
+        found = self._table.search().where(f"key IN ({', '.join(sql_literal(k) for k in keys)})").select(["key"]).limit(len(keys)).to_list()
         return {row["key"] for row in found}
 
     def all(self) -> list[Experience]:
@@ -135,11 +126,11 @@ class ExperienceStore:
         """The k stored experiences of `stage` nearest to `error` (cosine distance, ascending)."""
         if k <= 0 or len(self) == 0:
             return []
-        where = [f"stage = {_sql(stage)}"]
+        where = [f"stage = {sql_literal(stage)}"]
         if fixed is not None:
             where.append(f"fixed = {'true' if fixed else 'false'}")
         if exclude_competition is not None:
-            where.append(f"competition != {_sql(exclude_competition)}")
+            where.append(f"competition != {sql_literal(exclude_competition)}")
         [vector] = self.embedder.embed([embedding_text(stage, error)])
         query = self._table.search(vector).distance_type("cosine").where(" AND ".join(where), prefilter=True).limit(k)
         hits = [(_experience(row), float(row["_distance"])) for row in query.to_list()]
@@ -167,12 +158,8 @@ def _experience(row: dict[str, Any]) -> Experience:
 
 
 def _attempt_lines(path: Path) -> Iterator[dict[str, Any]]:
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue  # a run killed mid-write leaves a torn last line
-        if isinstance(record, dict) and record.get("kind", "stage") == "stage" and record.get("stage"):
+    for record in json_lines(path):
+        if record.get("kind", "stage") == "stage" and record.get("stage"):
             yield record
 
 

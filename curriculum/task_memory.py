@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ import numpy as np
 
 from agentk.core.artifacts import SolvedSummary
 from agentk.core.markdown import headings
+from curriculum.lance import connect, sql_literal
 from curriculum.embedding import Embedder, MiniLMEmbedder
 
 ENTRIES = "task_memory"
@@ -99,22 +99,13 @@ def _key(kind: str, text: str, dim: int) -> str:
     return hashlib.sha1(f"{kind}\0{dim}\0{text}".encode()).hexdigest()
 
 
-def _sql(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 class TaskMemory:
     """RAG⁺ and RAG⁻ in a lancedb database directory `path` (created if missing)."""
 
     def __init__(self, path: Path | str, embedder: Embedder | None = None) -> None:
-        # lancedb's Rust core logs warnings to stderr unless told otherwise.
-        os.environ.setdefault("LANCEDB_LOG", "error")
-        import lancedb
-
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
         self.embedder: Embedder = embedder or MiniLMEmbedder()
-        self._db = lancedb.connect(str(self.path))
+        self._db = connect(self.path)
         self._entries = self._db.create_table(ENTRIES, schema=self._entry_schema(), exist_ok=True)
         self._vectors = self._db.create_table(VECTORS, schema=self._vector_schema(), exist_ok=True)
 
@@ -167,7 +158,7 @@ class TaskMemory:
     def _stored_vectors(self, keys: list[str]) -> dict[str, tuple[float, ...]]:
         if not keys:
             return {}
-        found = self._vectors.search().where(f"key IN ({', '.join(_sql(k) for k in keys)})").limit(len(keys)).to_list()
+        found = self._vectors.search().where(f"key IN ({', '.join(sql_literal(k) for k in keys)})").limit(len(keys)).to_list()
         return {row["key"]: tuple(float(x) for x in row["vector"]) for row in found}
 
     @property
@@ -183,7 +174,7 @@ class TaskMemory:
         self._entries.merge_insert("key").when_matched_update_all().when_not_matched_insert_all().execute(
             [_row(f"{POSITIVE}:{task.task_id}", entry)]
         )
-        self._entries.delete(f"task_id = {_sql(task.task_id)} AND kind = '{NEGATIVE}'")
+        self._entries.delete(f"task_id = {sql_literal(task.task_id)} AND kind = '{NEGATIVE}'")
         return entry
 
     def add_failure(self, task: TaskText, round: int, reason: str) -> MemoryEntry:
