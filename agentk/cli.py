@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from agentk.core.config import Fusion, PolicyName, RunConfig, SolveSettings, default_of
+from agentk.core.config import Fusion, PolicyName, RunConfig, SolveSettings, deep_merge, default_of
 from agentk.core.errors import AgentKError
 from agentk.core.workspace import Workspace
 
@@ -78,17 +78,13 @@ def _over_base(path: Path, flags: RunConfig) -> RunConfig:
     """The RunConfig saved in `path` with the flags that were given laid over it, field by field."""
     from pydantic import ValidationError
 
-    def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-        return {**base, **{k: merge(base[k], v) if isinstance(v, dict) and isinstance(base.get(k), dict) else v
-                           for k, v in over.items()}}
-
     try:
         base = RunConfig.model_validate_json(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise AgentKError(f"cannot read --config-json {path}: {exc.strerror or exc}") from None
     except ValidationError as exc:
         raise AgentKError(f"--config-json {path} is not a run config: {exc.errors()[0]['msg']}") from None
-    return RunConfig.model_validate(merge(base.model_dump(mode="json"), flags.model_dump(mode="json", exclude_unset=True)))
+    return RunConfig.model_validate(deep_merge(base.model_dump(mode="json"), flags.model_dump(mode="json", exclude_unset=True)))
 
 
 @app.command()

@@ -7,7 +7,6 @@ kill resumes where the run stopped.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -24,7 +23,7 @@ from agentk.core.workspace import RunState, Workspace, atomic_write_json, read_j
 from agentk.core.workspace_lock import workspace_lock
 from agentk.grading import grade_run
 from agentk.llm import LLMConfig, make_client
-from agentk.llm.config import ENV_BASE_URL, ENV_MODEL
+from agentk.llm.config import llm_configured
 from agentk.publish import submit_top_k
 from agentk.sources import load_competition
 from agentk.sources.base import Competition
@@ -149,7 +148,7 @@ def _remember(memory: Any, competition_id: str, workspace: Workspace, events: Ev
         return
 
     try:
-        added = ingest_attempts(memory, competition_id, workspace.logs / "attempts.jsonl")
+        added = ingest_attempts(memory, competition_id, workspace.attempts_log)
     except Exception as exc:  # noqa: BLE001 - memory is a help, never a reason to fail a run
         events.emit("memory_unavailable", reason=f"{type(exc).__name__}: {exc}")
         return
@@ -159,7 +158,7 @@ def _remember(memory: Any, competition_id: str, workspace: Workspace, events: Ev
 def _policy(config: RunConfig, workspace: Workspace, memory: Any = None, competition_id: str = "") -> tuple[Policy, Blame | None]:
     """The expert alone, or with an LLM served by vLLM or any OpenAI-compatible server."""
 
-    configured = any([config.llm_base_url, config.llm_model, os.environ.get(ENV_BASE_URL), os.environ.get(ENV_MODEL)])
+    configured = llm_configured(config.llm_base_url, config.llm_model)
     choice = config.policy or (PolicyName.HYBRID if configured else PolicyName.EXPERT)
     if choice == PolicyName.EXPERT:
         return ExpertPolicy(), None

@@ -217,7 +217,7 @@ class SetupMDP:
         self.events.say(f"  meta  {spec.name:<24} round {rounds}: {mark}{detail}")
 
     def _append(self, record: dict) -> None:
-        path = self.ws.logs / "attempts.jsonl"
+        path = self.ws.attempts_log
         path.parent.mkdir(parents=True, exist_ok=True)
         # content, output and problems carry what generated code printed: never a secret
         line = json.dumps(redact_obj(record), default=lambda value: redact(str(value)))

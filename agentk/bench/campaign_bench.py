@@ -18,7 +18,6 @@ import math
 import shutil
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +26,11 @@ from rich.table import Table
 
 from agentk.campaign.command import run_campaign_command
 from agentk.campaign.state import CampaignState, TaskStatus
+from agentk.core.campaign_record import BENCH_DIR, success_curves
 from agentk.core.artifacts import SolveResult, time_to_reach
 from agentk.core.errors import AgentKError
 from curriculum.selection import Order
 
-BENCH_DIR = "campaign-bench"  # under the bench's workspace root
 COLD = "curriculum-cold"  # the cold curriculum run's folder and label
 MAX_ATTEMPTS = 2
 # The solver's timeline keeps milliseconds: a cold time below that is a tie at the resolution.
@@ -54,16 +53,6 @@ def parse_orders(text: str | None) -> tuple[Order, ...]:
 # ---------------------------------------------------------------- Figure 14
 
 
-@dataclass(frozen=True)
-class AttemptEnd:
-    """One finished run of a campaign, placed on the campaign's clock."""
-
-    task: str
-    end_s: float  # seconds since the campaign started
-    ok: bool
-    tokens: int
-
-
 class OrderRow(BaseModel):
     """One order's row of the Figure 14 table, with both curves as points for plotting."""
 
@@ -82,37 +71,6 @@ class OrderRow(BaseModel):
     # be every task solved at once, 0 none solved.
     area: float | None = None
     horizon_s: float | None = None
-
-
-def attempt_ends(state: CampaignState) -> list[AttemptEnd]:
-    """Every finished attempt (started + elapsed), earliest end first. Attempts still marked running
-    (a killed driver's) have no end and are left out."""
-    ends = []
-    for task in state.tasks.values():
-        for attempt in task.attempts:
-            if attempt.ok is None or attempt.elapsed_s is None:
-                continue
-            start = (attempt.started - state.created).total_seconds()
-            ends.append(AttemptEnd(task.key, max(0.0, start + attempt.elapsed_s), bool(attempt.ok), attempt.tokens))
-    return sorted(ends, key=lambda e: e.end_s)
-
-
-def success_curves(state: CampaignState) -> tuple[list[tuple[float, int]], list[tuple[int, int]]]:
-    """Tasks solved against the campaign's wall time and against its LLM tokens. A task counts once,
-    at its first successful run."""
-    ends = attempt_ends(state)
-    driver_tokens = max(0, state.tokens - sum(e.tokens for e in ends))  # the LLM's first pick
-    by_time: list[tuple[float, int]] = [(0.0, 0)]
-    by_tokens: list[tuple[int, int]] = [(driver_tokens, 0)]
-    solved: set[str] = set()
-    tokens = driver_tokens
-    for end in ends:
-        if end.ok:
-            solved.add(end.task)
-        tokens += end.tokens
-        by_time.append((round(end.end_s, 1), len(solved)))
-        by_tokens.append((tokens, len(solved)))
-    return by_time, by_tokens
 
 
 def success_area(curve: Sequence[tuple[float, int]], pool: int, horizon_s: float) -> float | None:

@@ -13,7 +13,7 @@ from agentk.campaign.driver import CampaignDriver
 from agentk.campaign.options import CAMPAIGNS_DIR, CampaignOptions, default_name, parse_duration
 from agentk.campaign.state import CampaignFolder, CampaignState
 from agentk.campaign.status import render_status
-from agentk.core.config import RunConfig
+from agentk.core.config import RunConfig, deep_merge
 from agentk.core.errors import AgentKError
 from agentk.core.events import EventLog
 from curriculum.selection import Order
@@ -41,7 +41,7 @@ def merged_options(saved: dict[str, Any], run_config: dict[str, Any], given: dic
     if "total_budget" in given:
         given["total_budget_s"] = parse_duration(str(given.pop("total_budget")))
     curriculum = {k: given.pop(k) for k in CURRICULUM_FIELDS if k in given}
-    run = RunConfig.model_validate(_deep_merge(json.loads(base.run.model_dump_json()), _nested(run_config)))
+    run = RunConfig.model_validate(deep_merge(json.loads(base.run.model_dump_json()), _nested(run_config)))
     run = run.model_copy(update={"quiet": True})
     data = {**json.loads(base.model_dump_json()), **given,
             "curriculum": {**base.curriculum.model_dump(), **curriculum}, "run": json.loads(run.model_dump_json())}
@@ -49,16 +49,6 @@ def merged_options(saved: dict[str, Any], run_config: dict[str, Any], given: dic
         return CampaignOptions.model_validate(data)
     except ValueError as exc:
         raise AgentKError(f"campaign options: {exc}".splitlines()[0]) from None
-
-
-def _deep_merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in changes.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
 
 
 def _nested(flat: dict[str, Any]) -> dict[str, Any]:

@@ -15,12 +15,10 @@ from agentk.core.errors import AgentKError
 from agentk.core.workspace import Workspace, atomic_write_json, read_json_object, workspace_for
 from agentk.core.workspace_lock import workspace_lock
 from agentk.sources import load_competition
+from agentk.sources.common import DESCRIPTION_NAME
 from agentk.sources.kaggle import fetch_source
 from curriculum.task_memory import TaskText
 from curriculum.tree_description import describe_tree
-
-DESCRIPTION_FILE = "description.md"
-
 
 @dataclass(frozen=True)
 class DescribedTask:
@@ -40,7 +38,7 @@ class TaskDescriber:
             return saved
         workspace = self._prepare(task)
         tree = describe_tree(workspace.raw)
-        description_path = workspace.raw / DESCRIPTION_FILE
+        description_path = workspace.raw / DESCRIPTION_NAME
         description = description_path.read_text(encoding="utf-8", errors="replace") if description_path.is_file() else ""
         text = TaskText(task_id=task.key, description=description or task.key, tree=tree.text, complexity=tree.complexity)
         record = {"workspace": str(workspace.root), "task_id": text.task_id, "description": text.description,

@@ -9,7 +9,6 @@ moment loses at most the runs in flight, which resume through their own workspac
 from __future__ import annotations
 
 import json
-import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +19,7 @@ from agentk.campaign.executors import Executor, TaskJob, TaskOutcome, make_execu
 from agentk.campaign.options import CampaignOptions
 from agentk.campaign.pool import PoolTask, expand_pool
 from agentk.campaign.state import Attempt, CampaignFolder, CampaignState, TaskState, TaskStatus
-from agentk.core.artifacts import SolvedSummary
+from agentk.core.artifacts import SolvedSummary, llm_tokens
 from agentk.core.config import RunConfig, WarmStart
 from agentk.core.errors import AgentKError
 from agentk.core.events import EventLog
@@ -30,7 +29,7 @@ from agentk.core.workspace import Workspace, atomic_write_json
 from agentk.core.workspace_lock import workspace_lock
 from agentk.kaggle.client import KaggleClient
 from agentk.llm import LLMConfig, make_client
-from agentk.llm.config import ENV_BASE_URL, ENV_MODEL
+from agentk.llm.config import llm_configured
 from curriculum.selection import Candidate, Choice, Order, choose, pick_first_with_llm
 from curriculum.task_memory import TaskMemory, TaskText
 from curriculum.warm_start import warm_start_from
@@ -179,7 +178,8 @@ class CampaignDriver:
         texts = [self.texts[t.key] for t in eligible]
         positives, negatives = self.memory.positives(), self.memory.negatives()
         # The paper's first task: the LLM's pick, asked once, before anything has run.
-        if self.options.order == Order.CURRICULUM and state.round == 0 and not positives and _llm_configured(self.options.run):
+        run = self.options.run
+        if self.options.order == Order.CURRICULUM and state.round == 0 and not positives and llm_configured(run.llm_base_url, run.llm_model):
             if not ask_llm:
                 return "the configured LLM picks the first task from the tree descriptions"
             picked, llm_note = self._llm_first_pick(state, texts)
@@ -196,11 +196,10 @@ class CampaignDriver:
         if not isinstance(choice, Choice):
             return None
         assert self.memory is not None
-        positives, negatives = self.memory.positives(), self.memory.negatives()
         record = {"time": datetime.now(UTC).isoformat(), "round": state.round + 1, "chosen": choice.task_id,
                   "order": str(choice.order), "score": choice.score, "terms": choice.terms,
                   "reason": choice.reason, "ranking": [r.model_dump(mode="json") for r in choice.ranking],
-                  "memory": {"positive": len(positives), "negative": len(negatives)}}
+                  "memory": {"positive": self.memory.positive_count, "negative": self.memory.negative_count}}
         self.folder.log_decision(record)
         self.events.emit("campaign_choice", **{k: v for k, v in record.items() if k != "ranking"})
         return state.tasks[choice.task_id]
@@ -215,7 +214,7 @@ class CampaignDriver:
         except Exception as exc:  # noqa: BLE001 - an LLM failure falls back on the simplest tree
             self.events.emit("campaign_llm_pick_failed", reason=f"{type(exc).__name__}: {exc}")
             return None, f"failed: {exc}"
-        tokens = _tokens({"llm_usage": client.usage()})
+        tokens = llm_tokens(client.usage())
         state.tokens += tokens
         return picked, f"{tokens} tokens"
 
@@ -291,7 +290,7 @@ class CampaignDriver:
         attempt.validation_score = result.get("validation_score")
         attempt.test_score = result.get("test_score")
         attempt.elapsed_s = round(outcome.elapsed_s, 1)
-        attempt.tokens = _tokens(result)
+        attempt.tokens = llm_tokens(result.get("llm_usage"))
         state.tokens += attempt.tokens
         text = self.texts[task.key]
         if ok:
@@ -334,18 +333,6 @@ class CampaignDriver:
 
 def _task_state(task: PoolTask) -> TaskState:
     return TaskState(key=task.key, source=task.source, kind=task.kind, slug=task.slug)
-
-
-def _llm_configured(run: RunConfig) -> bool:
-    return any([run.llm_base_url, run.llm_model, os.environ.get(ENV_BASE_URL), os.environ.get(ENV_MODEL)])
-
-
-def _tokens(result: dict[str, Any]) -> int:
-    usage = result.get("llm_usage") or {}
-    total = usage.get("total_tokens")
-    if total is None:
-        total = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
-    return int(total or 0)
 
 
 def _fmt(value: object) -> str:

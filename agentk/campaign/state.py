@@ -18,8 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agentk.core.campaign_record import STATE_FILE, Attempt, CampaignState, TaskState, TaskStatus
-from agentk.core.workspace import atomic_write_json
+from agentk.core.campaign_record import STATE_FILE, WORKSPACES_DIR, Attempt, CampaignState, TaskState, TaskStatus
+from agentk.core.workspace import atomic_write_json, json_lines
 
 __all__ = ["Attempt", "CampaignFolder", "CampaignState", "TaskState", "TaskStatus"]
 
@@ -40,7 +40,7 @@ class CampaignFolder:
 
     @property
     def workspaces(self) -> Path:
-        return self.root / "workspaces"
+        return self.root / WORKSPACES_DIR
 
     @property
     def memory_dir(self) -> Path:
@@ -60,7 +60,7 @@ class CampaignFolder:
         return self.root / "logs" / f"{key}.log"
 
     def create(self) -> None:
-        for sub in ("tasks", "configs", "logs", "workspaces"):
+        for sub in ("tasks", "configs", "logs", WORKSPACES_DIR):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
 
     def exists(self) -> bool:
@@ -79,14 +79,4 @@ class CampaignFolder:
             out.write(json.dumps(record, default=str) + "\n")
 
     def decisions(self) -> list[dict[str, Any]]:
-        if not self.decisions_path.is_file():
-            return []
-        found = []
-        for line in self.decisions_path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict):
-                found.append(record)
-        return found
+        return list(json_lines(self.decisions_path))

@@ -426,6 +426,15 @@ class RunResult(BaseModel):
         return self.model_dump()
 
 
+def llm_tokens(usage: Mapping[str, Any] | None) -> int:
+    """Tokens an LLM usage ledger (logs/llm_usage.json, result.json's `llm_usage`) counts; 0 for none."""
+    usage = usage or {}
+    total = usage.get("total_tokens")
+    if total is None:
+        total = int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
+    return int(total or 0)
+
+
 def run_direction(plan: Mapping[str, Any], solve: SolveResult) -> Direction | None:
     """The metric direction a run records in result.json, which every later reader takes from
     there: the setup plan's, else the solver's (a plan written without one); None when neither

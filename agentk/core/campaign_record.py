@@ -6,6 +6,7 @@ so the schema lives on the ground floor, once.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -16,6 +17,8 @@ from pydantic import BaseModel, Field
 from agentk.core.workspace import read_json_object
 
 STATE_FILE = "state.json"  # in the campaign folder
+WORKSPACES_DIR = "workspaces"  # a campaign's task workspaces: <campaign>/workspaces/<task>/
+BENCH_DIR = "campaign-bench"  # `agentk bench --campaign` runs each order in <root>/campaign-bench/<order>/
 
 
 class TaskStatus(StrEnum):
@@ -83,3 +86,47 @@ class CampaignState(BaseModel):
     def order(self) -> str:
         """The selection order the campaign last ran with."""
         return str(self.options.get("order") or "—")
+
+
+# ---- derived: the campaign's progress on its own clock ------------------------------------------
+
+
+@dataclass(frozen=True)
+class AttemptEnd:
+    """One finished run of a campaign, placed on the campaign's clock."""
+
+    task: str
+    end_s: float  # seconds since the campaign started
+    ok: bool
+    tokens: int
+
+
+def attempt_ends(state: CampaignState) -> list[AttemptEnd]:
+    """Every finished attempt (started + elapsed), earliest end first. Attempts still marked running
+    (a killed driver's) have no end and are left out."""
+    ends = []
+    for task in state.tasks.values():
+        for attempt in task.attempts:
+            if attempt.ok is None or attempt.elapsed_s is None:
+                continue
+            start = (attempt.started - state.created).total_seconds()
+            ends.append(AttemptEnd(task.key, max(0.0, start + attempt.elapsed_s), bool(attempt.ok), attempt.tokens))
+    return sorted(ends, key=lambda e: e.end_s)
+
+
+def success_curves(state: CampaignState) -> tuple[list[tuple[float, int]], list[tuple[int, int]]]:
+    """Tasks solved against the campaign's wall time and against its LLM tokens. A task counts once,
+    at its first successful run."""
+    ends = attempt_ends(state)
+    driver_tokens = max(0, state.tokens - sum(e.tokens for e in ends))  # the LLM's first pick
+    by_time: list[tuple[float, int]] = [(0.0, 0)]
+    by_tokens: list[tuple[int, int]] = [(driver_tokens, 0)]
+    solved: set[str] = set()
+    tokens = driver_tokens
+    for end in ends:
+        if end.ok:
+            solved.add(end.task)
+        tokens += end.tokens
+        by_time.append((round(end.end_s, 1), len(solved)))
+        by_tokens.append((tokens, len(solved)))
+    return by_time, by_tokens

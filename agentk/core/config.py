@@ -110,6 +110,15 @@ class RunConfig(BaseModel):
         return self.model_copy(update={"solve": self.solve.model_validate({**self.solve.model_dump(), **changes})})
 
 
+def deep_merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `changes` laid over it, nested dicts merged key by key (a config dump and the
+    options given over it)."""
+    merged = dict(base)
+    for key, value in changes.items():
+        merged[key] = deep_merge(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
+    return merged
+
+
 def default_of(model: type[BaseModel], field: str) -> Any:
     """A field's default, for help texts that show it without restating it."""
     return model.model_fields[field].get_default(call_default_factory=True)

@@ -126,6 +126,21 @@ def read_json_object(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def json_lines(path: Path) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a .jsonl log, in order; nothing when the file is missing. A line that is
+    not an object, or one torn by a writer killed mid-line, is skipped."""
+    if not Path(path).is_file():
+        return
+    with Path(path).open(encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                yield record
+
+
 def atomic_write_json(path: Path, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, default=str) + "\n")
 
@@ -155,6 +170,11 @@ class Workspace:
     @property
     def logs(self) -> Path:
         return self.root / "logs"
+
+    @property
+    def attempts_log(self) -> Path:
+        """One line per setup attempt (setup_pipeline/mdp.py writes it)."""
+        return self.logs / "attempts.jsonl"
 
     @property
     def state_path(self) -> Path:

@@ -8,6 +8,7 @@ the real value, to build the Authorization header.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any, Literal
@@ -104,6 +105,11 @@ class LLMConfig(BaseSettings):
             raise LLMConfigError(_problems(exc)) from None
         finally:
             _GIVEN_ENV.reset(token)
+
+
+def llm_configured(base_url: str | None = None, model: str | None = None) -> bool:
+    """An LLM was asked for: by a flag, or by the AGENTK_LLM_* environment."""
+    return any([base_url, model, os.environ.get(ENV_BASE_URL), os.environ.get(ENV_MODEL)])
 
 
 def _problems(exc: ValidationError) -> str:

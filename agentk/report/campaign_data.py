@@ -20,18 +20,15 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from agentk.core.artifacts import RunResult, SetupLayout, SolveResult
-from agentk.core.campaign_record import CampaignState, TaskState
-from agentk.core.workspace import read_json_object
+from agentk.core.campaign_record import BENCH_DIR, WORKSPACES_DIR, CampaignState, TaskState, success_curves
+from agentk.core.workspace import Workspace, json_lines, read_json_object
 from agentk.grading import leaderboard_position
 from agentk.report.elo import Round
 from agentk.report.page import REPORT_FILE, NotAvailable
 
-BENCH_DIR = "campaign-bench"  # `agentk bench --campaign` runs each order in <root>/campaign-bench/<order>/
-ATTEMPTS_LOG = "attempts.jsonl"  # one line per setup attempt, in a workspace's logs/
 PASS_AT = (1, 3, 10)
 LEADERBOARD_PREFIX = "leaderboard"  # a leaderboard file beside a competition (MLE-bench keeps one)
 BENCH_JSON_MAX_BYTES = 20_000_000
-WORKSPACES_DIR = "workspaces"  # a campaign's task workspaces, <campaign>/workspaces/<task>/
 # How the runner names the stage a setup stopped at in result.json's error.
 _FAILED_STAGE = re.compile(r"(?:setup stage|meta check) '([^']+)'")
 
@@ -217,14 +214,10 @@ def _stage_runs(workspace: Path, result: RunResult | None) -> dict[str, StageRun
     """Unit-test runs per stage: every attempt from logs/attempts.jsonl, else result.json's
     counts (each stage passes at most once there: its last attempt)."""
     runs: dict[str, StageRuns] = {}
-    path = workspace / "logs" / ATTEMPTS_LOG
+    path = Workspace(workspace).attempts_log
     if path.is_file():
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(record, dict) or not record.get("stage") or record.get("declined"):
+        for record in json_lines(path):
+            if not record.get("stage") or record.get("declined"):
                 continue
             entry = runs.setdefault(str(record["stage"]), StageRuns())
             entry.runs += 1
@@ -379,31 +372,6 @@ class OrderCurve(BaseModel):
     successes_vs_time: list[tuple[float, int]]
     successes_vs_tokens: list[tuple[int, int]]
     this: bool = False  # the campaign this report is about
-
-
-def success_curves(state: CampaignState) -> tuple[list[tuple[float, int]], list[tuple[int, int]]]:
-    """Tasks solved (each once, at its first success) at every finished run's end, on the campaign's
-    clock and on its token count; the first token point holds the driver's own tokens."""
-    ends = []
-    for task in state.tasks.values():
-        for attempt in task.attempts:
-            if attempt.ok is None or attempt.elapsed_s is None or attempt.started is None or state.created is None:
-                continue
-            start = (attempt.started - state.created).total_seconds()
-            ends.append((max(0.0, start + attempt.elapsed_s), task.key, bool(attempt.ok), attempt.tokens))
-    ends.sort(key=lambda e: e[0])
-    driver_tokens = max(0, state.tokens - sum(e[3] for e in ends))
-    by_time: list[tuple[float, int]] = [(0.0, 0)]
-    by_tokens: list[tuple[int, int]] = [(driver_tokens, 0)]
-    solved: set[str] = set()
-    tokens = driver_tokens
-    for end_s, key, ok, used in ends:
-        if ok:
-            solved.add(key)
-        tokens += used
-        by_time.append((round(end_s, 1), len(solved)))
-        by_tokens.append((tokens, len(solved)))
-    return by_time, by_tokens
 
 
 def order_curves(campaign_dir: Path) -> list[OrderCurve] | NotAvailable:

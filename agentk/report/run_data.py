@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,15 +21,15 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from agentk.core.artifacts import RunResult, SetupLayout, SolveResult, read_map
+from agentk.core.artifacts import RunResult, SetupLayout, SolveResult, llm_tokens, read_map
 from agentk.core.errors import AgentKError
 from agentk.core.metrics.direction import Direction, finite
-from agentk.core.workspace import Workspace
+from agentk.core.workspace import Workspace, json_lines
 from agentk.report.page import NotAvailable
 
 T = TypeVar("T")
 
-ATTEMPTS_FILE = "attempts.jsonl"
+ATTEMPTS_LINK = Workspace(Path()).attempts_log.as_posix()  # logs/attempts.jsonl, relative to the page
 EVENTS_FILE = "events.jsonl"
 USAGE_FILE = "llm_usage.json"
 # Rows read to decide a column's kind: enough to tell numbers, dates, labels and prose apart.
@@ -133,10 +133,7 @@ def _tokens(usage: dict[str, Any] | None, usage_file: Path) -> int | NotAvailabl
     usage = usage or _json_or_empty(usage_file)
     if not usage:
         return NotAvailable("no LLM was used (no logs/llm_usage.json)")
-    total = usage.get("total_tokens")
-    if total is None:
-        total = int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
-    return int(total)
+    return llm_tokens(usage)
 
 
 def _submission_link(root: Path, result: RunResult | None) -> str | NotAvailable:
@@ -187,12 +184,12 @@ class SetupData(_Record):
 
 
 def read_setup(root: Path) -> SetupData:
-    attempts = root / "logs" / ATTEMPTS_FILE
+    attempts = Workspace(root).attempts_log
     return SetupData(
-        stages=section("logs/attempts.jsonl", lambda: _stages(attempts)),
+        stages=section(ATTEMPTS_LINK, lambda: _stages(attempts)),
         decisions=section("setup/plan.json", lambda: _decisions(SetupLayout(root / "setup"))),
         assumptions=section("setup/plan.json", lambda: _assumptions(SetupLayout(root / "setup"))),
-        attempts_link=f"logs/{ATTEMPTS_FILE}" if attempts.is_file() else None,
+        attempts_link=ATTEMPTS_LINK if attempts.is_file() else None,
     )
 
 
@@ -200,7 +197,7 @@ def _stages(path: Path) -> list[StageRow]:
     if not path.is_file():
         raise Missing("logs/attempts.jsonl is missing: no setup attempt was logged")
     rows: dict[tuple[str, str], StageRow] = {}
-    for record in _json_lines(path):
+    for record in json_lines(path):
         name, kind = str(record.get("stage") or "?"), str(record.get("kind") or "stage")
         attempt = Attempt(attempt=int(record.get("attempt") or 0), passed=bool(record.get("passed")),
                           declined=bool(record.get("declined")), seconds=_number(record.get("elapsed_s")),
@@ -410,7 +407,7 @@ def _solve_events(path: Path, light: bool) -> list[dict[str, Any]]:
     if not path.is_file():
         raise Missing("logs/events.jsonl is missing")
     runs: list[tuple[list[dict[str, Any]], bool | None]] = []
-    for record in _json_lines(path):
+    for record in json_lines(path):
         if record.get("event") != "solver":
             continue
         if record.get("kind") == "start":
@@ -672,7 +669,7 @@ def read_run(root: Path) -> RunData:
     if not root.is_dir() or not is_run_workspace(root):
         raise AgentKError(f"{root} is not a run workspace (no result.json or state.json in it)")
     solver = read_solver(root)
-    known = [("result.json", "result.json"), ("config.json", "config.json"), ("setup attempts", f"logs/{ATTEMPTS_FILE}"),
+    known = [("result.json", "result.json"), ("config.json", "config.json"), ("setup attempts", ATTEMPTS_LINK),
              ("events", f"logs/{EVENTS_FILE}"), ("solve record", "solve/solve_result.json"),
              ("setup plan", "setup/plan.json"), ("task summary", "setup/task_summary.md")]
     return RunData(
@@ -686,18 +683,6 @@ def read_run(root: Path) -> RunData:
 
 
 # ---- small readers ---------------------------------------------------------------------------
-
-
-def _json_lines(path: Path) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a .jsonl file; a torn last line (a killed writer) is skipped."""
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict):
-                yield record
 
 
 def _json_or_empty(path: Path) -> dict[str, Any]:
