@@ -18,6 +18,7 @@ from agentk.campaign.describe import TaskDescriber
 from agentk.campaign.executors import Executor, TaskJob, TaskOutcome, make_executor
 from agentk.campaign.options import CampaignOptions
 from agentk.campaign.pool import PoolTask, expand_pool
+from agentk.campaign.status import fmt_score
 from agentk.campaign.state import Attempt, CampaignFolder, CampaignState, TaskState, TaskStatus
 from agentk.core.artifacts import SolvedSummary, llm_tokens
 from agentk.core.config import RunConfig, WarmStart
@@ -297,7 +298,7 @@ class CampaignDriver:
             summary = SolvedSummary.from_solve(Path(task.workspace or "") / "solve") if task.workspace else None
             self.memory.add_success(text, attempt.round, summary)
             task.status = TaskStatus.SOLVED
-            shown = f"validation {_fmt(attempt.validation_score)}" + (f", test {_fmt(attempt.test_score)}" if attempt.test_score is not None else "")
+            shown = f"validation {fmt_score(attempt.validation_score)}" + (f", test {fmt_score(attempt.test_score)}" if attempt.test_score is not None else "")
             self.events.say(f"  [green]solved[/] {task.key}: {shown} ({attempt.elapsed_s:.0f} s)")
         else:
             self.memory.add_failure(text, attempt.round, attempt.error or "")
@@ -333,7 +334,3 @@ class CampaignDriver:
 
 def _task_state(task: PoolTask) -> TaskState:
     return TaskState(key=task.key, source=task.source, kind=task.kind, slug=task.slug)
-
-
-def _fmt(value: object) -> str:
-    return f"{value:.5f}" if isinstance(value, (int, float)) else "—"

@@ -16,7 +16,7 @@ STATUS_STYLE = {
 RECENT_DECISIONS = 10
 
 
-def _fmt(value: object, digits: int = 5) -> str:
+def fmt_score(value: object, digits: int = 5) -> str:
     return f"{value:.{digits}f}" if isinstance(value, (int, float)) else "—"
 
 
@@ -31,9 +31,9 @@ def task_table(state: CampaignState) -> Table:
             task.key,
             Text(str(task.status), style=STATUS_STYLE.get(task.status, "")),
             str(len(task.attempts)),
-            _fmt(last.validation_score if last else None),
-            _fmt(last.test_score if last else None),
-            _fmt(sum(a.elapsed_s or 0.0 for a in task.attempts), 0) if task.attempts else "—",
+            fmt_score(last.validation_score if last else None),
+            fmt_score(last.test_score if last else None),
+            fmt_score(sum(a.elapsed_s or 0.0 for a in task.attempts), 0) if task.attempts else "—",
             str(sum(a.tokens for a in task.attempts)),
             (task.note or (last.error if last and last.ok is False else "") or "")[:120],
         )
@@ -49,7 +49,7 @@ def decisions_table(folder: CampaignFolder) -> Table | None:
         table.add_column(column, overflow="fold")
     for record in decisions[-RECENT_DECISIONS:]:
         table.add_row(str(record.get("round")), str(record.get("chosen")), str(record.get("order")),
-                      _fmt(record.get("score"), 3), str(record.get("reason") or ""))
+                      fmt_score(record.get("score"), 3), str(record.get("reason") or ""))
     return table
 
 
