@@ -77,6 +77,16 @@ def test_one_column_csv_and_multiline_quotes(tmp_path: Path) -> None:
     assert read_table(tmp_path / "texts.csv")["excerpt"].tolist() == ["a long\nexcerpt, with commas", "short"]
 
 
+def test_one_column_file_of_a_semicolon_competition(tmp_path: Path) -> None:
+    # Written with sep=";": cells keep their commas unquoted, so no delimiter splits them alike.
+    sentences = ["It is like sight, in the end.", "Families, bred in opulence, were reduced.", "No comma here",
+                 'Quoted; with "both", marks']
+    pd.DataFrame({"text": sentences}).to_csv(tmp_path / "test.csv", sep=";", index=False)
+    assert read_table(tmp_path / "test.csv")["text"].tolist() == sentences
+    pd.DataFrame({"price": [3.25, 10.5, -1.0]}).to_csv(tmp_path / "y_train.csv", sep=";", decimal=",", index=False)
+    assert read_table(tmp_path / "y_train.csv")["price"].tolist() == ["3.25", "10.5", "-1.0"]
+
+
 def test_not_a_table(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("Just a sentence about the data.\n")
     (tmp_path / "blob.bin").write_bytes(bytes(range(256)) * 4)

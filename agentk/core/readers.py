@@ -206,13 +206,30 @@ def _cell_text(value: object) -> str:
     return str(value)
 
 
+def _one_column_delimiter(text: str) -> str | None:
+    """A character absent from `text` when its header names one column, else None.
+
+    A one-column file (a `text` column, a y_train) has no delimiter to sniff, and its cells may hold
+    any character the writer did not need to quote: a `;`-separated file's sentences keep their
+    commas unquoted. Splitting on a character that never occurs keeps each record whole (quotes
+    still group lines), whatever the writer's delimiter was.
+    """
+    header = next(csv.reader(io.StringIO(text)), None)
+    if header is None or len(header) != 1 or any(d in header[0] for d in _DELIMITERS):
+        return None
+    return next((c for c in "\x1f\x1e\x1d\x1c" if c not in text), None)
+
+
 def _read_delimited(data: bytes, nrows: int | None) -> pd.DataFrame:
     text = _decode(data)
-    delimiter = _delimiter(text[:_SNIFF_BYTES]) or ","
+    sniffed = _delimiter(text[:_SNIFF_BYTES])
+    one_column = _one_column_delimiter(text) if sniffed is None else None
+    delimiter = sniffed or one_column or ","
     frame = pd.read_csv(io.StringIO(text), sep=delimiter, dtype=str, keep_default_na=False, na_filter=False,
                         nrows=nrows, skipinitialspace=False)
     frame.columns = [str(c).strip().lstrip("\ufeff") for c in frame.columns]
-    if delimiter == ";":
+    # A one-column file of "3,25" cells is European too: a comma-separated writer would have quoted them.
+    if delimiter == ";" or one_column is not None:
         frame = _undo_decimal_comma(frame)
     return frame
 
