@@ -73,6 +73,24 @@ def test_answers_in_a_file_of_their_own(tmp_path: Path) -> None:
     assert roles.train_frame["label"].tolist() == TRAIN["label"].tolist()
 
 
+def test_the_key_is_the_only_input(tmp_path: Path) -> None:
+    """X_train, y_train, X_test of one sentence column, keyed by the sentence itself: X_train is the
+    training table (y_train lies beside it row by row) and the sentence is both the id and the input."""
+    words = ["raven", "night", "dread", "shadow", "gloom", "tomb", "moon", "mist"]
+    sentence = [f"The {words[i % 8]} fell over the {words[(i * 3) % 8]} house number {i} at dusk." for i in range(50)]
+    train, test = pd.DataFrame({"text": sentence[:40]}), pd.DataFrame({"text": sentence[40:]})
+    labels = pd.DataFrame({"author": ["EAP", "HPL", "MWS", "EAP"] * 10})
+    raw = _folder(tmp_path, {"X_train.json": train, "y_train.json": labels, "X_test.json": test,
+                             "example_submission.csv": test.assign(author="EAP")}, "Predict the author.\n")
+    roles = _roles(raw)
+    assert roles.train.files == ["data/X_train.json"] and roles.train.beside == ["data/y_train.json"]
+    assert roles.train_frame["author"].tolist() == labels["author"].tolist()
+    facts = inspect_competition(raw)
+    assert facts.id_column == facts.train_id_column == facts.test_id_column == "text"
+    assert facts.text_columns == ["text"] and facts.input_modalities == ["text"]
+    assert [t.column for t in facts.targets] == ["author"] and facts.targets[0].classes == ["EAP", "HPL", "MWS"]
+
+
 def test_parts_and_a_second_feature_table(tmp_path: Path) -> None:
     details = pd.concat([TRAIN, TEST])[["key"]].assign(height=range(50)).sample(frac=1, random_state=0)
     raw = _folder(tmp_path, {"train/part-00000.csv": TRAIN.iloc[:20].drop(columns="colour"),

@@ -222,7 +222,9 @@ class _Decider:
             pool = [t for t in rest if len(t.columns) >= 2 and (not self.image_names or self.image_key(t))]
             pool.sort(key=lambda t: (t.shows(_TRAIN_WORDS), len(t.frame)), reverse=True)
             return pool[0] if pool else None
-        features = [c for c in test.columns if c != test_key]
+        # When the key is test's only column (a sentence keyed by itself), the key is the input:
+        # the table holding it is train's features, not a table of answers alone (y_train).
+        features = [c for c in test.columns if c != test_key] or list(test.columns)
         def rank(table: Logical) -> tuple:
             shared = sum(1 for c in features if c in table.columns)
             extra = sum(1 for c in table.columns if c not in test.columns)
