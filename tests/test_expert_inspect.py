@@ -246,6 +246,21 @@ def test_class_folders_with_probability_columns(views: dict, tmp_path: Path) -> 
     assert got.targets[0].classes == ["7", "3", "0", "1", "2", "4", "5", "6", "8", "9"]
 
 
+def test_class_folders_without_a_sample_take_the_described_columns(views: dict, tmp_path: Path) -> None:
+    """No sample file: labels from the folder names, the submission's digit-named columns from the page."""
+    raw = _copy_raw(views, "digits-folders", tmp_path / "raw")
+    (raw / "data/sample_submission.csv").unlink()
+    classes = [str(i) for i in range(10)]
+    (raw / "description.md").write_text(
+        "# Digits\n\n## Submission Format\n\nOne probability per class. The file should contain a header "
+        f"and have the following format:\n\n```\nimage_id,{','.join(classes)}\n000123,{','.join(['0.1'] * 10)}\n"
+        "...\n```\n\nScored with categorical cross-entropy.\n")
+    got = inspect_competition(raw)
+    assert got.sample_submission is None and got.image is not None and got.image.kind == "class_folders"
+    assert got.submission_format == "per_class_proba" and got.submission_columns == ["image_id", *classes]
+    assert got.targets[0].classes == classes and got.metric == "multiclass_logloss"
+
+
 def test_spooky_sample_wins_over_description(views: dict, tmp_path: Path) -> None:
     raw = _copy_raw(views, "spooky-author-identification", tmp_path / "raw")
     test = pd.read_csv(raw / "data/test.csv")
@@ -377,6 +392,14 @@ def test_submission_header_matches_truth(cid: str) -> None:
 def test_submission_header_unfenced_with_ellipsis() -> None:
     header = submission_header(_description("leaf-classification"))
     assert header == ["id", "Acer_Capillipes", "Acer_Circinatum", "Acer_Mono", "..."]
+
+
+def test_submission_header_with_class_numbers() -> None:
+    page = "## Submission\n\nThe file should have the following format:\n\n```\nimage_id,0,1,2\nx7,0.2,0.3,0.5\n```\n"
+    assert submission_header(page) == ["image_id", "0", "1", "2"]
+    # A data row is no header: values repeat, or the first cell is a number.
+    assert submission_header(page.replace("image_id,0,1,2\n", "")) is None
+    assert submission_header(page.replace("image_id,0,1,2", "x1,0,0,1").replace("x7,0.2,0.3,0.5\n", "")) is None
 
 
 def test_submission_header_absent() -> None:

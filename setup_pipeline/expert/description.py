@@ -20,6 +20,7 @@ _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _BARE_URL = re.compile(r"<?https?://\S+>?")
 _HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]*(\s[^<>]*)?/?>")
 _ELISION = {"...", "…", "etc", "etc."}
+_NUMBER = re.compile(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?")
 
 # Heading keywords; a section inherits its parent's category unless its own heading decides.
 _NOISE = ("prize", "timeline", "citation", "acknowledg", "frequently asked", "faq", "rules",
@@ -222,8 +223,12 @@ def _is_header(fields: list[str]) -> bool:
     named = [f for f in fields if f not in _ELISION]
     if len(named) < 2 or any(not f for f in named):
         return False
+    # Class columns may be named by digits ("image_id,0,1,...,9") after a named key; a data row
+    # repeats values or spells a fraction, a header's class names are distinct whole numbers.
+    classes = named[1:] if not _NUMBER.fullmatch(named[0]) and len(set(named)) == len(named) else []
     for f in named:
-        if re.fullmatch(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?", f) or len(f) > 64:
+        whole_class = f in classes and re.fullmatch(r"\d+", f) is not None
+        if (_NUMBER.fullmatch(f) and not whole_class) or len(f) > 64:
             return False
         if len(f.split()) > 4 or f.endswith((".", ":", "?", "!")):
             return False
