@@ -261,6 +261,20 @@ def test_class_folders_without_a_sample_take_the_described_columns(views: dict, 
     assert got.targets[0].classes == classes and got.metric == "multiclass_logloss"
 
 
+@pytest.mark.parametrize("scoring,columns", [("multi-class log loss", ["id", *map(str, range(10))]),
+                                              ("accuracy", ["id", "label"])])
+def test_class_folders_with_no_format_anywhere(views: dict, tmp_path: Path, scoring: str, columns: list[str]) -> None:
+    """Neither a sample nor an example: the id is the file stem; the metric decides probabilities or labels."""
+    raw = _copy_raw(views, "digits-folders", tmp_path / "raw")
+    (raw / "data/sample_submission.csv").unlink()
+    (raw / "description.md").write_text(f"# Digits\n\n## Evaluation\nScored by {scoring}.\n")
+    got = inspect_competition(raw)
+    assert got.submission_columns == columns and got.id_column == "id"
+    assert got.submission_format == ("per_class_proba" if len(columns) > 2 else "per_target")
+    assert got.targets[0].classes == [str(i) for i in range(10)] and got.image is not None
+    assert any(a.startswith("submission: no sample nor example") for a in got.assumptions)
+
+
 def test_spooky_sample_wins_over_description(views: dict, tmp_path: Path) -> None:
     raw = _copy_raw(views, "spooky-author-identification", tmp_path / "raw")
     test = pd.read_csv(raw / "data/test.csv")

@@ -77,6 +77,13 @@ def test_plan_columns_must_exist_somewhere(ctx: CheckContext) -> None:
     assert stage_checks.check_plan(ctx) == []
     (ctx.setup / "plan.json").write_text(json.dumps([plan]))
     assert "must be a JSON object" in stage_checks.check_plan(ctx)[0]
+    # Images and no table: nothing but the page could name a column, so invented names pass.
+    (ctx.setup / "plan.json").write_text(json.dumps({**plan, "id_column": "id", "target_columns": ["digit"]}))
+    (ctx.workspace.raw / "data" / "train.csv").unlink()
+    assert "'digit' appears in no data file header" in stage_checks.check_plan(ctx)[0]  # no images either
+    (ctx.workspace.raw / "data" / "seven").mkdir()
+    Image.new("L", (4, 4)).save(ctx.workspace.raw / "data" / "seven" / "a.png")
+    assert stage_checks.check_plan(ctx) == []
 
 
 def test_target_transform_roundtrip_must_give_back_the_labels(ctx: CheckContext) -> None:

@@ -90,6 +90,10 @@ def check_plan(ctx: CheckContext) -> list[str]:
     # Plausibility: the named columns exist in the data files (or, for ids only in image file
     # names, at least in the description's text).
     known = {column for header in csv_headers(ctx.workspace.raw).values() for column in header}
+    if not known and has_images(ctx.workspace.raw):
+        # Images in class folders and no table at all: a page stating no format names no
+        # columns either, so the setup names the id (file stem) and the label itself.
+        return problems
     description = (ctx.workspace.raw / "description.md").read_text(encoding="utf-8", errors="replace")
     for column in [data["id_column"], *targets]:
         if column not in known and column not in description:

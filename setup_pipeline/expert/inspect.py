@@ -160,6 +160,8 @@ class _Inspection(ImageLayouts):
         self.sample_df = roles.sample_frame
         self.train_path = self.raw / roles.train.files[0] if roles.train else None
         header = self._header(described)
+        if header is None and self.train_df is None and self.class_root is not None:
+            header = self._class_folder_header(base_metric)
         id_column, train_id, test_id = self._ids(header)
         image = self._image_layout(id_column, train_id, test_id)
         if self.test_df is None and (image is None or not image.n_test_images):
@@ -217,6 +219,18 @@ class _Inspection(ImageLayouts):
             if not agrees:
                 self.notes.append(f"the description's submission example ({','.join(described)}) differs "
                                   f"from the sample file's header ({','.join(header[:8])}...); using the sample")
+        return header
+
+    def _class_folder_header(self, metric: str | None) -> list[str]:
+        """Class folders with neither a sample nor an example: an id (the file stem) and what the
+        metric scores, one probability per class (folder names) or the label itself."""
+        classes = _sorted_labels(sorted(set(self._labels(""))))
+        proba = metric is not None and metrics.get_metric(metric).kind == "proba"
+        header = ["id", *classes] if proba else ["id", "label"]
+        self.assume(f"submission: no sample nor example; columns {','.join(header[:4])}"
+                    f"{',...' if len(header) > 4 else ''}: the image file name without extension as 'id', then "
+                    + ("one probability per class folder, as the page's metric scores probabilities" if proba
+                       else "the predicted class folder name"))
         return header
 
     def _ids(self, header: list[str] | None) -> tuple[str, str | None, str | None]:
