@@ -29,6 +29,10 @@ from browser import (
     screenshot,
 )
 
+from test_bench_report import bench_folder
+
+from agentk.core.campaign_record import BENCH_JSON, COLD
+from agentk.report.bench_report import write_bench_report
 from agentk.report.page import REPORT_FILE, NotAvailable, figure
 
 pytest_plugins = ["tiny_campaign"]
@@ -201,3 +205,38 @@ def test_both_reports_fit_a_printed_page(browser, campaign: Path) -> None:
         assert overflowing(loaded.page) == [], page_file
         assert loaded.page.pdf(format="A4")[:5] == b"%PDF-"
         loaded.page.close()
+
+
+# --- the bench page, from real campaign folders and a bench.json written without running a bench
+# (tests/test_bench_report.py's fixture; `agentk report` on it is tested there): fast, so not an
+# integration test.
+
+
+def test_a_bench_report_renders_in_a_browser_and_fits_a_printed_page(browser, tmp_path: Path) -> None:
+    bench_dir, bench = bench_folder(tmp_path, reports=("fixed", "curriculum", COLD))
+    page_file = write_bench_report(bench_dir)
+    loaded = check_report(browser, page_file, tmp_path / "bench.png")
+    captions = [drawn.caption for drawn in drawn_figures(loaded.page)]
+    assert len(captions) == 2 and all(c.startswith("Figure 14") for c in captions), captions
+    assert not_available_notes(loaded.page) == []
+    text = loaded.page.inner_text("body")
+    assert all(row.order in text for row in bench.orders) and "0.550" in text
+    hrefs = loaded.page.eval_on_selector_all("a[href]", "links => links.map(a => a.getAttribute('href'))")
+    assert {"fixed/report.html", "curriculum/report.html", f"{COLD}/report.html"} == set(hrefs), hrefs
+    loaded.page.close()
+
+    printed = open_page(browser, page_file, width=794)
+    printed.page.emulate_media(media="print")
+    assert overflowing(printed.page) == []
+    assert printed.page.pdf(format="A4")[:5] == b"%PDF-"
+    printed.page.close()
+
+
+def test_a_bench_report_without_its_json_says_why_in_a_browser(browser, tmp_path: Path) -> None:
+    bench_dir, _ = bench_folder(tmp_path, orders=("fixed", "random"), reports=())
+    (bench_dir / BENCH_JSON).unlink()
+    loaded = check_report(browser, write_bench_report(bench_dir), tmp_path / "bench.png")
+    assert len(drawn_figures(loaded.page)) == 2  # Figure 14, recomputed from the campaigns
+    [note] = not_available_notes(loaded.page)
+    assert note.startswith(f"not available: there is no {BENCH_JSON}") and "warm vs cold" in note
+    assert "Recomputed from the campaign folders" in loaded.page.inner_text("body")

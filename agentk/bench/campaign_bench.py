@@ -10,6 +10,8 @@ and the campaign's one-line errors as `AgentKError`, with no second CLI to parse
 
 Everything below the runner is a pure function of `CampaignState`s and the solve records in their
 workspaces, so the tables can be recomputed from campaign folders and tested without running one.
+The bench keeps its record (`CampaignBench`) in `campaign-bench/bench.json`, and its page
+(agentk/report/bench_report.py) is drawn from it beside it.
 """
 
 from __future__ import annotations
@@ -21,17 +23,37 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
 from rich.table import Table
 
 from agentk.campaign.command import run_campaign_command
 from agentk.campaign.state import CampaignState, TaskStatus
-from agentk.core.campaign_record import BENCH_DIR, success_curves
 from agentk.core.artifacts import SolveResult, time_to_reach
+# The bench's records and Figure 14's pure functions live beside the campaign's state schema (the
+# bench report reads them too); they stay importable from here.
+from agentk.core.campaign_record import (
+    BENCH_DIR,
+    BENCH_JSON,
+    COLD,
+    CampaignBench,
+    OrderRow,
+    WarmCold,
+    WarmColdPair,
+    figure14,
+    figure14_row,
+    success_area,
+    success_curves,
+)
 from agentk.core.errors import AgentKError
+from agentk.core.workspace import atomic_write_json
+from agentk.report.bench_report import write_bench_report
 from curriculum.selection import Order
 
-COLD = "curriculum-cold"  # the cold curriculum run's folder and label
+__all__ = [
+    "BENCH_DIR", "BENCH_JSON", "COLD", "CampaignBench", "OrderRow", "WarmCold", "WarmColdPair", "figure14",
+    "figure14_row", "parse_orders", "render_figure14", "render_warm_cold", "run_campaign_bench", "success_area",
+    "success_curves", "warm_vs_cold", "write_bench_page",
+]  # fmt: skip
+
 MAX_ATTEMPTS = 2
 # The solver's timeline keeps milliseconds: a cold time below that is a tie at the resolution.
 TIME_RESOLUTION_S = 0.001
@@ -50,89 +72,7 @@ def parse_orders(text: str | None) -> tuple[Order, ...]:
     return tuple(o for o in Order if o.value in names)
 
 
-# ---------------------------------------------------------------- Figure 14
-
-
-class OrderRow(BaseModel):
-    """One order's row of the Figure 14 table, with both curves as points for plotting."""
-
-    order: str
-    pool: int
-    solved: int
-    runs: int
-    to_last_success_s: float | None
-    total_s: float
-    tokens: int
-    # (seconds since the campaign started, tasks solved so far), a point at the start and at every run's end
-    successes_vs_time: list[tuple[float, int]]
-    # (LLM tokens spent so far, tasks solved so far), likewise; the first point holds the driver's own tokens
-    successes_vs_tokens: list[tuple[int, int]]
-    # The area under successes-vs-time over the common horizon, divided by pool × horizon: 1 would
-    # be every task solved at once, 0 none solved.
-    area: float | None = None
-    horizon_s: float | None = None
-
-
-def success_area(curve: Sequence[tuple[float, int]], pool: int, horizon_s: float) -> float | None:
-    """The area under the step curve successes(t) from 0 to `horizon_s`, each value holding until the
-    next point and the last until the horizon, over pool × horizon. None when undefined (an empty
-    pool or a zero horizon)."""
-    if pool <= 0 or horizon_s <= 0:
-        return None
-    points = sorted(curve)
-    area = 0.0
-    for (t, solved), (t_next, _) in zip(points, [*points[1:], (horizon_s, 0)]):
-        start, stop = min(t, horizon_s), min(max(t_next, t), horizon_s)
-        area += solved * (stop - start)
-    return area / (pool * horizon_s)
-
-
-def figure14_row(order: str, state: CampaignState, horizon_s: float | None = None) -> OrderRow:
-    """One order's row; the area over `horizon_s` (default: this campaign's own total time)."""
-    by_time, by_tokens = success_curves(state)
-    successes = [t for (t, after), (_, before) in zip(by_time[1:], by_time) if after > before]
-    total = max(state.elapsed_s, by_time[-1][0])
-    horizon = horizon_s if horizon_s is not None else total
-    return OrderRow(
-        order=order, pool=len(state.tasks), solved=len(state.by_status(TaskStatus.SOLVED)),
-        runs=sum(len(t.attempts) for t in state.tasks.values()),
-        to_last_success_s=successes[-1] if successes else None, total_s=round(total, 1), tokens=state.tokens,
-        successes_vs_time=by_time, successes_vs_tokens=by_tokens,
-        area=success_area(by_time, len(state.tasks), horizon), horizon_s=round(horizon, 1),
-    )
-
-
-def figure14(states: dict[str, CampaignState]) -> list[OrderRow]:
-    """One row per order. The areas share one horizon, the longest campaign's total time (a
-    campaign that ended earlier keeps its count after its end), so one number compares orders."""
-    rows = [figure14_row(order, state) for order, state in states.items()]
-    horizon = max((r.total_s for r in rows), default=0.0)
-    return [figure14_row(order, state, horizon) for order, state in states.items()]
-
-
 # ---------------------------------------------------------------- warm vs cold
-
-
-class WarmColdPair(BaseModel):
-    task: str
-    warm_sources: list[str]
-    higher_is_better: bool
-    cold_score: float  # the cold solve's final validation score (its timeline's last point)
-    warm_score: float | None
-    cold_time_s: float  # when the cold solve first reached its final score
-    warm_time_s: float | None  # when the warm solve first reached it; None: never
-    ratio: float | None  # warm / cold time: < 1 means the warm start got there sooner; None: never
-
-
-class WarmCold(BaseModel):
-    pairs: list[WarmColdPair] = []
-    skipped: dict[str, str] = {}  # task → why it is not compared
-    # Medians over the pairs, a warm run that never got there counted as slower than any that did;
-    # None when more than half never did (or there are no pairs).
-    median_cold_s: float | None = None
-    median_warm_s: float | None = None
-    median_ratio: float | None = None
-    never_reached: int = 0
 
 
 def warm_vs_cold(warm: CampaignState, cold: CampaignState) -> WarmCold:
@@ -199,16 +139,6 @@ def _median(values: Iterable[float | None]) -> float | None:
 # ---------------------------------------------------------------- running
 
 
-class CampaignBench(BaseModel):
-    """What `agentk bench --campaign` writes under the JSON's "campaign" key."""
-
-    pool: list[str]
-    folders: dict[str, str]  # label → campaign folder
-    orders: list[OrderRow]
-    warm_vs_cold: WarmCold | None = None
-    notes: list[str] = []
-
-
 def run_campaign_bench(specs: list[str], run_config: dict[str, Any], orders: Sequence[Order],
                        warm_vs_cold_too: bool, workspace_root: Path) -> CampaignBench:
     """A fresh campaign per order over the same pool (the previous bench's folder for that order is
@@ -232,11 +162,22 @@ def run_campaign_bench(specs: list[str], run_config: dict[str, Any], orders: Seq
     if not any(state.tokens for state in states.values()):
         notes.append("LLM tokens are 0: no LLM was called (the expert policy)")
     first = next(iter(states.values()))
-    return CampaignBench(
+    bench = CampaignBench(
         pool=list(first.tasks), folders={label: str(root / label) for label in states},
         orders=figure14({k: v for k, v in states.items() if k != COLD}),
         warm_vs_cold=warm_vs_cold(states[Order.CURRICULUM.value], states[COLD]) if warm_vs_cold_too else None,
         notes=notes)
+    atomic_write_json(root / BENCH_JSON, bench.model_dump(mode="json"))
+    return bench
+
+
+def write_bench_page(workspace_root: Path) -> tuple[Path | None, str | None]:
+    """The bench's page beside bench.json: (its path, None), or (None, why) when it could not be
+    written. A page is a view of the bench, so it never fails it."""
+    try:
+        return write_bench_report(Path(workspace_root).resolve() / BENCH_DIR), None
+    except Exception as exc:  # noqa: BLE001 - reported as a warning, the bench's tables and JSON stand
+        return None, f"the bench page could not be written: {type(exc).__name__}: {exc}"
 
 
 # ---------------------------------------------------------------- tables

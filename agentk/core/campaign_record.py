@@ -1,11 +1,14 @@
-"""A campaign's state.json: what is in the pool, what ran, and how each attempt ended.
+"""A campaign's state.json: what is in the pool, what ran, and how each attempt ended; and the
+record `agentk bench --campaign` keeps of its campaigns (bench.json: Figure 14 and warm vs cold).
 
-Written by the campaign driver (agentk/campaign/) and read by the campaign report (agentk/report/),
-so the schema lives on the ground floor, once.
+Written by the campaign driver (agentk/campaign/) and the bench (agentk/bench/), read by the
+campaign and bench reports (agentk/report/), so the schemas live on the ground floor, once, with
+the pure functions both sides compute Figure 14 with.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -19,6 +22,8 @@ from agentk.core.workspace import read_json_object
 STATE_FILE = "state.json"  # in the campaign folder
 WORKSPACES_DIR = "workspaces"  # a campaign's task workspaces: <campaign>/workspaces/<task>/
 BENCH_DIR = "campaign-bench"  # `agentk bench --campaign` runs each order in <root>/campaign-bench/<order>/
+BENCH_JSON = "bench.json"  # the bench's record (CampaignBench) in <root>/campaign-bench/
+COLD = "curriculum-cold"  # the bench's cold curriculum run: its folder and label
 
 
 class TaskStatus(StrEnum):
@@ -130,3 +135,96 @@ def success_curves(state: CampaignState) -> tuple[list[tuple[float, int]], list[
         by_time.append((round(end.end_s, 1), len(solved)))
         by_tokens.append((tokens, len(solved)))
     return by_time, by_tokens
+
+
+# ---- `agentk bench --campaign`: Figure 14 and warm vs cold --------------------------------------
+
+
+class OrderRow(BaseModel):
+    """One order's row of the Figure 14 table, with both curves as points for plotting."""
+
+    order: str
+    pool: int
+    solved: int
+    runs: int
+    to_last_success_s: float | None
+    total_s: float
+    tokens: int
+    # (seconds since the campaign started, tasks solved so far), a point at the start and at every run's end
+    successes_vs_time: list[tuple[float, int]]
+    # (LLM tokens spent so far, tasks solved so far), likewise; the first point holds the driver's own tokens
+    successes_vs_tokens: list[tuple[int, int]]
+    # The area under successes-vs-time over the common horizon, divided by pool × horizon: 1 would
+    # be every task solved at once, 0 none solved.
+    area: float | None = None
+    horizon_s: float | None = None
+
+
+def success_area(curve: Sequence[tuple[float, int]], pool: int, horizon_s: float) -> float | None:
+    """The area under the step curve successes(t) from 0 to `horizon_s`, each value holding until the
+    next point and the last until the horizon, over pool × horizon. None when undefined (an empty
+    pool or a zero horizon)."""
+    if pool <= 0 or horizon_s <= 0:
+        return None
+    points = sorted(curve)
+    area = 0.0
+    for (t, solved), (t_next, _) in zip(points, [*points[1:], (horizon_s, 0)]):
+        start, stop = min(t, horizon_s), min(max(t_next, t), horizon_s)
+        area += solved * (stop - start)
+    return area / (pool * horizon_s)
+
+
+def figure14_row(order: str, state: CampaignState, horizon_s: float | None = None) -> OrderRow:
+    """One order's row; the area over `horizon_s` (default: this campaign's own total time)."""
+    by_time, by_tokens = success_curves(state)
+    successes = [t for (t, after), (_, before) in zip(by_time[1:], by_time) if after > before]
+    total = max(state.elapsed_s, by_time[-1][0])
+    horizon = horizon_s if horizon_s is not None else total
+    return OrderRow(
+        order=order, pool=len(state.tasks), solved=len(state.by_status(TaskStatus.SOLVED)),
+        runs=sum(len(t.attempts) for t in state.tasks.values()),
+        to_last_success_s=successes[-1] if successes else None, total_s=round(total, 1), tokens=state.tokens,
+        successes_vs_time=by_time, successes_vs_tokens=by_tokens,
+        area=success_area(by_time, len(state.tasks), horizon), horizon_s=round(horizon, 1),
+    )
+
+
+def figure14(states: dict[str, CampaignState]) -> list[OrderRow]:
+    """One row per order. The areas share one horizon, the longest campaign's total time (a
+    campaign that ended earlier keeps its count after its end), so one number compares orders."""
+    rows = [figure14_row(order, state) for order, state in states.items()]
+    horizon = max((r.total_s for r in rows), default=0.0)
+    return [figure14_row(order, state, horizon) for order, state in states.items()]
+
+
+class WarmColdPair(BaseModel):
+    task: str
+    warm_sources: list[str]
+    higher_is_better: bool
+    cold_score: float  # the cold solve's final validation score (its timeline's last point)
+    warm_score: float | None
+    cold_time_s: float  # when the cold solve first reached its final score
+    warm_time_s: float | None  # when the warm solve first reached it; None: never
+    ratio: float | None  # warm / cold time: < 1 means the warm start got there sooner; None: never
+
+
+class WarmCold(BaseModel):
+    pairs: list[WarmColdPair] = []
+    skipped: dict[str, str] = {}  # task → why it is not compared
+    # Medians over the pairs, a warm run that never got there counted as slower than any that did;
+    # None when more than half never did (or there are no pairs).
+    median_cold_s: float | None = None
+    median_warm_s: float | None = None
+    median_ratio: float | None = None
+    never_reached: int = 0
+
+
+class CampaignBench(BaseModel):
+    """What `agentk bench --campaign` writes to <root>/campaign-bench/bench.json (and under the
+    --output JSON's "campaign" key)."""
+
+    pool: list[str]
+    folders: dict[str, str]  # label → campaign folder
+    orders: list[OrderRow]
+    warm_vs_cold: WarmCold | None = None
+    notes: list[str] = []

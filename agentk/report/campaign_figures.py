@@ -4,11 +4,14 @@ the report turns a chart that cannot be drawn into "not available"."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 import altair as alt
 import numpy as np
 import pandas as pd
 
-from agentk.report.campaign_data import DecisionRecord, OrderCurve, StageRate, TaskRow
+from agentk.report.campaign_data import DecisionRecord, StageRate, TaskRow
 from agentk.report.elo import EloRating
 from agentk.report.medals import MEDALS, MedalCounts
 from agentk.report.page import FIGURE_HEIGHT, FIGURE_WIDTH, MEDAL_COLOURS, NotAvailable
@@ -140,25 +143,42 @@ def task_setup_bars(rows: list[TaskRow]) -> alt.Chart | NotAvailable:
     return (bars + labels).properties(width=FIGURE_WIDTH, height=FIGURE_HEIGHT)
 
 
-def _curve_frame(curves: list[OrderCurve], which: str) -> pd.DataFrame:
+class SuccessCurve(Protocol):
+    """One selection order's campaign as Figure 14 draws it: the bench's rows (OrderRow) and the
+    campaign page's curves (OrderCurve) both are."""
+
+    @property
+    def order(self) -> str: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def successes_vs_time(self) -> list[tuple[float, int]]: ...
+    @property
+    def successes_vs_tokens(self) -> list[tuple[int, int]]: ...
+
+
+def _curve_frame(curves: Sequence[SuccessCurve], which: str, this: str | None) -> pd.DataFrame:
     parts = []
     for curve in curves:
         points = curve.successes_vs_time if which == "time" else curve.successes_vs_tokens
-        label = f"{curve.order} (this campaign)" if curve.this else curve.order
+        label = f"{curve.order} (this campaign)" if curve.order == this else curve.order
         parts.append(pd.DataFrame({"x": [p[0] for p in points], "solved": [p[1] for p in points], "order": label}))
     return pd.concat(parts, ignore_index=True)
 
 
-def successes_vs(curves: list[OrderCurve], which: str) -> alt.Chart | NotAvailable:
-    """Figure 14: tasks solved against wall time (`which="time"`) or LLM tokens, one step line per order."""
+def successes_vs(curves: Sequence[SuccessCurve], which: str, this: str | None = None) -> alt.Chart | NotAvailable:
+    """Figure 14: tasks solved against wall time (`which="time"`) or LLM tokens, one step line per
+    order; the order named `this` (the campaign a page is about) is labelled so."""
+    if not curves:
+        return NotAvailable("no campaign to draw")
     if which == "tokens" and not any(c.tokens for c in curves):
         return NotAvailable("no order spent any LLM tokens (no LLM was called: the expert policy)")
-    frame = _curve_frame(curves, which)
+    frame = _curve_frame(curves, which, this)
     title = "wall time since the campaign started (s)" if which == "time" else "LLM tokens spent"
     return alt.Chart(frame).mark_line(interpolate="step-after", point=True).encode(
         x=alt.X("x:Q", title=title),
         y=alt.Y("solved:Q", title="tasks solved", axis=alt.Axis(tickMinStep=1)),
-        color=alt.Color("order:N", title="order"),
+        color=alt.Color("order:N", title="order", sort=None),
         tooltip=["order", "x", "solved"],
     ).properties(width=FIGURE_WIDTH, height=FIGURE_HEIGHT)
 

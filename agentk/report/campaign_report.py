@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from agentk.core.errors import AgentKError
 from agentk.report import campaign_figures as figures
@@ -28,7 +28,7 @@ from agentk.report.campaign_data import (
 )
 from agentk.report.elo import MAX_TEAMS, EloRating, Round, elo_mmr
 from agentk.report.medals import count_medals
-from agentk.report.page import REPORT_FILE, NotAvailable, figure, render, write_page
+from agentk.report.page import REPORT_FILE, NotAvailable, figure, guarded, render, write_page
 
 TEMPLATE = "campaign.html.j2"
 TOP_RANKED = 5  # candidates shown under each choice
@@ -36,16 +36,6 @@ TOP_RANKED = 5  # candidates shown under each choice
 TERMS = (("positive_description", "+ description"), ("positive_tree", "+ tree"),
          ("negative_description", "− description"), ("negative_tree", "− tree"),
          ("recent_failure", "failure"))
-
-T = TypeVar("T")
-
-
-def _guarded(what: str, build: Callable[[], T]) -> T | NotAvailable:
-    try:
-        return build()
-    except Exception as exc:  # noqa: BLE001 - one section's failure is shown in its place, never raised
-        return NotAvailable(f"{what} could not be built: {type(exc).__name__}: {exc}")
-
 
 def _rows(campaign_dir: Path, state: CampaignState) -> tuple[list[TaskRow], list[Round]]:
     """Task rows in the order the campaign took the tasks (never-run tasks last, in pool order)."""
@@ -123,27 +113,28 @@ def campaign_context(campaign_dir: Path) -> dict[str, Any]:
     if state is None:
         raise AgentKError(f"no campaign in {campaign_dir}: state.json is missing")
 
-    built = _guarded("the task table", lambda: _rows(campaign_dir, state))
+    built = guarded("the task table", lambda: _rows(campaign_dir, state))
     rows: list[TaskRow] | NotAvailable = built[0] if isinstance(built, tuple) else built
     rounds: list[Round] = built[1] if isinstance(built, tuple) else []
     listed = rows if isinstance(rows, list) else []
 
-    medals = _guarded("the medal counts", lambda: count_medals(r.medal for r in listed if r.percentile is not None))
-    elo: EloRating | NotAvailable = _guarded("the Elo-MMR rating", lambda: elo_mmr(rounds))
+    medals = guarded("the medal counts", lambda: count_medals(r.medal for r in listed if r.percentile is not None))
+    elo: EloRating | NotAvailable = guarded("the Elo-MMR rating", lambda: elo_mmr(rounds))
     if isinstance(rows, NotAvailable) and isinstance(elo, NotAvailable):
         elo = rows
-    curves = _guarded("Figure 14's campaigns", lambda: order_curves(campaign_dir))
-    decisions = _guarded("the decisions log", lambda: read_decisions(campaign_dir) or NotAvailable(
+    curves = guarded("Figure 14's campaigns", lambda: order_curves(campaign_dir))
+    this = next((c.order for c in curves if c.this), None) if isinstance(curves, list) else None
+    decisions = guarded("the decisions log", lambda: read_decisions(campaign_dir) or NotAvailable(
         "no choice has been made yet (decisions.jsonl is empty)"))
-    rates = _guarded("the stage success rates", lambda: stage_rates(listed))
+    rates = guarded("the stage success rates", lambda: stage_rates(listed))
 
     def chart(title: str, build: Callable[[], Any]) -> Any:
-        return figure(title, _guarded(title, build))
+        return figure(title, guarded(title, build))
 
     return {
         "campaign": state,
         "folder": str(campaign_dir),
-        "cards": _guarded("the summary", lambda: _cards(state, listed)) if listed else [],
+        "cards": guarded("the summary", lambda: _cards(state, listed)) if listed else [],
         "rows": rows,
         "columns": TaskColumns.of(listed),
         "started": utc_minute(state.created),
@@ -161,13 +152,13 @@ def campaign_context(campaign_dir: Path) -> dict[str, Any]:
                        lambda: rates if isinstance(rates, NotAvailable) else figures.stage_rate_bars(rates)),
         "fig13": chart("Figure 13: setup success rate per task (unit-test runs passed / runs)",
                        lambda: rows if isinstance(rows, NotAvailable) else figures.task_setup_bars(listed)),
-        "pass_at": _guarded("Table 4", lambda: rows if isinstance(rows, NotAvailable) else pass_at_k(listed)),
+        "pass_at": guarded("Table 4", lambda: rows if isinstance(rows, NotAvailable) else pass_at_k(listed)),
         "ks": PASS_AT,
         "curves": curves,
         "fig14_time": chart("Figure 14: tasks solved against wall time, per selection order",
-                            lambda: curves if isinstance(curves, NotAvailable) else figures.successes_vs(curves, "time")),
+                            lambda: curves if isinstance(curves, NotAvailable) else figures.successes_vs(curves, "time", this)),
         "fig14_tokens": chart("Figure 14: tasks solved against LLM tokens, per selection order",
-                              lambda: curves if isinstance(curves, NotAvailable) else figures.successes_vs(curves, "tokens")),
+                              lambda: curves if isinstance(curves, NotAvailable) else figures.successes_vs(curves, "tokens", this)),
         "decisions": decisions,
         "fig_choices": chart("Difficulty (tree complexity) of each chosen task, round by round",
                              lambda: decisions if isinstance(decisions, NotAvailable) else figures.choice_difficulty(decisions)),

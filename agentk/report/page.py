@@ -8,9 +8,10 @@ stays a few hundred KB, opens at once, prints, and runs no JavaScript at all.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import altair as alt
 import jinja2
@@ -33,6 +34,18 @@ class NotAvailable:
 
     def __bool__(self) -> bool:  # templates write `{% if piece %}` for "there is something to show"
         return False
+
+
+T = TypeVar("T")
+
+
+def guarded(what: str, build: Callable[[], T]) -> T | NotAvailable:
+    """`build()`, or its error as "not available": each section of a page is built on its own, so
+    one section's failure is shown in its place and the rest of the page is still written."""
+    try:
+        return build()
+    except Exception as exc:  # noqa: BLE001 - one section's failure is shown in its place, never raised
+        return NotAvailable(f"{what} could not be built: {type(exc).__name__}: {exc}")
 
 
 @dataclass(frozen=True)
