@@ -139,7 +139,7 @@ def run(
 def grade(
     competition: str = typer.Argument(..., help="The competition folder (holds the answers)."),
     submission: Path = typer.Argument(..., help="The submission CSV to score."),
-    leaderboard: Optional[Path] = typer.Option(None, "--leaderboard", help="A Kaggle leaderboard CSV for rank and medal."),
+    leaderboard: Optional[Path] = typer.Option(None, "--leaderboard", help="A Kaggle leaderboard CSV for rank and medal (default: the competition's leaderboard.csv, if any)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Score a submission against a competition's answers (the grader is the only reader of answers)."""
@@ -151,7 +151,9 @@ def grade(
             raise AgentKError(f"submission file not found: {submission}")
         if leaderboard is not None and not leaderboard.is_file():
             raise AgentKError(f"leaderboard file not found: {leaderboard}")
-        return grade_file(submission, load_competition(competition), leaderboard)
+        loaded = load_competition(competition)
+        # The competition's own leaderboard file (MLE-bench keeps one) unless another is given.
+        return grade_file(submission, loaded, leaderboard or loaded.leaderboard_path)
 
     report = _guard(body)
     if as_json:
@@ -298,8 +300,11 @@ def bench(
 
 def _bench_campaign(sources: list[str], workspace_root: Path, output: Path | None, orders: str | None,
                     warm_vs_cold: bool, run_config: dict[str, Any]) -> None:
-    """`agentk bench --campaign`: the campaigns, their tables, the JSON under "campaign"."""
-    from agentk.bench.campaign_bench import parse_orders, render_figure14, render_warm_cold, run_campaign_bench
+    """`agentk bench --campaign`: the campaigns, their tables, bench.json and the bench's page in
+    ROOT/campaign-bench/, and --output's JSON under "campaign"."""
+    from agentk.bench.campaign_bench import (
+        parse_orders, render_figure14, render_warm_cold, run_campaign_bench, write_bench_page,
+    )
     from agentk.bench.run import expand_sources
 
     chosen = _guard(lambda: parse_orders(orders))
@@ -314,6 +319,8 @@ def _bench_campaign(sources: list[str], workspace_root: Path, output: Path | Non
         out.print(render_warm_cold(result.warm_vs_cold))
     if output is not None:
         output.write_text(json.dumps({"campaign": result.model_dump(mode="json")}, indent=2), encoding="utf-8")
+    page, warning = write_bench_page(workspace_root)
+    out.print(f"report: {page}" if page is not None else f"warning: {warning}", soft_wrap=True, markup=False)
     if not any(row.solved for row in result.orders):
         raise typer.Exit(1)  # no order solved anything: the bench measured nothing
 
@@ -330,6 +337,7 @@ def campaign(
     beta: Optional[float] = typer.Option(None, "--beta", help="Curriculum: weight of the penalty on a task that failed recently."),
     top_r: Optional[int] = typer.Option(None, "--r", help="Curriculum: how many nearest memories each similarity averages."),
     max_attempts: Optional[int] = typer.Option(None, "--max-attempts", min=1, help="Tries per task before it leaves the pool (default: 2)."),
+    seeds: Optional[int] = typer.Option(None, "--seeds", min=1, max=100, help="Independent runs of each task, each its own seed and workspace; the report's Table 4 gives Pass@1/3/10 (default: 1)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Most tasks taken into the pool."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Tasks run at once, each with its share of the cores (default: 1)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Run tasks on this Ray cluster (auto, ray://HOST:10001)."),
@@ -363,7 +371,7 @@ def campaign(
         submit_top_k=top_k, submit_poll_s=submit_poll, policy=chosen_policy, llm_base_url=llm, llm_model=model,
         llm_token_budget=token_budget, unsafe_no_sandbox=unsafe_no_sandbox or None,
     )
-    given = _given(order=order, alpha=alpha, beta=beta, r=top_r, max_attempts=max_attempts, limit=limit, workers=workers,
+    given = _given(order=order, alpha=alpha, beta=beta, r=top_r, max_attempts=max_attempts, seeds=seeds, limit=limit, workers=workers,
                    ray_address=ray_address, total_budget=total_budget, seed=seed, warm_start=False if cold else None)
     state = _guard(lambda: run_campaign_command(sources, name=name, campaign_dir=campaign_dir, run_config=run_config, given=given))
     if not state.by_status(TaskStatus.SOLVED):
@@ -389,12 +397,18 @@ def demo(
 
 @app.command()
 def report(
-    path: Path = typer.Argument(..., help="A run workspace (workspaces/NAME) or a campaign folder (workspaces/_campaigns/NAME)."),
+    path: Path = typer.Argument(..., help="A run workspace (workspaces/NAME), a campaign folder (workspaces/_campaigns/NAME) "
+                                          "or a campaign bench's folder (ROOT/campaign-bench, from `agentk bench --campaign`)."),
 ) -> None:
-    """Write the HTML report of a run or a campaign (PATH/report.html) and print its path."""
+    """Write the HTML report of a run, a campaign or a campaign bench (PATH/report.html) and print its path."""
 
     def body() -> Path:
-        if _is_campaign_folder(path):
+        kind = _report_kind(path)
+        if kind == "bench":
+            from agentk.report.bench_report import write_bench_report
+
+            return write_bench_report(path)
+        if kind == "campaign":
             from agentk.report.campaign_report import write_campaign_report
 
             return write_campaign_report(path)
@@ -405,11 +419,20 @@ def report(
     console.print(str(_guard(body)), soft_wrap=True, markup=False)
 
 
-def _is_campaign_folder(path: Path) -> bool:
-    """A campaign's state.json lists its tasks; a run's never does."""
+def _report_kind(path: Path) -> str:
+    """bench: the folder holds a bench's bench.json, or is named campaign-bench and holds campaign
+    folders; campaign: its state.json lists tasks (a run's never does); else a run."""
+    from agentk.core.campaign_record import BENCH_DIR, BENCH_JSON
     from agentk.core.workspace import read_json_object
 
-    return "tasks" in read_json_object(path / "state.json")
+    def is_campaign(folder: Path) -> bool:
+        return "tasks" in read_json_object(folder / "state.json")
+
+    if (path / BENCH_JSON).is_file():
+        return "bench"
+    if path.resolve().name == BENCH_DIR and path.is_dir() and any(is_campaign(p) for p in path.iterdir() if p.is_dir()):
+        return "bench"
+    return "campaign" if is_campaign(path) else "run"
 
 
 def _fmt(value: object) -> str:

@@ -329,12 +329,7 @@ def grade_file(submission_path: Path, competition: Competition, leaderboard_csv:
     report = grade_submission(submission, answers, facts, competition.id)
     if leaderboard_csv is None or report.score is None:
         return report
-    try:
-        leaderboard = pd.read_csv(leaderboard_csv)
-    except (OSError, UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:
-        raise GradingError(f"cannot read leaderboard {leaderboard_csv}: {exc}") from None
-    position = leaderboard_position(report.score, leaderboard, facts.higher_is_better)
-    return dataclasses.replace(report, leaderboard=position)
+    return place_on(report, leaderboard_csv)
 
 
 def grade_run(submission_path: Path, competition: Competition, finished: bool) -> tuple[GradeReport | None, str | None]:
@@ -353,4 +348,22 @@ def grade_run(submission_path: Path, competition: Competition, finished: bool) -
         # An answer problem is said as such; other grading problems name what could not be graded.
         text = str(exc)
         return None, text if text.startswith(ANSWERS_UNUSABLE) else f"cannot grade: {text}"
-    return report, grade_note(report)
+    note = grade_note(report)
+    board = competition.leaderboard_path
+    if board is not None and report.score is not None:
+        # A leaderboard that cannot be read costs the place, never the score.
+        try:
+            report = place_on(report, board)
+        except GradingError as exc:
+            note = "; ".join(n for n in (note, f"not placed on {board.name}: {exc}") if n)
+    return report, note
+
+
+def place_on(report: GradeReport, leaderboard_csv: Path) -> GradeReport:
+    """The report with its score placed on a leaderboard CSV (rank, percentile, medal)."""
+    assert report.score is not None
+    try:
+        leaderboard = pd.read_csv(leaderboard_csv)
+    except (OSError, UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:
+        raise GradingError(f"cannot read leaderboard {leaderboard_csv}: {exc}") from None
+    return dataclasses.replace(report, leaderboard=leaderboard_position(report.score, leaderboard, report.higher_is_better))

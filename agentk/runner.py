@@ -13,7 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from agentk.core.artifacts import MetaRecord, RunResult, SetupLayout, SolveResult, StageRecord, run_direction
+from agentk.core.artifacts import LeaderboardPlace, MetaRecord, RunResult, SetupLayout, SolveResult, StageRecord, run_direction
 from agentk.core.config import CONFIG_FILE, PolicyName, RunConfig
 from agentk.core.errors import AgentKError, SolveFailed
 from agentk.core.events import EventLog
@@ -21,7 +21,7 @@ from agentk.core.isolation import Mounts, isolation_status
 from agentk.core.sandbox import Limits, run_python
 from agentk.core.workspace import RunState, Workspace, atomic_write_json, read_json_object, workspace_for
 from agentk.core.workspace_lock import workspace_lock
-from agentk.grading import grade_run
+from agentk.grading import LeaderboardPosition, grade_run
 from agentk.llm import LLMConfig, make_client
 from agentk.llm.config import llm_configured
 from agentk.publish import submit_top_k
@@ -271,6 +271,7 @@ def _result(competition: Competition, workspace: Workspace, state: RunState,
         test_score=report.score if report else None,
         test_metric=report.metric if report else None,
         test_score_note=test_note,
+        test_leaderboard=_place(report.leaderboard) if report else None,
         setup={name: StageRecord(attempts=s.attempts, passed=s.passed) for name, s in state.stages.items()},
         meta={name: MetaRecord(rounds=m.rounds, passed=m.passed) for name, m in state.meta.items()},
         time_to_first_submission_s=solve.time_to_first_submission_s,
@@ -281,3 +282,9 @@ def _result(competition: Competition, workspace: Workspace, state: RunState,
         error=state.error,
         **extra,
     )
+
+
+def _place(position: LeaderboardPosition | None) -> LeaderboardPlace | None:
+    if position is None:
+        return None
+    return LeaderboardPlace(rank=position.rank, n_teams=position.n_teams, percentile=position.percentile, medal=position.medal)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -209,7 +209,7 @@ class TaskMemory:
         return self._entries.count_rows(f"kind = '{NEGATIVE}'")
 
     def nearest_solved(
-        self, task: TaskText, k: int, exclude: str | None = None, *, tree_weight: float = 1.0
+        self, task: TaskText, k: int, exclude: str | Collection[str] | None = None, *, tree_weight: float = 1.0
     ) -> list[tuple[MemoryEntry, float]]:
         """The k RAG⁺ entries most like `task`, nearest first. Similarity is the weighted mean of
         the two cosines, (cos(description) + w·cos(tree)) / (1 + w), so it stays in [-1, 1]: what
@@ -217,7 +217,8 @@ class TaskMemory:
         exactly over every positive: a campaign's memory holds tens to thousands of tasks."""
         if k <= 0:
             return []
-        entries = [e for e in self.positives() if e.task_id != exclude]
+        left_out = {exclude} if isinstance(exclude, str) else set(exclude or ())
+        entries = [e for e in self.positives() if e.task_id not in left_out]
         if not entries:
             return []
         mine = self.vectors([task])[task.task_id]

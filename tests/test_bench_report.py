@@ -6,6 +6,8 @@ page says when bench.json is missing, unreadable or without warm vs cold."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -225,3 +227,16 @@ def test_a_folder_without_a_bench_is_one_clear_error(tmp_path: Path) -> None:
         write_bench_report(tmp_path)
     assert not (tmp_path / REPORT_FILE).exists()
 
+
+def test_agentk_report_on_a_bench_folder_writes_the_bench_page(tmp_path: Path) -> None:
+    bench_dir, _ = bench_folder(tmp_path, orders=("fixed", "random"), reports=())
+    for remove_json in (False, True):  # named campaign-bench and holding campaigns is enough
+        if remove_json:
+            (bench_dir / BENCH_JSON).unlink()
+        (bench_dir / REPORT_FILE).unlink(missing_ok=True)
+        proc = subprocess.run([sys.executable, "-m", "agentk.cli", "report", str(bench_dir)],
+                              capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        page = bench_dir / REPORT_FILE
+        assert str(page) in proc.stdout.replace("\n", "") and "<h1>Campaign bench</h1>" in page.read_text()
+        assert ("Recomputed from the campaign folders" in page.read_text()) == remove_json

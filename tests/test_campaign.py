@@ -145,3 +145,40 @@ def test_a_campaign_on_a_local_ray_cluster_starts_with_the_llms_pick(tiny_pool: 
     a, notes = state["tasks"]["tumours-a"]["attempts"][0], state["tasks"]["notes"]["attempts"][0]
     a_end = datetime.fromisoformat(a["started"]) + timedelta(seconds=a["elapsed_s"])
     assert datetime.fromisoformat(a["started"]) <= datetime.fromisoformat(notes["started"]) < a_end
+
+
+def test_seeds_run_each_task_independently_and_give_table_4(tiny_pool: Path, tmp_path: Path) -> None:
+    """`--seeds 2`: each pool task runs under two seeds, in two workspaces, neither warm-started
+    from the other; the report's Table 4 estimates Pass@k from them."""
+    from agentk.report.campaign_data import pass_at_k
+    from agentk.report.campaign_report import campaign_context
+
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    shutil.copytree(tiny_pool / "tumours-a", pool / "tumours-a")
+    shutil.copytree(tiny_pool / "notes", pool / "notes")
+    args = ["campaign", str(pool), "-w", str(tmp_path / "ws"), "--seeds", "2", "--max-attempts", "1", *RUN_ARGS]
+    proc = agentk(*args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "2 tasks × 2 seeds" in proc.stdout + proc.stderr
+    campaign = tmp_path / "ws" / "_campaigns" / "pool"
+    state = state_of(campaign)
+    assert {k: (t["family"], t["seed"], t["status"]) for k, t in state["tasks"].items()} == {
+        "tumours-a-seed1": ("tumours-a", 1, "solved"), "tumours-a-seed2": ("tumours-a", 2, "solved"),
+        "notes-seed1": ("notes", 1, "gave_up"), "notes-seed2": ("notes", 2, "gave_up")}
+    workspaces = {state["tasks"][f"tumours-a-seed{s}"]["workspace"] for s in (1, 2)}
+    assert workspaces == {str(campaign / "workspaces" / f"_seed{s}" / "tumours-a") for s in (1, 2)}
+    assert all((Path(w) / "result.json").is_file() for w in workspaces)
+    configs = [json.loads((campaign / "configs" / f"tumours-a-seed{s}.json").read_text())["solve"] for s in (1, 2)]
+    assert configs[0]["seed"] != configs[1]["seed"]
+    assert all(not (c["warm_start"] or {}).get("sources") for c in configs)  # no seed learns from its sibling
+    assert [state["tasks"][f"tumours-a-seed{s}"]["attempts"][0]["setup_ok"] for s in (1, 2)] == [True, True]
+
+    table = {p.modality: p for p in pass_at_k(campaign_context(campaign)["rows"])}
+    assert (table["tabular"].at[1], table["tabular"].at[3], table["tabular"].runs) == (1.0, None, 2)
+    assert (table["unknown"].at[1], table["unknown"].passed) == (0.0, 0)
+    html = (campaign / "report.html").read_text()
+    assert "Pass@k per modality (Table 4)" in html and "100%" in html and "--seeds 3" not in html
+
+    again = agentk(*args[:-len(RUN_ARGS)], "--seeds", "3", cwd=tmp_path)  # resumes as it started
+    assert again.returncode == 0 and "runs 2 seed(s) per task, as it started" in again.stdout + again.stderr

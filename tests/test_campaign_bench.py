@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from agentk.bench.campaign_bench import (
-    CampaignBench, figure14, figure14_row, parse_orders, render_figure14, render_warm_cold, success_area,
+    BENCH_JSON, CampaignBench, figure14, figure14_row, parse_orders, render_figure14, render_warm_cold, success_area,
     success_curves, warm_vs_cold,
 )
 from agentk.campaign.state import Attempt, CampaignFolder, CampaignState, TaskState, TaskStatus
@@ -227,6 +227,14 @@ def test_bench_campaign_runs_a_fresh_campaign_and_writes_the_tables(tmp_path: Pa
     assert 0 < row["area"] < 1 and row["to_last_success_s"] <= row["total_s"]
     state = CampaignFolder(Path(data["folders"]["fixed"])).load()
     assert state is not None and list(state.tasks) == data["pool"]
+    # The bench keeps its record beside the campaigns, and draws its page from it.
+    bench_dir = workspaces / "campaign-bench"
+    assert CampaignBench.model_validate_json((bench_dir / BENCH_JSON).read_text()) == CampaignBench.model_validate(data)
+    page = bench_dir / "report.html"
+    assert f"report: {page.resolve()}" in proc.stdout.replace("\n", "")
+    html = page.read_text()
+    assert "<h1>Campaign bench</h1>" in html and html.count("<svg") == 1  # Figure 14 against time; no tokens spent
+    assert "not available: the bench ran without it (--no-warm-vs-cold)" in html
 
 
 def test_campaign_bench_refuses_rivals_seeds_and_unknown_orders(tmp_path: Path) -> None:

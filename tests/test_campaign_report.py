@@ -231,7 +231,7 @@ def test_task_rows_read_the_state_and_each_workspace(campaign: Path) -> None:
 
     assert (beta.status, beta.setup, beta.setup_ok, beta.attempts, beta.taken) == ("gave_up", "failed at summarise", False, 2, 1)
     assert beta.rank is None and beta.medal is None and beta.report is None
-    assert (beta.elapsed_s, beta.tokens, beta.modality, beta.outcomes) == (60.0, 500, "text", [False, False])
+    assert (beta.elapsed_s, beta.tokens, beta.modality, beta.family, beta.seed) == (60.0, 500, "text", "beta", None)
     assert "summarise" in (beta.note or "")
 
     assert (gamma.status, gamma.setup, gamma.attempts, gamma.taken, gamma.elapsed_s) == ("pending", "not run", 0, None, None)
@@ -265,14 +265,28 @@ def test_setup_success_rates_per_stage_and_per_task(campaign: Path) -> None:
     assert alpha.setup_rate == 1.0
 
 
-def test_pass_at_k_per_modality_needs_several_runs(campaign: Path) -> None:
-    rows = list(rows_of(campaign).values())
-    table = {p.modality: p for p in pass_at_k(rows)}  # beta ran twice
-    assert table["tabular"].at[1] == (1, 1) and table["tabular"].at[3] == (1, 1)
-    assert table["text"].at[1] == (0, 1) and table["text"].at[3] == (0, 0)  # two runs say nothing of Pass@3
-    once = [r.model_copy(update={"outcomes": r.outcomes[:1]}) for r in rows]
-    missing = pass_at_k(once)
-    assert isinstance(missing, NotAvailable) and "one seed" in missing.reason
+def seeded_rows(modality: str, family: str, outcomes: list[bool | None]) -> list[campaign_data.TaskRow]:
+    return [campaign_data.TaskRow(key=f"{family}-seed{i + 1}", family=family, seed=i + 1, status="solved" if ok else "failed",
+                                  modality=modality, first_setup_ok=ok) for i, ok in enumerate(outcomes)]
+
+
+def test_pass_at_k_is_the_unbiased_estimate_over_seeds_averaged_per_modality() -> None:
+    rows = (seeded_rows("tabular", "a", [True, False, False, True])  # n=4, c=2
+            + seeded_rows("tabular", "b", [False, False, False, False])  # n=4, c=0
+            + seeded_rows("image", "c", [False, True, None]))  # the third seed has not finished
+    table = {p.modality: p for p in pass_at_k(rows, ks=(1, 3, 10))}
+    tabular, image = table["tabular"], table["image"]
+    assert (tabular.tasks, tabular.seeds, tabular.passed, tabular.runs) == (2, 4, 2, 8)
+    assert tabular.at[1] == pytest.approx((0.5 + 0.0) / 2)
+    assert tabular.at[3] == pytest.approx((1.0 + 0.0) / 2)  # two failures cannot fill three draws
+    assert tabular.at[10] is None  # ten draws from four seeds: not estimated
+    assert (image.seeds, image.at[1], image.at[3]) == (2, 0.5, None)
+
+
+def test_pass_at_k_needs_seeds_and_says_how(campaign: Path) -> None:
+    rows = list(rows_of(campaign).values())  # beta ran twice, but retries are not seeds
+    missing = pass_at_k(rows)
+    assert isinstance(missing, NotAvailable) and "--seeds 3" in missing.reason
 
 
 def test_the_choices_keep_their_terms_and_skip_a_torn_line(campaign: Path) -> None:
@@ -432,23 +446,27 @@ def test_figure_14_reads_the_sibling_campaigns_of_a_bench(campaign: Path, tmp_pa
     other.create()
     other.save(state)
     curves = order_curves(fixed)
-    assert isinstance(curves, list) and [c.order for c in curves] == ["fixed", "random"]
-    mine = curves[0]
-    assert mine.this and not curves[1].this
+    assert not isinstance(curves, NotAvailable) and [c.order for c in curves.orders] == ["fixed", "random"]
+    assert curves.this == "fixed"
+    mine, theirs = curves.orders
     # beta failed at 0.5 min, alpha solved at 1 min + 45 s, beta failed again at 2.5 min.
     assert mine.successes_vs_time == [(0.0, 0), (30.0, 0), (105.0, 1), (150.0, 1)]
     assert mine.successes_vs_tokens == [(0, 0), (200, 0), (1200, 1), (1500, 1)]
-    assert curves[1].successes_vs_time == [(0.0, 0), (20.0, 1)]
+    assert theirs.successes_vs_time == [(0.0, 0), (20.0, 1)]
     html = write_campaign_report(fixed).read_text()
     assert "fixed (this campaign)" in html and "random" in html
     assert "not available: no order spent any LLM tokens" not in html  # this campaign spent tokens
 
-    # A bench JSON naming the folders is read as the bench wrote it.
-    rows = [{"order": "fixed", "pool": 3, "solved": 1, "runs": 3, "to_last_success_s": 105.0, "total_s": 180.0,
-             "tokens": 1500, "successes_vs_time": [[0.0, 0], [99.0, 1]], "successes_vs_tokens": [[0, 0], [1500, 1]]}]
-    (tmp_path / "ws" / "bench.json").write_text(json.dumps({"campaign": {"pool": ["alpha"], "folders": {"fixed": str(fixed)}, "orders": rows}}))
-    [from_json] = order_curves(fixed)
-    assert from_json.this and from_json.successes_vs_time == [(0.0, 0), (99.0, 1)]
+    # The bench's own record (bench.json, as `agentk bench --campaign` writes it) comes first; its
+    # cold run is not an order.
+    rows = [{"order": order, "pool": 3, "solved": 1, "runs": 3, "to_last_success_s": 99.0, "total_s": 180.0,
+             "tokens": 1500, "successes_vs_time": [[0.0, 0], [99.0 + i, 1]], "successes_vs_tokens": [[0, 0], [1500, 1]]}
+            for i, order in enumerate(("fixed", "random"))]
+    folders = {"fixed": str(fixed), "random": str(bench / "random"), "curriculum-cold": str(bench / "curriculum-cold")}
+    (bench / "bench.json").write_text(json.dumps({"pool": ["alpha"], "folders": folders, "orders": rows}))
+    from_json = order_curves(fixed)
+    assert not isinstance(from_json, NotAvailable) and from_json.this == "fixed"
+    assert [c.successes_vs_time for c in from_json.orders] == [[(0.0, 0), (99.0, 1)], [(0.0, 0), (100.0, 1)]]
 
 
 # ---------------------------------------------------------------- size and speed
@@ -533,5 +551,13 @@ def test_a_real_campaign_leaves_its_report(tiny_campaign: TinyCampaign) -> None:
     for key in json.loads((campaign_dir / "state.json").read_text())["tasks"]:
         assert f">{key}<" in html
     assert "solved" in html and "passed" in html and html.count("<svg") >= 3
+    # Both tumour runs were graded and placed on their competition's leaderboard by the grader, so
+    # the medal columns and Figure 9's Elo-MMR rating come from real runs.
+    context = campaign_context(campaign_dir)
+    placed = [row for row in context["rows"] if row.rank is not None]
+    assert sorted(row.key for row in placed) == ["tumours-a", "tumours-b"]
+    assert all(row.n_teams == 120 and row.leaderboard_from == "test score on the leaderboard file" for row in placed)
+    assert not isinstance(context["elo"], NotAvailable) and len(context["elo"].history) == 2
+    assert context["fig9"].svg.startswith("<svg") and context["fig9_history"].svg.startswith("<svg")
     events = (campaign_dir / "events.jsonl").read_text() if (campaign_dir / "events.jsonl").is_file() else ""
     assert "campaign_report_failed" not in events

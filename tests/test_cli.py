@@ -52,7 +52,7 @@ def test_bench_prints_a_table_and_writes_rows(tmp_path: Path) -> None:
 
 
 def test_pass_at_k_is_the_unbiased_estimator() -> None:
-    from agentk.bench.run import pass_at_k
+    from agentk.core.pass_at import pass_at_k
 
     assert pass_at_k(10, 0, 1) == 0.0 and pass_at_k(10, 10, 3) == 1.0
     assert pass_at_k(10, 3, 1) == pytest.approx(0.3)

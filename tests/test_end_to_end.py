@@ -17,6 +17,7 @@ import pytest
 from agentk.bench.baselines import constant_score
 from agentk.core.metrics import get_metric
 from agentk.sources import load_competition
+from agentk.sources.demo import make_demo_competition
 from helpers import make_mlebench_layout
 
 pytestmark = pytest.mark.integration
@@ -152,3 +153,13 @@ def test_grade_command_scores_a_submission_and_places_it_on_a_leaderboard(tmp_pa
     report = json.loads(proc.stdout)
     assert report["score"] == 1.0 and report["valid"] is True
     assert report["leaderboard"]["rank"] == 1 and report["leaderboard"]["medal"] == "gold"
+
+
+def test_grade_command_uses_the_competitions_own_leaderboard(tmp_path: Path) -> None:
+    competition_dir = make_demo_competition(tmp_path / "demo")
+    (competition_dir / "leaderboard.csv").write_text("TeamName,Score\n" + "".join(f"team{i},{0.999 - i / 1000}\n" for i in range(50)))
+    submission = tmp_path / "submission.csv"
+    load_competition(competition_dir).answers().to_csv(submission, index=False)
+    proc = run_cli("grade", str(competition_dir), str(submission), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "rank 1/50" in proc.stdout and "medal: gold" in proc.stdout

@@ -13,8 +13,10 @@ import pytest
 from sklearn.metrics import accuracy_score, f1_score, log_loss, roc_auc_score
 
 from agentk.core.errors import GradingError, InvalidSubmissionError
-from agentk.grading import GradeReport, grade_file, grade_submission, leaderboard_position, medal_ranks
+from agentk.grading import GradeReport, grade_file, grade_run, grade_submission, leaderboard_position, medal_ranks
+from agentk.sources import load_competition
 from agentk.sources.base import Competition, GradingFacts
+from agentk.sources.demo import make_demo_competition
 
 COMPETITIONS = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 TITANIC = GradingFacts(metric="accuracy", higher_is_better=True, id_column="PassengerId", target_columns=("Survived",))
@@ -260,3 +262,37 @@ def test_grade_file_unreadable_or_ungradable(tmp_path: Path) -> None:
     submission.to_csv(good, index=False)
     with pytest.raises(GradingError, match="no grading facts"):
         grade_file(good, _competition(answers, facts=None))
+
+
+def test_a_runs_grade_is_placed_on_the_competitions_own_leaderboard(tmp_path: Path) -> None:
+    """MLE-bench keeps a leaderboard beside each competition: a run's test score lands on it, the
+    agent's view never holds it, and an unreadable one costs the place, not the score."""
+    competition_dir = make_demo_competition(tmp_path / "demo")
+    _leaderboard([0.99 - 0.001 * i for i in range(200)]).to_csv(competition_dir / "leaderboard.csv", index=False)
+    competition = load_competition(competition_dir)
+    assert competition.leaderboard_path == competition_dir / "leaderboard.csv"
+    competition.prepare(tmp_path / "raw")
+    assert not [p for p in (tmp_path / "raw").rglob("*") if "leaderboard" in p.name.lower()]
+
+    answers = competition.answers()
+    submission = tmp_path / "submission.csv"
+    answers.to_csv(submission, index=False)  # a perfect submission: first place
+    report, note = grade_run(submission, competition, finished=True)
+    assert report is not None and report.score == 1.0 and note is None
+    assert report.leaderboard is not None and (report.leaderboard.rank, report.leaderboard.n_teams) == (1, 200)
+    assert report.leaderboard.medal == "gold"
+
+    (competition_dir / "leaderboard.csv").write_text("TeamName,Points\nsomeone,3\n")  # no Score column
+    report, note = grade_run(submission, competition, finished=True)
+    assert report is not None and report.score == 1.0 and report.leaderboard is None
+    assert note is not None and "not placed on leaderboard.csv" in note and "no score column" in note
+
+
+def test_an_mlebench_leaderboard_in_private_is_not_taken_for_the_answers(tmp_path: Path) -> None:
+    from agentk.sources.mlebench import _find_answers
+
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "solution.csv").write_text("id,y\n1,0\n")
+    (private / "leaderboard.csv").write_text("TeamName,Score\na,1\n")
+    assert _find_answers(private) == private / "solution.csv"

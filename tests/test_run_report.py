@@ -22,6 +22,7 @@ from agentk.core.artifacts import RunResult, SetupLayout, SolveResult
 from agentk.core.errors import AgentKError
 from agentk.core.metrics.direction import Direction
 from agentk.report.page import REPORT_FILE, NotAvailable
+from agentk.report import run_data
 from agentk.report.run_data import read_run
 from agentk.report.run_report import render_run_report, write_run_report
 
@@ -87,7 +88,13 @@ def test_the_sections_hold_what_the_run_recorded(run: tuple[Path, Path]) -> None
     assert header.competition == "tumours-a" and header.metric == result.metric == "accuracy"
     assert header.direction == "higher is better" and header.validation_score == result.validation_score
     assert header.test_score == result.test_score and isinstance(header.test_score, float)
-    assert isinstance(header.leaderboard, NotAvailable) and "--submit" in header.leaderboard.reason
+    # Not sent to Kaggle, but the competition keeps a leaderboard.csv: the grader placed the test score.
+    board = header.leaderboard
+    assert not isinstance(board, NotAvailable) and board.basis == "test" and board.n_teams == 120
+    assert board.public_score == result.test_score and result.test_leaderboard is not None
+    assert (board.rank, board.percentile, board.medal) == (result.test_leaderboard.rank, result.test_leaderboard.percentile, result.test_leaderboard.medal)
+    unplaced = run_data._leaderboard(result.model_copy(update={"test_leaderboard": None}))
+    assert isinstance(unplaced, NotAvailable) and "--submit" in unplaced.reason and "leaderboard.csv" in unplaced.reason
     assert isinstance(header.tokens, NotAvailable) and header.policy == "expert"
 
     stages = data.setup.stages
@@ -138,7 +145,9 @@ def test_the_page_shows_every_section_with_figures_and_no_script(run: tuple[Path
     # Only the pieces this tiny run did not produce say so, each with its reason.
     for note in not_available(html):
         assert len(note.removeprefix("not available:").strip()) > 3, note
-    assert any("--submit" in note for note in not_available(html))
+    # Not sent to Kaggle, yet placed: the grader put the test score on the competition's leaderboard.
+    assert not any("--submit" in note for note in not_available(html))
+    assert re.search(r"rank [\d,]+ / 120", html) and " test 0." in html
 
 
 def test_missing_files_become_not_available_notes(copy: Path) -> None:

@@ -1,8 +1,9 @@
 """One tiny real campaign for the whole test session, shared by the campaign, report and browser
 tests (each real run costs tens of seconds on two cores, and the suite has a 30-minute budget).
 
-The pool: the demo competition under two ids (near-copies the curriculum should find alike) and a
-folder with nothing to predict (its setup fails at once). The driver is killed with -9 while the
+The pool: the demo competition under two ids (near-copies the curriculum should find alike, each
+with a leaderboard the grader places its test score on) and a folder with nothing to predict (its
+setup fails at once). The driver is killed with -9 while the
 third task's run is in its setup, then the same command resumes it. Tests that change files work
 on copies. Test files load it with `pytest_plugins = ["tiny_campaign"]`.
 """
@@ -43,6 +44,15 @@ def tumour_competition(demo: Path, out: Path, competition_id: str, title: str) -
     return out
 
 
+def add_leaderboard(competition: Path, teams: int = 120) -> Path:
+    """A Kaggle-style leaderboard beside the competition (MLE-bench keeps one): accuracies spread
+    from 0.90 to 0.99, so a good tiny run lands among the teams and Figure 9 has a field to rate."""
+    rows = [f"{i},team {i},{0.99 - 0.09 * i / (teams - 1):.4f}" for i in range(teams)]
+    path = competition / "leaderboard.csv"
+    path.write_text("TeamId,TeamName,Score\n" + "\n".join(rows) + "\n")
+    return path
+
+
 def broken_competition(out: Path) -> Path:
     """A folder with nothing to predict: its setup fails at once, on every attempt."""
     (out / "data").mkdir(parents=True)
@@ -75,6 +85,8 @@ def tiny_pool(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pool.mkdir()
     tumour_competition(demo, pool / "tumours-a", "tumours-a", "Tumour diagnosis A")
     tumour_competition(demo, pool / "tumours-b", "tumours-b", "Tumour diagnosis B")
+    for name in ("tumours-a", "tumours-b"):
+        add_leaderboard(pool / name)
     broken_competition(pool / "notes")
     shutil.rmtree(demo)
     return pool

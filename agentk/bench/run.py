@@ -26,6 +26,7 @@ from agentk.bench.rivals.lightgbm_defaults import run_lightgbm
 from agentk.bench.rivals.memory import PeakRss
 from agentk.bench.rivals.splits import is_resplittable, split_source
 from agentk.core.artifacts import RunResult, SetupLayout, SolveResult
+from agentk.core.pass_at import pass_at_k
 from agentk.core.config import RunConfig
 from agentk.core.errors import AgentKError, SourceError
 from agentk.core.metrics.direction import Direction
@@ -145,7 +146,7 @@ def _run_one(run_competition, source: str, competition_id: str, config: RunConfi
     return {
         "competition": competition_id,
         "seed": config.solve.seed,
-        "setup_passed": bool(setup) and all(s.passed for s in setup.values()) and all(m.passed for m in result.meta.values()),
+        "setup_passed": result.setup_passed,
         "stage_passed": {k: v.passed for k, v in setup.items()},
         "tokens": (result.llm_usage or {}).get("total_tokens", 0),
         "valid_submission": result.valid_submission,
@@ -277,16 +278,6 @@ def render_comparison(comparisons: list[dict[str, Any]]) -> Table:
             )
         table.add_section()
     return table
-
-
-def pass_at_k(n: int, c: int, k: int) -> float | None:
-    """The unbiased estimator of the chance that at least one of k samples passes, from n samples
-    of which c passed (Chen et al., 2021; Agent K section 4). None when k > n."""
-    if k > n:
-        return None
-    if n - c < k:
-        return 1.0
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
 def summarise_seeds(rows: list[dict[str, Any]], ks: tuple[int, ...] = (1, 3, 10)) -> list[dict[str, Any]]:

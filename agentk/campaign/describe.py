@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentk.campaign.state import CampaignFolder, TaskState
+from agentk.core.campaign_record import seed_workspaces
 from agentk.core.errors import AgentKError
 from agentk.core.workspace import Workspace, atomic_write_json, read_json_object, workspace_for
 from agentk.core.workspace_lock import workspace_lock
@@ -63,7 +64,7 @@ class TaskDescriber:
         elif not Path(task.source).exists():
             raise AgentKError(f"its folder {task.source} is gone")
         competition = load_competition(source)
-        workspace = workspace_for(self.folder.workspaces, competition.id)
+        workspace = workspace_for(seed_workspaces(self.folder.workspaces, task.seed), competition.id)
         with workspace_lock(workspace.root):
             workspace.create()
             competition.prepare(workspace.raw)

@@ -20,7 +20,8 @@ from agentk.campaign.options import CampaignOptions
 from agentk.campaign.pool import PoolTask, expand_pool
 from agentk.campaign.status import fmt_score
 from agentk.campaign.state import Attempt, CampaignFolder, CampaignState, TaskState, TaskStatus
-from agentk.core.artifacts import SolvedSummary, llm_tokens
+from agentk.core.artifacts import RunResult, SolvedSummary, llm_tokens
+from agentk.core.campaign_record import seed_workspaces, seeded_key
 from agentk.core.config import RunConfig, WarmStart
 from agentk.core.errors import AgentKError
 from agentk.core.events import EventLog
@@ -80,16 +81,20 @@ class CampaignDriver:
             self.events.emit("campaign_resume", round=state.round)
             if specs and specs != state.specs:
                 self.events.say("  [yellow]note:[/] the pool is the one this campaign started with; new sources are ignored")
+            started_with = max((t.seed or 1 for t in state.tasks.values()), default=1)
+            if self.options.seeds != started_with:
+                self.events.say(f"  [yellow]note:[/] this campaign runs {started_with} seed(s) per task, as it started; --seeds is ignored")
             return state
         if not specs:
             raise AgentKError(f"no campaign in {self.folder.root}: give the competitions to run")
         expansion = expand_pool(specs, limit=self.options.limit)
         for warning in expansion.warnings:
             self.events.say(f"  [yellow]skipped:[/] {warning}")
-        state = CampaignState(name=name, specs=list(specs),
-                              tasks={t.key: _task_state(t) for t in expansion.tasks})
+        tasks = [state for t in expansion.tasks for state in _task_states(t, self.options.seeds)]
+        state = CampaignState(name=name, specs=list(specs), tasks={t.key: t for t in tasks})
         self.folder.save(state)
-        self.events.say(f"[bold]campaign[/] {name}: {len(state.tasks)} tasks → {self.folder.root}")
+        seeds = f" × {self.options.seeds} seeds" if self.options.seeds > 1 else ""
+        self.events.say(f"[bold]campaign[/] {name}: {len(expansion.tasks)} tasks{seeds} → {self.folder.root}")
         self.events.emit("campaign_start", tasks=list(state.tasks), specs=specs)
         return state
 
@@ -223,7 +228,7 @@ class CampaignDriver:
 
     def _start(self, state: CampaignState, task: TaskState, executor: Executor,
                resumed: bool = False) -> None:
-        warm = self._warm_start(task) if self.options.warm_start else None
+        warm = self._warm_start(state, task) if self.options.warm_start else None
         config, submit_note = self._run_config(state, task, warm)
         config_path = self.folder.config_path(task.key)
         atomic_write_json(config_path, json.loads(config.model_dump_json()))
@@ -233,8 +238,9 @@ class CampaignDriver:
                                          warm_start_from=list(warm.sources) if warm else []))
         task.status = TaskStatus.RUNNING
         self.folder.save(state)
-        job = TaskJob(key=task.key, source=task.source, workspace_root=self.folder.workspaces,
-                      workspace=Path(task.workspace or self.folder.workspaces / task.key),
+        root = seed_workspaces(self.folder.workspaces, task.seed)
+        job = TaskJob(key=task.key, source=task.source, workspace_root=root,
+                      workspace=Path(task.workspace or root / task.key),
                       run_args=[], config_json=str(config_path), cpus=executor.cpus_per_task,
                       memory_gb=None, log_path=self.folder.log_path(task.key))
         executor.submit(job)
@@ -244,18 +250,20 @@ class CampaignDriver:
         self.events.emit("task_start", task=task.key, round=state.round, resumed=resumed,
                          warm_start=warm.model_dump() if warm else None)
 
-    def _warm_start(self, task: TaskState) -> WarmStart | None:
+    def _warm_start(self, state: CampaignState, task: TaskState) -> WarmStart | None:
         assert self.memory is not None
         text = self.texts.get(task.key)
         if text is None:
             return None
-        neighbours = self.memory.nearest_solved(text, k=NEIGHBOURS, exclude=task.key)
+        # A seed learns nothing from its siblings: Pass@k needs the seeds' runs independent.
+        siblings = {t.key for t in state.tasks.values() if t.pool_key == task.pool_key}
+        neighbours = self.memory.nearest_solved(text, k=NEIGHBOURS, exclude=siblings | {task.key})
         warm = warm_start_from(neighbours)
         return warm if warm.sources else None
 
     def _run_config(self, state: CampaignState, task: TaskState, warm: WarmStart | None) -> tuple[RunConfig, str]:
         base = self.options.run
-        updates: dict[str, Any] = {"workspace_root": self.folder.workspaces, "quiet": True}
+        updates: dict[str, Any] = {"workspace_root": seed_workspaces(self.folder.workspaces, task.seed), "quiet": True}
         note = ""
         if base.submit and task.kind == "kaggle" and task.slug:
             remaining = self._sends_left(task)
@@ -267,7 +275,9 @@ class CampaignDriver:
         elif base.submit:
             updates["submit"] = False
         config = base.model_copy(update=updates)
-        solve = config.solve.model_copy(update={"warm_start": warm, "seed": base.solve.seed + len(task.attempts)})
+        # Every run of the campaign has its own seed: seed k's attempts follow seed k-1's.
+        offset = ((task.seed or 1) - 1) * self.options.max_attempts + len(task.attempts)
+        solve = config.solve.model_copy(update={"warm_start": warm, "seed": base.solve.seed + offset})
         return config.model_copy(update={"solve": solve}), note
 
     def _sends_left(self, task: TaskState) -> int:
@@ -287,6 +297,7 @@ class CampaignDriver:
         result = outcome.result or {}
         ok = bool(result.get("valid_submission")) and result.get("phase") == "done"
         attempt.ok = ok
+        attempt.setup_ok = _setup_passed(result)
         attempt.error = None if ok else (outcome.error or result.get("error") or f"the run exited with code {outcome.returncode}")
         attempt.validation_score = result.get("validation_score")
         attempt.test_score = result.get("test_score")
@@ -332,5 +343,19 @@ class CampaignDriver:
         self.events.emit("campaign_end", **{str(s): n for s, n in counts.items()}, rounds=state.round, tokens=state.tokens)
 
 
-def _task_state(task: PoolTask) -> TaskState:
-    return TaskState(key=task.key, source=task.source, kind=task.kind, slug=task.slug)
+def _task_states(task: PoolTask, seeds: int) -> list[TaskState]:
+    """The pool task as the campaign runs it: itself, or one task per seed."""
+    if seeds == 1:
+        return [TaskState(key=task.key, source=task.source, kind=task.kind, slug=task.slug)]
+    return [TaskState(key=seeded_key(task.key, seed), source=task.source, kind=task.kind, slug=task.slug,
+                      family=task.key, seed=seed) for seed in range(1, seeds + 1)]
+
+
+def _setup_passed(result: dict[str, Any]) -> bool | None:
+    """Whether the run's setup passed every stage test; None when it left no readable record."""
+    if not result:
+        return None
+    try:
+        return RunResult.model_validate(result).setup_passed
+    except ValueError:
+        return None

@@ -21,6 +21,7 @@ class CampaignOptions(BaseModel):
     curriculum: CurriculumParams = CurriculumParams()
     seed: int = 0  # the random order's, and each run's solver seed
     max_attempts: int = Field(2, ge=1, description="tries per task before it leaves the pool")
+    seeds: int = Field(1, ge=1, le=100, description="independent runs of each task, each with its own seed (Pass@k)")
     workers: int = Field(1, ge=1, description="tasks run at once")
     ray_address: str | None = None  # run tasks on this Ray cluster ("auto", "ray://host:10001", "local")
     total_budget_s: float | None = Field(None, gt=0, description="no task starts after this much wall time")

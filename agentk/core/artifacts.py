@@ -380,6 +380,15 @@ class MetaRecord(BaseModel):
     passed: bool
 
 
+class LeaderboardPlace(BaseModel):
+    """Where a score ranks among a leaderboard's teams (the grader's placing of the test score)."""
+
+    rank: int
+    n_teams: int
+    percentile: float  # share of teams strictly worse
+    medal: str | None = None
+
+
 class RunResult(BaseModel):
     """result.json, written by `agentk.runner` (and nowhere else); `kaggle`, present only after
     `--submit`, rides along as an extra."""
@@ -398,6 +407,7 @@ class RunResult(BaseModel):
     test_score: float | None = None
     test_metric: str | None = None
     test_score_note: str | None = None
+    test_leaderboard: LeaderboardPlace | None = None  # the test score on the competition's leaderboard file
     setup: dict[str, StageRecord] = {}
     meta: dict[str, MetaRecord] = {}
     time_to_first_submission_s: float | None = None
@@ -420,6 +430,11 @@ class RunResult(BaseModel):
     @property
     def kaggle(self) -> dict[str, Any] | None:
         return (self.model_extra or {}).get("kaggle")
+
+    @property
+    def setup_passed(self) -> bool:
+        """Every setup stage and meta check passed (what Pass@k counts)."""
+        return bool(self.setup) and all(s.passed for s in self.setup.values()) and all(m.passed for m in self.meta.values())
 
     def to_json(self) -> dict[str, Any]:
         """The dict to write as JSON (values pydantic does not type pass through as they are)."""

@@ -26,6 +26,17 @@ BENCH_JSON = "bench.json"  # the bench's record (CampaignBench) in <root>/campai
 COLD = "curriculum-cold"  # the bench's cold curriculum run: its folder and label
 
 
+def seeded_key(family: str, seed: int) -> str:
+    """The key of a pool task's run under one seed of `--seeds N`."""
+    return f"{family}-seed{seed}"
+
+
+def seed_workspaces(workspaces: Path, seed: int | None) -> Path:
+    """Where a task's workspace lives: seeds of one competition must not share one (a second run
+    would resume the first), so each seed has its own root beside `_memory/`."""
+    return workspaces if seed is None else workspaces / f"_seed{seed}"
+
+
 class TaskStatus(StrEnum):
     PENDING = "pending"
     RUNNING = "running"
@@ -39,6 +50,7 @@ class Attempt(BaseModel):
     round: int
     started: datetime
     ok: bool | None = None  # None while running
+    setup_ok: bool | None = None  # every setup stage and meta check passed (Pass@k counts this)
     error: str | None = None
     validation_score: float | None = None
     test_score: float | None = None
@@ -57,6 +69,15 @@ class TaskState(BaseModel):
     status: TaskStatus = TaskStatus.PENDING
     attempts: list[Attempt] = []
     note: str | None = None  # why a task left the pool (vanished, unusable)
+    # With `--seeds N` each pool task is N tasks, one per seed: `<family>-seed<k>`, k = 1..N, each
+    # with its own workspace (Table 4's Pass@k draws on them).
+    family: str | None = None
+    seed: int | None = None
+
+    @property
+    def pool_key(self) -> str:
+        """The pool task this one runs: itself, or the task a seed belongs to."""
+        return self.family or self.key
 
     @property
     def last_failed_round(self) -> int | None:

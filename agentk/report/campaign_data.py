@@ -10,7 +10,7 @@ it does not know is ignored, a file it cannot read is left out, and the page say
 from __future__ import annotations
 
 import io
-import json
+from dataclasses import dataclass
 import os
 import re
 import zipfile
@@ -20,15 +20,16 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from agentk.core.artifacts import RunResult, SetupLayout, SolveResult
-from agentk.core.campaign_record import BENCH_DIR, WORKSPACES_DIR, CampaignState, TaskState, success_curves
+from agentk.core.campaign_record import BENCH_DIR, WORKSPACES_DIR, OrderRow, TaskState, seed_workspaces
+from agentk.core.pass_at import pass_at_k as estimate_pass_at_k
 from agentk.core.workspace import Workspace, json_lines, read_json_object
 from agentk.grading import leaderboard_position
+from agentk.sources.base import LEADERBOARD_NAMES
+from agentk.report.bench_data import load as load_bench
 from agentk.report.elo import Round
 from agentk.report.page import REPORT_FILE, NotAvailable
 
 PASS_AT = (1, 3, 10)
-LEADERBOARD_PREFIX = "leaderboard"  # a leaderboard file beside a competition (MLE-bench keeps one)
-BENCH_JSON_MAX_BYTES = 20_000_000
 # How the runner names the stage a setup stopped at in result.json's error.
 _FAILED_STAGE = re.compile(r"(?:setup stage|meta check) '([^']+)'")
 
@@ -119,7 +120,9 @@ class TaskRow(BaseModel):
     report: str | None = None  # the task's own report.html, relative to the campaign folder
     note: str | None = None
     stage_runs: dict[str, StageRuns] = {}  # unit-test runs per setup stage and meta check
-    outcomes: list[bool] = []  # each finished run's success, in order (Pass@k)
+    family: str = ""  # the pool task: the key itself, or the task a seed of `--seeds` belongs to
+    seed: int | None = None
+    first_setup_ok: bool | None = None  # did the first run's setup pass every stage test (Pass@k)
 
     @property
     def setup_rate(self) -> float | None:
@@ -138,7 +141,7 @@ def task_row(campaign_dir: Path, task: TaskState) -> tuple[TaskRow, Round | None
         elapsed_s=sum(a.elapsed_s or 0.0 for a in task.attempts) if task.attempts else (result.elapsed_s if result else None),
         tokens=sum(a.tokens for a in task.attempts),
         note=task.note or (last.error if last and last.ok is False else None),
-        outcomes=[bool(a.ok) for a in task.attempts if a.ok is not None],
+        family=task.pool_key, seed=task.seed, first_setup_ok=_first_setup_ok(task),
         validation_score=last.validation_score if last else None, test_score=last.test_score if last else None,
     )
     if workspace is None:
@@ -162,6 +165,17 @@ def task_row(campaign_dir: Path, task: TaskState) -> tuple[TaskRow, Round | None
     return row, _place(row, task, workspace, result)
 
 
+def _first_setup_ok(task: TaskState) -> bool | None:
+    """The first finished run's setup outcome (a record from before `setup_ok` was kept: its
+    success, which needs a passed setup, or None for a failure that may have been the solver's)."""
+    first = next((a for a in task.attempts if a.ok is not None), None)
+    if first is None:
+        return None
+    if first.setup_ok is not None:
+        return first.setup_ok
+    return True if first.ok else None
+
+
 def task_workspace(campaign_dir: Path, task: TaskState) -> Path | None:
     """The task's workspace folder. The state records an absolute path, which goes stale when the
     campaign folder is moved or copied: then `<campaign>/workspaces/<its name>` is the one that
@@ -173,7 +187,7 @@ def task_workspace(campaign_dir: Path, task: TaskState) -> Path | None:
     names = [recorded.name] if recorded is not None else []
     names += [task.key] if task.key not in names else []
     for name in names:
-        local = campaign_dir / WORKSPACES_DIR / name
+        local = seed_workspaces(campaign_dir / WORKSPACES_DIR, task.seed) / name
         if local.is_dir():
             return local
     return recorded
@@ -244,13 +258,18 @@ def _place(row: TaskRow, task: TaskState, workspace: Path, result: RunResult | N
         row.rank, row.n_teams = int(board["rank"]), int(board.get("n_teams") or 0) or None
         row.percentile, row.medal = board.get("percentile"), board.get("medal")
         row.leaderboard_from = "Kaggle (public score)"
+    local = result.test_leaderboard if result else None
+    if row.rank is None and local is not None:
+        row.leaderboard_score, row.rank, row.n_teams = row.test_score, local.rank, local.n_teams
+        row.percentile, row.medal = local.percentile, local.medal
+        row.leaderboard_from = "test score on the leaderboard file"
     table = _leaderboard_table(task, workspace)
     if table is None or row.higher_is_better is None:
         return None
     ours = row.leaderboard_score if row.leaderboard_score is not None else row.test_score
     if ours is None:
         return None
-    if row.rank is None:
+    if row.rank is None:  # a run graded before the grader placed scores itself
         position = leaderboard_position(ours, table, row.higher_is_better)
         row.leaderboard_score, row.rank, row.n_teams = ours, position.rank, position.n_teams
         row.percentile, row.medal = position.percentile, position.medal
@@ -271,14 +290,12 @@ def _column(table: pd.DataFrame, name: str) -> str | None:
 
 def leaderboard_files(task: TaskState, workspace: Path) -> list[Path]:
     """Where a task's leaderboard may be: the one a Kaggle submit downloaded into submissions/
-    (`<slug>.zip`), or a `leaderboard*.csv|zip` file beside the competition's folder."""
+    (`<slug>.zip`), or the leaderboard file the grader reads beside the competition."""
     found = []
     if task.slug:
         found.append(workspace / "submissions" / f"{task.slug}.zip")
-    source = Path(task.source) if task.kind == "folder" and task.source else None
-    if source is not None and source.is_dir():
-        found += sorted(p for p in source.iterdir() if p.is_file() and p.name.lower().startswith(LEADERBOARD_PREFIX)
-                        and p.suffix.lower() in (".csv", ".zip"))
+    if task.kind == "folder" and task.source:
+        found += [Path(task.source) / name for name in LEADERBOARD_NAMES]
     return [p for p in found if p.is_file()]
 
 
@@ -331,96 +348,69 @@ def stage_rates(rows: list[TaskRow]) -> list[StageRate]:
 
 
 class PassAtK(BaseModel):
+    """Table 4's row: one modality's tasks, each run under several seeds."""
+
     modality: str
     tasks: int
-    # k → (tasks solved within their first k runs, tasks that count at k)
-    at: dict[int, tuple[int, int]]
+    seeds: int  # the fewest seeds a task of the modality finished (k above it is not estimated)
+    at: dict[int, float | None]  # k → mean Pass@k over the modality's tasks; None: k > seeds
+    passed: int  # seeds whose first run's setup passed
+    runs: int  # seeds that finished a first run
 
 
 def pass_at_k(rows: list[TaskRow], ks: tuple[int, ...] = PASS_AT) -> list[PassAtK] | NotAvailable:
-    """Table 4: per modality, the share of tasks solved within their first k runs (each run its own
-    seed). A task counts at k when it was solved within k runs or ran at least k times; a task that
-    stopped earlier without success says nothing about k."""
-    ran = [r for r in rows if r.outcomes]
-    if not ran:
-        return NotAvailable("no task has finished a run yet")
-    if max(len(r.outcomes) for r in ran) < 2:
-        return NotAvailable("every task ran once (one seed): Pass@k needs several runs of a task")
-    table: dict[str, PassAtK] = {}
-    for row in ran:
-        entry = table.setdefault(row.modality, PassAtK(modality=row.modality, tasks=0, at={k: (0, 0) for k in ks}))
-        entry.tasks += 1
+    """Table 4: per modality, the mean over tasks of the unbiased Pass@k of the setup (Chen et al.,
+    2021), each of a task's `--seeds` an independent sample: its first run's setup passed every
+    stage test or not. Retries of one seed are not samples (they follow that seed's failure)."""
+    if not any(r.seed is not None for r in rows):
+        return NotAvailable("the campaign ran each task under one seed: Pass@k needs several "
+                            "(agentk campaign --seeds 3, or 10 for Pass@10)")
+    samples: dict[str, list[bool]] = {}
+    modality: dict[str, str] = {}
+    for row in rows:
+        if row.seed is None or row.first_setup_ok is None:
+            continue
+        samples.setdefault(row.family, []).append(row.first_setup_ok)
+        if row.modality != "unknown" or row.family not in modality:
+            modality[row.family] = row.modality
+    if not samples:
+        return NotAvailable("no seed has finished a run yet")
+    table: dict[str, list[str]] = {}
+    for family in samples:
+        table.setdefault(modality[family], []).append(family)
+    entries = []
+    for name, families in sorted(table.items()):
+        at = {}
         for k in ks:
-            solved = any(row.outcomes[:k])
-            if solved or len(row.outcomes) >= k:
-                passed, counted = entry.at[k]
-                entry.at[k] = (passed + solved, counted + 1)
-    return sorted(table.values(), key=lambda p: p.modality)
+            values = [estimate_pass_at_k(len(samples[f]), sum(samples[f]), k) for f in families]
+            at[k] = None if any(v is None for v in values) else sum(v for v in values if v is not None) / len(values)
+        entries.append(PassAtK(modality=name, tasks=len(families), seeds=min(len(samples[f]) for f in families), at=at,
+                               passed=sum(sum(samples[f]) for f in families), runs=sum(len(samples[f]) for f in families)))
+    return entries
 
 
 # ---------------------------------------------------------------- Figure 14
 
 
-class OrderCurve(BaseModel):
-    """One selection order's campaign: tasks solved against wall time and against LLM tokens."""
+@dataclass(frozen=True)
+class OrderCurves:
+    """Figure 14 on a campaign's page: every order of its bench, and which one this campaign is."""
 
-    order: str
-    pool: int
-    solved: int
-    tokens: int
-    total_s: float
-    successes_vs_time: list[tuple[float, int]]
-    successes_vs_tokens: list[tuple[int, int]]
-    this: bool = False  # the campaign this report is about
+    orders: list[OrderRow]
+    this: str | None  # the order this campaign ran (None: the bench's cold run, not an order)
 
 
-def order_curves(campaign_dir: Path) -> list[OrderCurve] | NotAvailable:
-    """Figure 14's curves: from an `agentk bench --campaign` JSON that names this campaign, else
-    recomputed from the sibling campaigns under `<root>/campaign-bench/`."""
+def order_curves(campaign_dir: Path) -> OrderCurves | NotAvailable:
+    """Figure 14's curves for a campaign that `agentk bench --campaign` ran: from the bench's record
+    (bench.json), else recomputed from the campaigns beside it under `<root>/campaign-bench/`."""
     campaign_dir = Path(campaign_dir).resolve()
     if campaign_dir.parent.name != BENCH_DIR:
         return NotAvailable(f"this campaign was not run by `agentk bench --campaign` (its orders' campaigns "
                             f"sit in <root>/{BENCH_DIR}/<order>/): Figure 14 compares selection orders")
-    from_json = _bench_json_curves(campaign_dir)
-    if from_json:
-        return from_json
-    curves = []
-    for sibling in sorted(p for p in campaign_dir.parent.iterdir() if p.is_dir()):
-        try:
-            state = CampaignState.read(sibling)
-        except ValueError:
-            continue
-        if state is None:
-            continue
-        by_time, by_tokens = success_curves(state)
-        curves.append(OrderCurve(
-            order=sibling.name, pool=len(state.tasks), solved=sum(t.status == "solved" for t in state.tasks.values()),
-            tokens=state.tokens, total_s=round(max(state.elapsed_s, by_time[-1][0]), 1),
-            successes_vs_time=by_time, successes_vs_tokens=by_tokens, this=sibling == campaign_dir))
-    if len(curves) < 2:
-        return NotAvailable(f"only one campaign under {campaign_dir.parent}: Figure 14 compares several orders")
-    return curves
-
-
-def _bench_json_curves(campaign_dir: Path) -> list[OrderCurve]:
-    """The rows of a bench JSON (`{"campaign": {"folders": ..., "orders": [...]}}`) in the bench's
-    workspace root or its campaign-bench folder that lists this campaign's folder."""
-    for folder in (campaign_dir.parent, campaign_dir.parent.parent):
-        for path in sorted(folder.glob("*.json")):
-            try:
-                if path.stat().st_size > BENCH_JSON_MAX_BYTES:
-                    continue
-                bench = json.loads(path.read_text(encoding="utf-8")).get("campaign")
-            except (OSError, ValueError, AttributeError):
-                continue
-            if not isinstance(bench, dict):
-                continue
-            folders = {label: Path(p).resolve() for label, p in (bench.get("folders") or {}).items()}
-            if campaign_dir not in folders.values():
-                continue
-            try:
-                return [OrderCurve.model_validate({**row, "this": folders.get(row.get("order")) == campaign_dir})
-                        for row in bench.get("orders") or []]
-            except ValueError:
-                continue
-    return []
+    bench = load_bench(campaign_dir.parent).bench
+    if len(bench.orders) < 2:
+        return NotAvailable(f"only one order under {campaign_dir.parent}: Figure 14 compares several")
+    folders = {label: Path(folder) for label, folder in bench.folders.items()}
+    this = next((label for label, folder in folders.items()
+                 if folder.name == campaign_dir.name and any(r.order == label for r in bench.orders)), None)
+    return OrderCurves(orders=list(bench.orders), this=this)

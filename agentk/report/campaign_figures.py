@@ -5,12 +5,12 @@ the report turns a chart that cannot be drawn into "not available"."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
+from agentk.core.campaign_record import OrderRow
 from agentk.report.campaign_data import DecisionRecord, StageRate, TaskRow
 from agentk.report.elo import EloRating
 from agentk.report.medals import MEDALS, MedalCounts
@@ -143,21 +143,7 @@ def task_setup_bars(rows: list[TaskRow]) -> alt.Chart | NotAvailable:
     return (bars + labels).properties(width=FIGURE_WIDTH, height=FIGURE_HEIGHT)
 
 
-class SuccessCurve(Protocol):
-    """One selection order's campaign as Figure 14 draws it: the bench's rows (OrderRow) and the
-    campaign page's curves (OrderCurve) both are."""
-
-    @property
-    def order(self) -> str: ...
-    @property
-    def tokens(self) -> int: ...
-    @property
-    def successes_vs_time(self) -> list[tuple[float, int]]: ...
-    @property
-    def successes_vs_tokens(self) -> list[tuple[int, int]]: ...
-
-
-def _curve_frame(curves: Sequence[SuccessCurve], which: str, this: str | None) -> pd.DataFrame:
+def _curve_frame(curves: Sequence[OrderRow], which: str, this: str | None) -> pd.DataFrame:
     parts = []
     for curve in curves:
         points = curve.successes_vs_time if which == "time" else curve.successes_vs_tokens
@@ -166,7 +152,7 @@ def _curve_frame(curves: Sequence[SuccessCurve], which: str, this: str | None) -
     return pd.concat(parts, ignore_index=True)
 
 
-def successes_vs(curves: Sequence[SuccessCurve], which: str, this: str | None = None) -> alt.Chart | NotAvailable:
+def successes_vs(curves: Sequence[OrderRow], which: str, this: str | None = None) -> alt.Chart | NotAvailable:
     """Figure 14: tasks solved against wall time (`which="time"`) or LLM tokens, one step line per
     order; the order named `this` (the campaign a page is about) is labelled so."""
     if not curves:

@@ -55,7 +55,7 @@ def _rows(campaign_dir: Path, state: CampaignState) -> tuple[list[TaskRow], list
 
 
 def _bare_row(task: TaskState, note: str) -> TaskRow:
-    return TaskRow(key=task.key, status=task.status, attempts=len(task.attempts),
+    return TaskRow(key=task.key, family=task.pool_key, seed=task.seed, status=task.status, attempts=len(task.attempts),
                    taken=min((a.round for a in task.attempts), default=None), note=note)
 
 
@@ -122,8 +122,9 @@ def campaign_context(campaign_dir: Path) -> dict[str, Any]:
     elo: EloRating | NotAvailable = guarded("the Elo-MMR rating", lambda: elo_mmr(rounds))
     if isinstance(rows, NotAvailable) and isinstance(elo, NotAvailable):
         elo = rows
-    curves = guarded("Figure 14's campaigns", lambda: order_curves(campaign_dir))
-    this = next((c.order for c in curves if c.this), None) if isinstance(curves, list) else None
+    bench = guarded("Figure 14's campaigns", lambda: order_curves(campaign_dir))
+    curves = bench if isinstance(bench, NotAvailable) else bench.orders
+    this = None if isinstance(bench, NotAvailable) else bench.this
     decisions = guarded("the decisions log", lambda: read_decisions(campaign_dir) or NotAvailable(
         "no choice has been made yet (decisions.jsonl is empty)"))
     rates = guarded("the stage success rates", lambda: stage_rates(listed))
@@ -155,6 +156,7 @@ def campaign_context(campaign_dir: Path) -> dict[str, Any]:
         "pass_at": guarded("Table 4", lambda: rows if isinstance(rows, NotAvailable) else pass_at_k(listed)),
         "ks": PASS_AT,
         "curves": curves,
+        "this_order": this,
         "fig14_time": chart("Figure 14: tasks solved against wall time, per selection order",
                             lambda: curves if isinstance(curves, NotAvailable) else figures.successes_vs(curves, "time", this)),
         "fig14_tokens": chart("Figure 14: tasks solved against LLM tokens, per selection order",

@@ -65,7 +65,8 @@ class Leaderboard(_Record):
     n_teams: int | None = None
     percentile: float | None = None  # fraction of teams strictly worse
     medal: str | None = None
-    public_score: float | None = None
+    public_score: float | None = None  # the score placed: Kaggle's public score, or the test score
+    basis: str = "public"  # which score that is
     submissions: int = 0
 
 
@@ -112,14 +113,21 @@ def read_header(root: Path) -> Header:
         header.test_score = result.test_score
     elif result.test_score_note:
         header.test_score = NotAvailable(result.test_score_note)
-    header.leaderboard = section("the Kaggle record", lambda: _leaderboard(result.kaggle))
+    header.leaderboard = section("the leaderboard place", lambda: _leaderboard(result))
     header.tokens = section("the LLM usage", lambda: _tokens(result.llm_usage, workspace.logs / USAGE_FILE))
     return header
 
 
-def _leaderboard(kaggle: dict[str, Any] | None) -> Leaderboard | NotAvailable:
-    if not kaggle:
-        return NotAvailable("not submitted to Kaggle (run with --submit)")
+def _leaderboard(result: RunResult) -> Leaderboard | NotAvailable:
+    """Kaggle's place for a submitted run; else the grader's place of the test score on the
+    competition's leaderboard file."""
+    kaggle = result.kaggle
+    local = result.test_leaderboard
+    if not kaggle or (not kaggle.get("leaderboard") and local is not None):
+        if local is not None:
+            return Leaderboard(rank=local.rank, n_teams=local.n_teams, percentile=local.percentile, medal=local.medal,
+                               public_score=result.test_score, basis="test")
+        return NotAvailable("not submitted to Kaggle (run with --submit), and the competition has no leaderboard.csv")
     board = kaggle.get("leaderboard")
     sent = len(kaggle.get("submissions") or [])
     if not board:

@@ -16,6 +16,10 @@ from agentk.core.errors import GradingError
 from agentk.core.workspace import safe_component
 
 
+# Where a local or MLE-bench competition may keep its leaderboard (one row per team, a Score column).
+LEADERBOARD_NAMES = ("leaderboard.csv", "private/leaderboard.csv")
+
+
 @dataclass(frozen=True)
 class GradingFacts:
     """Grading facts (from competition.toml, or derived from an MLE-bench private answers file)."""
@@ -52,6 +56,16 @@ class Competition:
         """Write the agent's view into raw_dir; returns warnings worth showing the user once
         (files of the source that were left out), empty when raw_dir was already up to date."""
         return list(self.prepare_fn(raw_dir) or [])
+
+    @property
+    def leaderboard_path(self) -> Path | None:
+        """A leaderboard the grader places test scores on (MLE-bench keeps one per competition):
+        `leaderboard.csv` beside the description or in private/, never part of the agent's view."""
+        for name in LEADERBOARD_NAMES:
+            path = self.root / name
+            if path.is_file():
+                return path
+        return None
 
     @property
     def has_answers(self) -> bool:

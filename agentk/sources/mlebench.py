@@ -15,7 +15,7 @@ import pandas as pd
 from agentk.core import metrics
 from agentk.core.errors import SourceError
 from agentk.sources import common
-from agentk.sources.base import Competition, GradingFacts
+from agentk.sources.base import LEADERBOARD_NAMES, Competition, GradingFacts
 
 TOML_NAME = "competition.toml"
 
@@ -57,7 +57,9 @@ def _find_answers(private: Path) -> Path | None:
     """MLE-bench names the answers private/test.csv; a few competitions use another single CSV."""
     if not private.is_dir():
         return None
-    csvs = sorted(p for p in private.iterdir() if p.is_file() and p.suffix.lower() == ".csv")
+    leaderboards = {Path(name).name for name in LEADERBOARD_NAMES}
+    csvs = sorted(p for p in private.iterdir()
+                  if p.is_file() and p.suffix.lower() == ".csv" and p.name.lower() not in leaderboards)
     preferred = [p for p in csvs if p.name.lower() in ("test.csv", "answers.csv")]
     return (preferred or (csvs if len(csvs) == 1 else []) or [None])[0]
 
