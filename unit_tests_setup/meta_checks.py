@@ -58,7 +58,10 @@ def check_maps(ctx: CheckContext) -> list[str]:
 
 
 def _same_rows(train_maps: dict[str, pd.DataFrame], test_maps: dict[str, pd.DataFrame]) -> bool:
-    """Leakage is judged by content, not ids: Kaggle's train and test ids often both start at 1."""
+    """Leakage is judged by content, not ids: Kaggle's train and test ids often both start at 1.
+    A test row is new when any of its modalities is new, so every comparable map must repeat the
+    train file; a map whose test rows are all alike (a constant column) proves nothing either way."""
+    compared = False
     for code in ("tab", "txt"):
         name, test_name = SetupLayout.input_map_name("train", code), SetupLayout.input_map_name("test", code)
         if name not in train_maps or test_name not in test_maps:
@@ -66,10 +69,14 @@ def _same_rows(train_maps: dict[str, pd.DataFrame], test_maps: dict[str, pd.Data
         train, test = train_maps[name].drop(columns="id"), test_maps[test_name].drop(columns="id")
         if test.shape[1] == 0 or len(test) < 5 or list(train.columns) != list(test.columns):
             continue
-        seen = set(pd.util.hash_pandas_object(train.astype(str), index=False))
         mine = pd.util.hash_pandas_object(test.astype(str), index=False)
-        return bool(mine.isin(seen).all())
-    return False
+        if mine.nunique() < 2:
+            continue
+        seen = set(pd.util.hash_pandas_object(train.astype(str), index=False))
+        if not mine.isin(seen).all():
+            return False
+        compared = True
+    return compared
 
 
 def _sample_ids(sample, id_column: str | None) -> set[str]:
