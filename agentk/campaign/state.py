@@ -6,7 +6,8 @@ Layout of `<campaign>/`:
     tasks/<key>.json  the task's text as the curriculum reads it (description, tree description)
     configs/<key>.json  the RunConfig a task's run started from (warm start included)
     logs/<key>.log    the run's own console output
-    workspaces/       one agentk workspace per task, and `_memory/` (experience and task memories)
+    workspaces/       one agentk workspace per task, and `_memory/` (experience and task memories);
+                      with `--seeds N`, seed k's workspaces in `workspaces/_seed<k>/`
 
 A killed driver leaves tasks marked running; the next driver runs them again and the run's own
 resume (state.json in its workspace) carries on where it stopped.
