@@ -132,6 +132,19 @@ def test_rows_matched_by_order(tmp_path: Path) -> None:
     assert roles.key == "row" and roles.test_key is None and roles.test.files == ["data/test.csv"]
 
 
+def test_rows_matched_by_order_prediction_first(tmp_path: Path) -> None:
+    """The sample puts its prediction first and numbers the test rows after it: the numbering is the
+    key (no table holds it), the prediction is what train answers."""
+    sample = pd.DataFrame({"label": "no", "row": range(1, 11)})
+    train, test = (t.drop(columns="key").assign(x=t["x"] + 0.5) for t in (TRAIN, TEST))  # no column counts 1..10
+    raw = _folder(tmp_path, {"train.csv": train, "test.csv": test, "sample_submission.csv": sample})
+    roles = _roles(raw)
+    assert roles.key == "row" and roles.test_key is None and roles.prediction_columns == ["label"]
+    facts = inspect_competition(raw)
+    assert facts.id_column == "row" and facts.submission_columns == ["label", "row"]
+    assert [t.column for t in facts.targets] == ["label"]
+
+
 def test_no_sample_the_description_example_decides(tmp_path: Path) -> None:
     page = ("Predict the label.\n\nThe file should contain a header and have the following format:\n\n"
             "```\nlabel,key\nno,t000\nyes,t001\n```\n")

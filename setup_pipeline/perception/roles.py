@@ -144,7 +144,9 @@ class _Decider:
         """The table of rows to predict and its key column (None: rows matched by order)."""
         if sample is not None:
             match = self.key_match(sample, rest)
-            key = match[0] if match else self.image_key(sample)
+            # No column shares its values with a table: a column counting the rows is the key (the
+            # prediction may come first), the rows following test's order.
+            key = match[0] if match else self.image_key(sample) or self.row_numbers(sample, rest)
             candidates = []
             if key is not None:
                 keys = self.values(sample, key)
