@@ -145,6 +145,17 @@ def test_rows_matched_by_order_prediction_first(tmp_path: Path) -> None:
     assert [t.column for t in facts.targets] == ["label"]
 
 
+def test_rows_matched_by_order_an_echoed_input_with_gaps(tmp_path: Path) -> None:
+    """Test rows follow the sample's order and the sample repeats a test column with missing cells:
+    those blanks are missing inputs, not answers of a file holding train and test."""
+    test = TEST.drop(columns="key").assign(colour=["blue", "", "red"] + ["blue"] * 7)
+    sample = pd.DataFrame({"row": range(1, 11), "label": "no", "colour": test["colour"]})
+    raw = _folder(tmp_path, {"train.csv": TRAIN.drop(columns="key"), "test.csv": test, "sample_submission.csv": sample})
+    roles = _roles(raw)
+    assert roles.test.rows == "all" and roles.train.files == ["data/train.csv"] and len(roles.test_frame) == 10
+    assert roles.key == "row" and roles.echo == {"colour": "colour"} and roles.prediction_columns == ["label"]
+
+
 def test_no_sample_the_description_example_decides(tmp_path: Path) -> None:
     page = ("Predict the label.\n\nThe file should contain a header and have the following format:\n\n"
             "```\nlabel,key\nno,t000\nyes,t001\n```\n")

@@ -381,6 +381,10 @@ class _Decider:
                 if cells[rows].all() and not cells[~rows].any():
                     blank.append(column)
             return [c for c in named if c in blank] or blank
+        if sample is not None:
+            # Matched to the sample row by row, test holds only rows to predict: a blank cell
+            # there is a missing input (an echoed column with gaps), not an answer to fill in.
+            return []
         blank = [c for c in named if blank_for(test, "", set(), c)]
         if names and not named:
             # One probability column per class: the answer is the column whose labels are those classes.
