@@ -90,7 +90,7 @@ def test_the_sections_hold_what_the_run_recorded(run: tuple[Path, Path]) -> None
     assert header.test_score == result.test_score and isinstance(header.test_score, float)
     # Not sent to Kaggle, but the competition keeps a leaderboard.csv: the grader placed the test score.
     board = header.leaderboard
-    assert not isinstance(board, NotAvailable) and board.basis == "test" and board.n_teams == 120
+    assert not isinstance(board, NotAvailable) and board.basis == "test score" and board.n_teams == 120
     assert board.public_score == result.test_score and result.test_leaderboard is not None
     assert (board.rank, board.percentile, board.medal) == (result.test_leaderboard.rank, result.test_leaderboard.percentile, result.test_leaderboard.medal)
     unplaced = run_data._leaderboard(result.model_copy(update={"test_leaderboard": None}))
@@ -147,7 +147,7 @@ def test_the_page_shows_every_section_with_figures_and_no_script(run: tuple[Path
         assert len(note.removeprefix("not available:").strip()) > 3, note
     # Not sent to Kaggle, yet placed: the grader put the test score on the competition's leaderboard.
     assert not any("--submit" in note for note in not_available(html))
-    assert re.search(r"rank [\d,]+ / 120", html) and " test 0." in html
+    assert re.search(r"rank [\d,]+ / 120", html) and "test score 0." in html
 
 
 def test_missing_files_become_not_available_notes(copy: Path) -> None:

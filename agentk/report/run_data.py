@@ -66,7 +66,7 @@ class Leaderboard(_Record):
     percentile: float | None = None  # fraction of teams strictly worse
     medal: str | None = None
     public_score: float | None = None  # the score placed: Kaggle's public score, or the test score
-    basis: str = "public"  # which score that is
+    basis: str = "public score"  # which score that is
     submissions: int = 0
 
 
@@ -126,7 +126,7 @@ def _leaderboard(result: RunResult) -> Leaderboard | NotAvailable:
     if not kaggle or (not kaggle.get("leaderboard") and local is not None):
         if local is not None:
             return Leaderboard(rank=local.rank, n_teams=local.n_teams, percentile=local.percentile, medal=local.medal,
-                               public_score=result.test_score, basis="test")
+                               public_score=result.test_score, basis="test score")
         return NotAvailable("not submitted to Kaggle (run with --submit), and the competition has no leaderboard.csv")
     board = kaggle.get("leaderboard")
     sent = len(kaggle.get("submissions") or [])
