@@ -323,6 +323,22 @@ def test_submission_names_differ_from_train(views: dict, tmp_path: Path) -> None
     assert got.targets[0].task == "binary"
 
 
+def test_class_columns_named_as_whole_numbers_written_as_floats(tmp_path: Path) -> None:
+    """Train writes its whole-number classes as floats (a column with gaps saved by pandas: "2.0"),
+    the sample names one probability column per class "1", "2", "3": they are the same classes."""
+    raw = tmp_path / "raw"
+    (raw / "data").mkdir(parents=True)
+    labels = ["1.0", "2.0", "3.0", "2.0"] * 6
+    pd.DataFrame({"key": [f"k{i}" for i in range(24)], "x": range(24), "grade": labels}).to_csv(raw / "data/train.csv", index=False)
+    pd.DataFrame({"key": ["t0", "t1", "t2"], "x": [3, 5, 7]}).to_csv(raw / "data/test.csv", index=False)
+    pd.DataFrame({"key": ["t0", "t1", "t2"], "1": 0.3, "2": 0.4, "3": 0.3}).to_csv(raw / "data/sample_submission.csv", index=False)
+    (raw / "description.md").write_text("# Grades\n\nPredict the grade. Scored by multi-class log loss.\n")
+    got = inspect_competition(raw)
+    assert got.submission_format == "per_class_proba" and got.submission_columns == ["key", "1", "2", "3"]
+    assert got.targets[0].column == "grade" and got.targets[0].classes == ["1", "2", "3"]
+    assert not any("without a submission column" in note for note in got.notes)
+
+
 def test_submission_id_named_differently_from_test(views: dict, tmp_path: Path) -> None:
     raw = _copy_raw(views, "nlp-getting-started", tmp_path / "raw")
     sample = pd.read_csv(raw / "data/sample_submission.csv", dtype=str)

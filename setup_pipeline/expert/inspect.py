@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from agentk.core import metrics
 from agentk.core.artifacts import Task
+from agentk.core.metrics import normalise_labels
 from setup_pipeline.expert.description import submission_example_rows, submission_header
 from setup_pipeline.expert.images import ImageLayout, ImageLayouts, present
 from setup_pipeline.expert.row_files import RowFiles, find_row_files
@@ -99,6 +100,12 @@ def _sorted_labels(labels: list[str]) -> list[str]:
     if labels and numeric.notna().all():
         return [label for _, label in sorted(zip(numeric.tolist(), labels))]
     return sorted(labels)
+
+
+def _spellings(labels: object) -> set[str]:
+    """Labels as one spelling each: a class column named "5" is train's label "5.0" (a column of
+    whole numbers with gaps is written as floats), "TRUE" is "true"."""
+    return set(normalise_labels(list(labels)))  # type: ignore[call-overload]
 
 
 def _match(column_or_name: str, columns: list[str]) -> str | None:
@@ -294,7 +301,7 @@ class _Inspection(ImageLayouts):
             if named[0] not in set(self._labels("")):
                 return "per_target", [self._sample_fact(named[0], named[0])], header
         if self.train_df is not None and len(named) == 1 and only_train and not elided \
-                and not any(named[0] in set(self._labels(c)) for c in only_train):
+                and not any(_spellings(named[:1]) <= _spellings(self._labels(c)) for c in only_train):
             # One prediction column under another name (e.g. "prediction" for train's "target").
             target = self._likely_target(only_train)
             self.notes.append(f"submission column {named[0]!r} holds train's {target!r}, a column missing from test")
@@ -305,7 +312,7 @@ class _Inspection(ImageLayouts):
         if elided and classes[: len(named)] != named:
             self.notes.append("the submission example's class columns are not the first sorted labels; "
                               "all classes are listed in sorted order")
-        missing = sorted(set(labels) - set(classes))
+        missing = sorted(label for label in labels if normalise_labels([label])[0] not in _spellings(classes))
         if missing:
             self.notes.append(f"train labels without a submission column: {', '.join(missing[:10])}")
         fact = TargetFact(column=label, task="multiclass" if len(classes) > 2 else "binary", classes=classes)
@@ -332,7 +339,7 @@ class _Inspection(ImageLayouts):
             if set(named) <= set(self._labels("")):
                 return "label"
             raise ExpertDeclined(f"submission columns {', '.join(named[:5])} are not class folder names")
-        fits = [c for c in only_train if set(named) <= set(self._labels(c))]
+        fits = [c for c in only_train if _spellings(named) <= _spellings(self._labels(c))]
         if len(fits) != 1:
             raise ExpertDeclined(f"submission columns {', '.join(named[:5])} are neither train columns nor "
                                  f"the values of exactly one train-only column ({len(fits)} fit)")
