@@ -113,6 +113,16 @@ def test_one_file_with_blank_answers(tmp_path: Path) -> None:
     assert "label" not in roles.test_frame.columns
 
 
+def test_one_file_with_blank_answers_and_an_echoed_column(tmp_path: Path) -> None:
+    """One file holds train and test; the sample puts its prediction first and repeats a test input."""
+    both = pd.concat([TRAIN, TEST.assign(label="")]).sample(frac=1, random_state=1)
+    sample = pd.DataFrame({"label": "no", "key": TEST["key"], "colour": TEST["colour"]})
+    raw = _folder(tmp_path, {"data.tsv": both, "sample_submission.csv": sample})
+    roles = _roles(raw)
+    assert roles.test.rows == "target_blank" and roles.key == "key"
+    assert roles.echo == {"colour": "colour"} and roles.prediction_columns == ["label"]
+
+
 def test_restarting_ids_and_echoed_columns(tmp_path: Path) -> None:
     """Train and test ids both start at 1; the sample puts its prediction first and repeats a test column."""
     train = TRAIN.assign(key=range(1, 41))

@@ -292,10 +292,8 @@ class _Decider:
             roles.train = TableRecipe(files=test.files, rows="target_present", target_columns=targets)
             roles.train_key = test_key
             self.say(f"one file holds train and test: {test.files[0]}; rows with a blank {targets[0]!r} are to predict")
-            if sample is None and roles.header:
-                self._echo_described(test, targets)
-            self._frames(test, test)
-            return roles
+            # The rows to predict, without their blank answers, are the test rows a sample echoes.
+            return self._finish(test, test, sample, test_key)
         others = [t for t in rest if t is not test]
         train = self.pick_train(test, test_key, others)
         if test is not None:
