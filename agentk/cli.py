@@ -108,6 +108,7 @@ def run(
     token_budget: Optional[int] = typer.Option(None, "--token-budget", help="Most LLM tokens a run may spend."),
     no_credit_assignment: bool = typer.Option(False, "--no-credit-assignment", help="After a failed meta check, rewrite every covered stage."),
     unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help="Run LLM-written code even where no sandbox (bubblewrap) can be made."),
+    leaderboard: Optional[Path] = typer.Option(None, "--leaderboard", help="A Kaggle leaderboard CSV to place the test score on (default: the competition's leaderboard.csv, if any)."),
     config_json: Optional[Path] = typer.Option(None, "--config-json", hidden=True, help="For campaigns: a RunConfig JSON file as the base (a warm start has no flag); the other flags override it."),
 ) -> None:
     """Set up and solve one competition, write a validated submission, grade it when answers exist."""
@@ -122,7 +123,10 @@ def run(
         submit=submit or None, force_submit=force_submit or None, submit_top_k=top_k, submit_poll_s=submit_poll,
         policy=chosen_policy, llm_base_url=llm, llm_model=model, llm_token_budget=token_budget,
         credit_assignment=False if no_credit_assignment else None, unsafe_no_sandbox=unsafe_no_sandbox or None,
+        leaderboard=leaderboard.resolve() if leaderboard is not None else None,
     ))
+    if leaderboard is not None and not leaderboard.is_file():
+        _fail(f"leaderboard file not found: {leaderboard}")
     if config_json is not None:
         config = _guard(lambda: _over_base(config_json, config))
     outcome = _guard(lambda: run_competition(source, config))

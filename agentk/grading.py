@@ -332,8 +332,10 @@ def grade_file(submission_path: Path, competition: Competition, leaderboard_csv:
     return place_on(report, leaderboard_csv)
 
 
-def grade_run(submission_path: Path, competition: Competition, finished: bool) -> tuple[GradeReport | None, str | None]:
-    """A run's grade and the reason its test score is missing (or what the score left out)."""
+def grade_run(submission_path: Path, competition: Competition, finished: bool,
+              leaderboard: Path | None = None) -> tuple[GradeReport | None, str | None]:
+    """A run's grade and the reason its test score is missing (or what the score left out),
+    placed on `leaderboard` or else the competition's own leaderboard file when there is one."""
     if not competition.has_answers:
         return None, "no answers available"
     if not finished:
@@ -349,7 +351,7 @@ def grade_run(submission_path: Path, competition: Competition, finished: bool) -
         text = str(exc)
         return None, text if text.startswith(ANSWERS_UNUSABLE) else f"cannot grade: {text}"
     note = grade_note(report)
-    board = competition.leaderboard_path
+    board = leaderboard or competition.leaderboard_path
     if board is not None and report.score is not None:
         # A leaderboard that cannot be read costs the place, never the score.
         try:

@@ -103,7 +103,7 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
             save(state)
         state.error = None
         if config.submit and slug is not None:
-            atomic_write_json(workspace.result_path, _result(competition, workspace, state).to_json())
+            atomic_write_json(workspace.result_path, _result(competition, workspace, state, leaderboard=config.leaderboard).to_json())
             kaggle_report = submit_top_k(workspace, slug, config, events)
     except AgentKError as exc:
         state.error = str(exc)
@@ -111,7 +111,7 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
     finally:
         state.elapsed_s += time.monotonic() - started
         save(state)
-        result = _result(competition, workspace, state, kaggle_report)
+        result = _result(competition, workspace, state, kaggle_report, leaderboard=config.leaderboard)
         record = result.to_json()
         atomic_write_json(workspace.result_path, record)
         _write_report(workspace, events)
@@ -248,12 +248,12 @@ def _solver_printer(events: EventLog, status: Any = None):
 
 
 def _result(competition: Competition, workspace: Workspace, state: RunState,
-            kaggle_report: dict[str, Any] | None = None) -> RunResult:
+            kaggle_report: dict[str, Any] | None = None, leaderboard: Path | None = None) -> RunResult:
     plan = read_json_object(SetupLayout(workspace.setup).plan)
     solve = SolveResult.read(workspace.solve) if state.phase == "done" else SolveResult()
     direction = run_direction(plan, solve)
     valid = state.phase == "done" and workspace.submission_path.exists()
-    report, test_note = grade_run(workspace.submission_path, competition, finished=state.phase == "done")
+    report, test_note = grade_run(workspace.submission_path, competition, finished=state.phase == "done", leaderboard=leaderboard)
     if test_note == "the run did not finish" and state.error:
         test_note = f"the run did not finish: {state.error}"
     extra = {} if kaggle_report is None else {"kaggle": kaggle_report}

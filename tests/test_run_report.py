@@ -233,3 +233,19 @@ def test_a_report_that_cannot_be_written_never_fails_the_run(run: tuple[Path, Pa
     new = [e["event"] for e in events(copied)[before:]]
     assert "report_failed" in new and "report_written" not in new and new[-1] == "run_end"
     assert RunResult.read(copied / "result.json").valid_submission
+
+
+def test_run_leaderboard_flag_places_the_test_score_on_another_board(run: tuple[Path, Path], tmp_path: Path) -> None:
+    source, workspace = run
+    root = shutil.copytree(workspace.parent, tmp_path / "ws")
+    copied = root / workspace.name
+    board = tmp_path / "kaggle-board.csv"
+    board.write_text("TeamName,Score\n" + "".join(f"team {i},{1.0 - i / 1000:.3f}\n" for i in range(30)))
+    missing = agentk("run", str(source), "-w", str(root), "--leaderboard", str(tmp_path / "nope.csv"), cwd=tmp_path)
+    assert missing.returncode == 2 and "error: leaderboard file not found" in missing.stderr
+    proc = agentk("run", str(source), "-w", str(root), *RUN_ARGS, "--leaderboard", str(board), cwd=tmp_path)  # resumes the finished run
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    result = RunResult.read(copied / "result.json")
+    assert result.test_leaderboard is not None and result.test_leaderboard.n_teams == 30  # not the competition's 120
+    header = read_run(copied).header
+    assert not isinstance(header.leaderboard, NotAvailable) and header.leaderboard.n_teams == 30

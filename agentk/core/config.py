@@ -88,6 +88,8 @@ class RunConfig(BaseModel):
     submit_top_k: int = Field(1, ge=1)
     submit_timeout_s: float = Field(600.0, gt=0)
     submit_poll_s: float = Field(10.0, gt=0)
+    # A leaderboard CSV the grader places the test score on (None: the competition's own, if any).
+    leaderboard: Path | None = None
 
     @model_validator(mode="before")
     @classmethod
