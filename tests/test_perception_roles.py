@@ -176,6 +176,18 @@ def test_no_sample_the_description_example_decides(tmp_path: Path) -> None:
     assert any(a.startswith("metric: accuracy") for a in facts.assumptions)
 
 
+def test_no_sample_an_echoed_input_with_gaps(tmp_path: Path) -> None:
+    """The page's example repeats a test input after the prediction; that input has missing cells in
+    test. Test lacks the predicted column, so it is not one file holding train and test."""
+    page = ("Predict the label.\n\nThe file should contain a header and have the following format:\n\n"
+            "```\nlabel,key,colour\nno,t000,blue\nno,t001,red\n```\n")
+    test = TEST.assign(colour=["blue", "", "red"] + ["blue"] * 7)
+    raw = _folder(tmp_path, {"train.csv": TRAIN, "test.csv": test}, page)
+    roles = _roles(raw, ["label", "key", "colour"])
+    assert roles.test.rows == "all" and roles.train.files == ["data/train.csv"]
+    assert roles.echo == {"colour": "colour"} and roles.prediction_columns == ["label"]
+
+
 @pytest.fixture(scope="module")
 def variants(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert MAKE_VARIANTS.is_file(), "../shared/tools must sit beside the repository (see README)"

@@ -383,6 +383,10 @@ class _Decider:
             # Matched to the sample row by row, test holds only rows to predict: a blank cell
             # there is a missing input (an echoed column with gaps), not an answer to fill in.
             return []
+        if named and any(match_column(test.columns, c) is None for c in names):
+            # Some predicted column is not in this table: it holds no answers, and the submission's
+            # columns it has are echoed inputs (blank where a value is missing).
+            return []
         blank = [c for c in named if blank_for(test, "", set(), c)]
         if names and not named:
             # One probability column per class: the answer is the column whose labels are those classes.
