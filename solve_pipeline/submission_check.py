@@ -110,14 +110,16 @@ def _is_probability_layout(sample: pd.DataFrame) -> bool:
     return True
 
 
-def _value_problems(submission: pd.DataFrame, sample: pd.DataFrame | None, id_column: str | None = None) -> list[str]:
+def _value_problems(submission: pd.DataFrame, sample: pd.DataFrame | None, id_column: str | None = None,
+                    echoed: Sequence[str] = ()) -> list[str]:
     problems = []
     for column in submission.columns:
         values = submission[column]
         missing = _is_missing(values)
-        # An echoed input column may be blank where the sample itself is blank.
+        # An echoed input column may be blank where the sample itself is blank, or, without a
+        # sample, where the test input it repeats is missing.
         blank_in_sample = sample is not None and column in sample.columns and bool(_is_missing(sample[column]).any())
-        if missing.any() and not blank_in_sample:
+        if missing.any() and not blank_in_sample and column not in echoed:
             rows = np.flatnonzero(missing.to_numpy()).tolist()
             problems.append(f"column {column!r}: {len(rows)} missing value(s) (rows {_examples(rows)})")
         if sample is None or column not in sample.columns or column == (id_column or sample.columns[0]):
@@ -150,12 +152,14 @@ def validate_submission(
     expected_ids: Sequence[str] | None = None,
     expected_columns: Sequence[str] | None = None,
     id_column: str | None = None,
+    echoed: Sequence[str] = (),
 ) -> list[str]:
     """Problems with a submission file; an empty list means it is valid.
 
     With a sample submission, its columns, ids (first column, in order) and value types are the
     reference. Without one, `expected_columns` and `expected_ids` are, when given. Ids are in
     `id_column` (default: the first column; a submission may put its prediction first).
+    `echoed` columns repeat test inputs and may be blank where those are.
     """
     try:
         submission = _read_text_csv(Path(submission_path))
@@ -186,5 +190,5 @@ def validate_submission(
             problems.append(f"{len(submission)} row(s), expected {len(expected_ids)}")
         key = id_column if id_column in submission.columns else submission.columns[0]
         problems += _id_problems(submission[key], expected_ids)
-    problems += _value_problems(submission, sample, id_column)
+    problems += _value_problems(submission, sample, id_column, echoed)
     return problems

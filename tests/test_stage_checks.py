@@ -86,6 +86,18 @@ def test_plan_columns_must_exist_somewhere(ctx: CheckContext) -> None:
     assert stage_checks.check_plan(ctx) == []
 
 
+def test_submission_without_a_sample_may_echo_a_blank_input(ctx: CheckContext) -> None:
+    """No sample: a column the plan says repeats a test input keeps that input's blanks."""
+    plan = {"steps": ["read"], "id_column": "image_id", "target_columns": ["label"], "task_type": "binary",
+            "metric": "accuracy", "submission_columns": ["label", "image_id", "camera"]}
+    (ctx.setup / "plan.json").write_text(json.dumps(plan))
+    write(ctx, "test_tab_input_map.csv", pd.DataFrame({"id": ["c", "d"], "camera": ["x1", ""]}))
+    write(ctx, ctx.layout.SUBMISSION_FORMAT_CHECK, pd.DataFrame({"label": [0, 1], "image_id": ["c", "d"], "camera": ["x1", ""]}))
+    assert "column 'camera': 1 missing value(s)" in stage_checks.check_submission_format(ctx)[0]
+    (ctx.setup / "plan.json").write_text(json.dumps({**plan, "echo_columns": ["camera"]}))
+    assert stage_checks.check_submission_format(ctx) == []
+
+
 def test_target_transform_roundtrip_must_give_back_the_labels(ctx: CheckContext) -> None:
     write(ctx, "train_tab_target_map.csv", pd.DataFrame({"id": ["a", "b", "c"], "y": ["cat", "dog", "cat"]}))
     write(ctx, "train_tab_target_map_transformed.csv", pd.DataFrame({"id": ["a", "b", "c"], "y": [0, 1, 0]}))

@@ -112,3 +112,18 @@ def test_without_sample_uses_expectations(titanic: pd.DataFrame, tmp_path: Path)
     assert any("missing 1 column(s): 'Extra'" == p for p in problems)
     assert any("unexpected id(s): '1309'" in p for p in problems)
     assert any("expected id(s) missing: '9999'" in p for p in problems)
+
+
+def test_without_sample_an_echoed_input_may_be_blank(titanic: pd.DataFrame, tmp_path: Path) -> None:
+    """A submission repeating a test input ("Cabin") keeps that input's missing cells; a blank
+    prediction is still a problem."""
+    frame = titanic.assign(Cabin=["C85", ""] * (len(titanic) // 2) + ["E46"] * (len(titanic) % 2))
+    path = write(frame, tmp_path / "s.csv")
+    ids, columns = titanic["PassengerId"].astype(str).tolist(), ["PassengerId", "Survived", "Cabin"]
+    assert validate_submission(path, sample_path=None, expected_ids=ids, expected_columns=columns,
+                               echoed=["Cabin"]) == []
+    problems = validate_submission(path, sample_path=None, expected_ids=ids, expected_columns=columns)
+    assert len(problems) == 1 and problems[0].startswith("column 'Cabin': 209 missing value(s)")
+    broken = write(frame.astype({"Survived": float}).assign(Survived=np.nan), tmp_path / "b.csv")
+    problems = validate_submission(broken, sample_path=None, expected_ids=ids, expected_columns=columns, echoed=["Cabin"])
+    assert len(problems) == 1 and problems[0].startswith("column 'Survived'")

@@ -13,8 +13,10 @@ from solve_pipeline.submission_check import validate_submission
 
 def validate_against_setup(workspace: Workspace, submission: Path, plan: dict) -> list[str]:
     sample = find_sample_submission(workspace.raw, plan)
+    # Columns repeating test inputs (the plan may name them) keep the test's missing cells.
+    echoed = [c for c in plan.get("echo_columns") or [] if isinstance(c, str)]
     if sample is not None:
-        return validate_submission(submission, sample_path=sample, id_column=plan.get("id_column"))
+        return validate_submission(submission, sample_path=sample, id_column=plan.get("id_column"), echoed=echoed)
     columns = plan.get("submission_columns")
     if not isinstance(columns, list) or not columns or "..." in columns:
         return ["there is no sample submission and plan.json names no complete submission_columns"]
@@ -25,4 +27,4 @@ def validate_against_setup(workspace: Workspace, submission: Path, plan: dict) -
     if ids is None:
         return ["there is no sample submission and no test input map to take the ids from"]
     return validate_submission(submission, sample_path=None, expected_ids=ids, expected_columns=columns,
-                               id_column=plan.get("id_column"))
+                               id_column=plan.get("id_column"), echoed=echoed)

@@ -120,6 +120,7 @@ def _plan(facts: DataFacts) -> dict:
         "metric": facts.metric,
         "higher_is_better": facts.metric_higher_is_better,
         "submission_columns": facts.submission_columns,
+        "echo_columns": list(facts.echo_columns),  # repeated test inputs: blank where test is
         "sample_submission": facts.sample_submission,
         "assumptions": facts.assumptions,
         "facts": facts.model_dump(mode="json"),
