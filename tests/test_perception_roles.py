@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from PIL import Image
 
 from agentk.sources import load_competition
 from setup_pipeline.expert.inspect import inspect_competition
@@ -186,6 +187,27 @@ def test_no_sample_an_echoed_input_with_gaps(tmp_path: Path) -> None:
     roles = _roles(raw, ["label", "key", "colour"])
     assert roles.test.rows == "all" and roles.train.files == ["data/train.csv"]
     assert roles.echo == {"colour": "colour"} and roles.prediction_columns == ["label"]
+
+
+def test_no_sample_a_labels_table_beside_one_folder_per_image(tmp_path: Path) -> None:
+    """Images in one folder per id; the only table names each training folder's label, and the page
+    asks for one probability per label: that table is the training answers, not the rows to predict."""
+    raw = tmp_path / "raw"
+    names = {"train": [f"img_{i:03d}" for i in range(12)], "test": [f"img_{i:03d}" for i in range(12, 16)]}
+    for split, ids in names.items():
+        for name in ids:
+            (raw / "data" / split / name).mkdir(parents=True)
+            Image.new("L", (4, 4), color=int(name[-2:]) * 9).save(raw / "data" / split / name / "image.png")
+    pd.DataFrame({"filename": names["train"], "label": ["0", "1", "2"] * 4}).to_csv(raw / "data/labels.csv", index=False)
+    (raw / "description.md").write_text(
+        "Predict the digit. Scored by multi-class log loss.\n\nThe file should contain a header and have the "
+        "following format:\n\n```\nfilename,0,1,2\nimg_900,0.3,0.3,0.4\n```\n")
+    roles = _roles(raw, ["filename", "0", "1", "2"])
+    assert roles.train.files == ["data/labels.csv"] and roles.test is None
+    facts = inspect_competition(raw)
+    assert facts.image is not None and facts.image.n_test_images == 4 and facts.image.ids_are_folders
+    assert facts.submission_format == "per_class_proba" and facts.targets[0].column == "label"
+    assert facts.targets[0].classes == ["0", "1", "2"] and facts.submission_columns == ["filename", "0", "1", "2"]
 
 
 @pytest.fixture(scope="module")

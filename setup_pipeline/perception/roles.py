@@ -192,7 +192,8 @@ class _Decider:
             with_key = [t for t in rest if match_column(t.columns, key)]
             answers = [c for c in header if c not in (key, "...")]
             # The rows to predict: a table without the answer columns, or one leaving them blank.
-            pool = [t for t in with_key if not all(match_column(t.columns, a) for a in answers)
+            pool = [t for t in with_key if (not all(match_column(t.columns, a) for a in answers)
+                                            and not self.labels_every_row(t, answers))
                     or any(blank_for(t, "", set(), a) for a in answers if a in t.columns)]
             pool.sort(key=lambda t: (t.shows(_TEST_WORDS), -len(t.frame)), reverse=True)
             if pool:
@@ -347,6 +348,12 @@ class _Decider:
             elif self.roles.header:
                 self._echo_described(assembled, [])
         return self.roles
+
+    def labels_every_row(self, table: Logical, answers: list[str]) -> bool:
+        """A column of `table` holds the submission's class columns as labels on every row: the
+        training answers (labels.csv beside image folders), not rows to predict."""
+        return len(answers) >= 2 and any(set(answers) <= self.values(table, c) and not blank_for(table, "", set(), c)
+                                         for c in table.columns)
 
     def _header_key(self, header: list[str], tables: list[Logical]) -> str:
         """The example's key: its first column that is unique in a table (a prediction may come first)."""
