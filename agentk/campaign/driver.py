@@ -94,7 +94,8 @@ class CampaignDriver:
         state = CampaignState(name=name, specs=list(specs), tasks={t.key: t for t in tasks})
         self.folder.save(state)
         seeds = f" × {self.options.seeds} seeds" if self.options.seeds > 1 else ""
-        self.events.say(f"[bold]campaign[/] {name}: {len(expansion.tasks)} tasks{seeds} → {self.folder.root}")
+        count = len(expansion.tasks)
+        self.events.say(f"[bold]campaign[/] {name}: {count} task{'' if count == 1 else 's'}{seeds} → {self.folder.root}")
         self.events.emit("campaign_start", tasks=list(state.tasks), specs=specs)
         return state
 
