@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from solve_pipeline.outputs import check_against_formatter
+from solve_pipeline.setup_modules import SetupArtifacts
 from solve_pipeline.submission_check import validate_submission
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "competitions"
@@ -127,3 +129,19 @@ def test_without_sample_an_echoed_input_may_be_blank(titanic: pd.DataFrame, tmp_
     broken = write(frame.astype({"Survived": float}).assign(Survived=np.nan), tmp_path / "b.csv")
     problems = validate_submission(broken, sample_path=None, expected_ids=ids, expected_columns=columns, echoed=["Cabin"])
     assert len(problems) == 1 and problems[0].startswith("column 'Survived'")
+
+
+def test_the_solver_accepts_blanks_its_formatter_writes_itself(titanic: pd.DataFrame, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """The solver compares its submission with the formatter's own output: an echoed input the
+    formatter leaves blank (Cabin) is no problem there, a blank prediction is."""
+    setup = tmp_path / "setup"
+    setup.mkdir()
+    frame = titanic.assign(Cabin=["C85", ""] * (len(titanic) // 2) + ["E46"] * (len(titanic) % 2))
+    write(frame, setup / "submission_format_check.csv")
+    artifacts = SetupArtifacts(workspace=tmp_path, setup_dir=setup, train_maps={}, test_maps={}, target_map=None,
+                               target_map_transformed=None, targets=[], target_info={})
+    check_against_formatter(artifacts, write(frame, tmp_path / "s.csv"))
+    assert "submission_problems" not in capsys.readouterr().out
+    check_against_formatter(artifacts, write(frame.astype({"Survived": float}).assign(Survived=np.nan), tmp_path / "b.csv"))
+    assert "column 'Survived'" in capsys.readouterr().out
