@@ -15,7 +15,8 @@ import pytest
 from bs4 import BeautifulSoup
 from test_campaign_bench import T0, attempt, saved, warm_and_cold
 
-from agentk.bench.campaign_bench import COLD, CampaignBench, figure14, warm_vs_cold
+from agentk.bench.campaign_bench import warm_vs_cold
+from agentk.core.campaign_record import COLD, CampaignBench, figure14
 from agentk.campaign.state import CampaignState, TaskState, TaskStatus
 from agentk.core.campaign_record import BENCH_DIR, BENCH_JSON
 from agentk.core.errors import AgentKError

@@ -13,10 +13,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from agentk.bench.campaign_bench import (
-    BENCH_JSON, CampaignBench, figure14, figure14_row, parse_orders, render_figure14, render_warm_cold, success_area,
-    success_curves, warm_vs_cold,
-)
+from agentk.bench.campaign_bench import parse_orders, render_figure14, render_warm_cold, warm_vs_cold
+from agentk.core.campaign_record import BENCH_JSON, CampaignBench, figure14, figure14_row, success_area, success_curves
 from agentk.campaign.state import Attempt, CampaignFolder, CampaignState, TaskState, TaskStatus
 from agentk.core.artifacts import SolveResult
 from agentk.core.errors import AgentKError

@@ -28,31 +28,11 @@ from rich.table import Table
 from agentk.campaign.command import run_campaign_command
 from agentk.campaign.state import CampaignState, TaskStatus
 from agentk.core.artifacts import SolveResult, time_to_reach
-# The bench's records and Figure 14's pure functions live beside the campaign's state schema (the
-# bench report reads them too); they stay importable from here.
-from agentk.core.campaign_record import (
-    BENCH_DIR,
-    BENCH_JSON,
-    COLD,
-    CampaignBench,
-    OrderRow,
-    WarmCold,
-    WarmColdPair,
-    figure14,
-    figure14_row,
-    success_area,
-    success_curves,
-)
+from agentk.core.campaign_record import BENCH_DIR, BENCH_JSON, COLD, CampaignBench, WarmCold, WarmColdPair, figure14
 from agentk.core.errors import AgentKError
 from agentk.core.workspace import atomic_write_json
 from agentk.report.bench_report import write_bench_report
 from curriculum.selection import Order
-
-__all__ = [
-    "BENCH_DIR", "BENCH_JSON", "COLD", "CampaignBench", "OrderRow", "WarmCold", "WarmColdPair", "figure14",
-    "figure14_row", "parse_orders", "render_figure14", "render_warm_cold", "run_campaign_bench", "success_area",
-    "success_curves", "warm_vs_cold", "write_bench_page",
-]  # fmt: skip
 
 MAX_ATTEMPTS = 2
 # The solver's timeline keeps milliseconds: a cold time below that is a tie at the resolution.
