@@ -10,10 +10,10 @@ it does not know is ignored, a file it cannot read is left out, and the page say
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
 import os
 import re
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -24,10 +24,10 @@ from agentk.core.campaign_record import BENCH_DIR, WORKSPACES_DIR, OrderRow, Tas
 from agentk.core.pass_at import pass_at_k as estimate_pass_at_k
 from agentk.core.workspace import Workspace, json_lines, read_json_object
 from agentk.grading import leaderboard_position
-from agentk.sources.base import LEADERBOARD_NAMES
 from agentk.report.bench_data import load as load_bench
 from agentk.report.elo import Round
 from agentk.report.page import REPORT_FILE, NotAvailable
+from agentk.sources.base import LEADERBOARD_NAMES
 
 PASS_AT = (1, 3, 10)
 # How the runner names the stage a setup stopped at in result.json's error.
