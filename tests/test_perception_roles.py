@@ -210,6 +210,38 @@ def test_no_sample_a_labels_table_beside_one_folder_per_image(tmp_path: Path) ->
     assert facts.targets[0].classes == ["0", "1", "2"] and facts.submission_columns == ["filename", "0", "1", "2"]
 
 
+def test_a_labels_table_whose_ids_restart_like_the_samples(tmp_path: Path) -> None:
+    """Folders per image numbered from 1 in train and in test: the sample's ids are also the labels
+    table's, but that table labels every row with the sample's class columns: it is train's."""
+    raw = tmp_path / "raw"
+    for split, n in (("train", 12), ("test", 4)):
+        for i in range(1, n + 1):
+            (raw / "data" / split / str(i)).mkdir(parents=True)
+            Image.new("L", (4, 4), color=i * 9).save(raw / "data" / split / str(i) / "image.png")
+    pd.DataFrame({"filename": range(1, 13), "label": ["cat", "dog", "owl"] * 4}).to_csv(raw / "data/labels.csv", index=False)
+    pd.DataFrame({"filename": range(1, 5), "cat": 0.3, "dog": 0.3, "owl": 0.4}).to_csv(raw / "data/sample_submission.csv", index=False)
+    (raw / "description.md").write_text("Predict the animal. Scored by multi-class log loss.\n")
+    roles = _roles(raw)
+    assert roles.sample == "data/sample_submission.csv" and roles.test is None and roles.train.files == ["data/labels.csv"]
+    facts = inspect_competition(raw)
+    assert facts.image is not None and facts.image.n_test_images == 4 and facts.targets[0].column == "label"
+
+
+def test_one_file_no_sample_classes_written_as_floats(tmp_path: Path) -> None:
+    """One file, blank answers on the rows to predict, classes written as floats ("5.0") while the
+    page's example names the class columns "4", "5", "6"; the id column counting 1..n holds those
+    numbers too but is no label column."""
+    grade = [4.0, 5.0, 6.0, None] * 10
+    frame = pd.DataFrame({"id": range(1, 41), "x": [i * 0.5 for i in range(40)], "grade": grade})
+    page = ("Predict the grade. Scored by multi-class log loss.\n\nThe file should contain a header and have "
+            "the following format:\n\n```\nid,4,5,6\n4,0.3,0.3,0.4\n```\n")
+    raw = _folder(tmp_path, {"data.parquet": frame}, page)
+    roles = _roles(raw, ["id", "4", "5", "6"])
+    assert roles.test.rows == "target_blank" and roles.test.target_columns == ["grade"] and len(roles.test_frame) == 10
+    facts = inspect_competition(raw)
+    assert facts.submission_format == "per_class_proba" and facts.targets[0].classes == ["4", "5", "6"]
+
+
 @pytest.fixture(scope="module")
 def variants(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert MAKE_VARIANTS.is_file(), "../shared/tools must sit beside the repository (see README)"

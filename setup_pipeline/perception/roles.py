@@ -15,6 +15,7 @@ from pathlib import PurePosixPath
 
 import pandas as pd
 
+from agentk.core.metrics import normalise_labels
 from setup_pipeline.perception.catalogue import Catalogue
 from setup_pipeline.perception.recipe import Join, TableRecipe, assemble
 from setup_pipeline.perception.tables import (
@@ -150,7 +151,8 @@ class _Decider:
             candidates = []
             if key is not None:
                 keys = self.values(sample, key)
-                for table in rest:
+                prediction = [c for c in sample.columns if c != key]
+                for table in [t for t in rest if not self.labels_every_row(t, prediction)]:
                     for column in table.columns:
                         share = overlap(keys, self.values(table, column))
                         if keys_agree(key, column, share):
@@ -158,8 +160,6 @@ class _Decider:
             self.roles.key = key or sample.columns[0]
             self.roles.header = sample.columns
             if candidates:
-                prediction = [c for c in sample.columns if c != key]
-
                 def answers(c: tuple[Logical, str, float]) -> int:
                     """Sample columns this table fills with other values than the sample's: the
                     answers of training rows (restarting ids match train too). Echoes agree."""
@@ -350,10 +350,20 @@ class _Decider:
         return self.roles
 
     def labels_every_row(self, table: Logical, answers: list[str]) -> bool:
-        """A column of `table` holds the submission's class columns as labels on every row: the
-        training answers (labels.csv beside image folders), not rows to predict."""
-        return len(answers) >= 2 and any(set(answers) <= self.values(table, c) and not blank_for(table, "", set(), c)
+        """A column of `table` labels every row with exactly the submission's class columns: the
+        training answers (labels.csv beside image folders), not rows to predict. Exactly: a feature
+        counting months (1..12) or an id counting rows also holds the classes 1..10."""
+        return len(answers) >= 2 and any(self.labels(table, c, answers, exact=True) and not blank_for(table, "", set(), c)
                                          for c in table.columns)
+
+    def labels(self, table: Logical, column: str, names: list[str], exact: bool = False) -> bool:
+        """Every one of `names` is a value of the column (`exact`: and no other value), spelled
+        alike: class "5" is "5.0" in a column of whole numbers with gaps, written as floats."""
+        values = self.values(table, column)
+        if not names or "..." in names or len(values) > 1000:
+            return False  # many distinct values: no label column
+        mine, theirs = set(normalise_labels(names)), set(normalise_labels(list(values)))
+        return mine == theirs if exact else mine <= theirs
 
     def _header_key(self, header: list[str], tables: list[Logical]) -> str:
         """The example's key: its first column that is unique in a table (a prediction may come first)."""
@@ -397,7 +407,7 @@ class _Decider:
         blank = [c for c in named if blank_for(test, "", set(), c)]
         if names and not named:
             # One probability column per class: the answer is the column whose labels are those classes.
-            return [c for c in test.columns if blank_for(test, "", set(), c) and set(names) <= self.values(test, c)][:1]
+            return [c for c in test.columns if blank_for(test, "", set(), c) and self.labels(test, c, names)][:1]
         # Example rows show a placeholder answer (the same value on every row) and varied inputs.
         shown = [c for c in blank if len(self.example_rows) >= 2 and len({r.get(c) for r in self.example_rows}) == 1]
         return shown or blank
