@@ -19,8 +19,7 @@ from agentk.core.campaign_record import BENCH_JSON, COLD, CampaignBench
 from agentk.core.errors import AgentKError
 from agentk.report import campaign_figures as figures
 from agentk.report.bench_data import load
-from agentk.report.campaign_report import utc_minute
-from agentk.report.page import REPORT_FILE, NotAvailable, figure, guarded, render, write_page
+from agentk.report.page import REPORT_FILE, NotAvailable, figure, guarded, render, utc_minute, write_page
 
 TEMPLATE = "bench.html.j2"
 

@@ -28,7 +28,7 @@ from agentk.report.campaign_data import (
 )
 from agentk.report.elo import MAX_TEAMS, EloRating, Round, elo_mmr
 from agentk.report.medals import count_medals
-from agentk.report.page import REPORT_FILE, NotAvailable, figure, guarded, render, write_page
+from agentk.report.page import REPORT_FILE, NotAvailable, figure, guarded, render, utc_minute, write_page
 
 TEMPLATE = "campaign.html.j2"
 TOP_RANKED = 5  # candidates shown under each choice
@@ -93,14 +93,6 @@ class TaskColumns:
                    # a placed task without a medal still says something: "no medal"
                    medal=any(r.medal is not None or r.rank is not None for r in rows),
                    tokens=any(r.tokens for r in rows))
-
-
-def utc_minute(moment: datetime | None) -> str:
-    """A time as the header shows it: to the minute, in UTC (a naive time is taken as UTC)."""
-    if moment is None:
-        return "—"
-    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def campaign_context(campaign_dir: Path) -> dict[str, Any]:

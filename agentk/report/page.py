@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -101,3 +102,11 @@ def render(template: str, **context: Any) -> str:
 def write_page(path: Path, html: str) -> Path:
     atomic_write_text(path, html)
     return path
+
+
+def utc_minute(moment: datetime | None) -> str:
+    """A time as the header shows it: to the minute, in UTC (a naive time is taken as UTC)."""
+    if moment is None:
+        return "—"
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -121,20 +121,20 @@ def read_header(root: Path) -> Header:
 def _leaderboard(result: RunResult) -> Leaderboard | NotAvailable:
     """Kaggle's place for a submitted run; else the grader's place of the test score on the
     competition's leaderboard file."""
-    kaggle = result.kaggle
-    local = result.test_leaderboard
-    if not kaggle or (not kaggle.get("leaderboard") and local is not None):
-        if local is not None:
-            return Leaderboard(rank=local.rank, n_teams=local.n_teams, percentile=local.percentile, medal=local.medal,
-                               public_score=result.test_score, basis="test score")
-        return NotAvailable("not submitted to Kaggle (run with --submit), and the competition has no leaderboard.csv")
+    kaggle = result.kaggle or {}
     board = kaggle.get("leaderboard")
     sent = len(kaggle.get("submissions") or [])
-    if not board:
-        reason = kaggle.get("stop_reason") or ("Kaggle has not scored the submission" if sent else "nothing was sent to Kaggle")
-        return NotAvailable(f"no leaderboard place: {reason}")
-    return Leaderboard(rank=board.get("rank"), n_teams=board.get("n_teams"), percentile=board.get("percentile"),
-                       medal=board.get("medal"), public_score=kaggle.get("best_public"), submissions=sent)
+    if board:
+        return Leaderboard(rank=board.get("rank"), n_teams=board.get("n_teams"), percentile=board.get("percentile"),
+                           medal=board.get("medal"), public_score=kaggle.get("best_public"), submissions=sent)
+    local = result.test_leaderboard
+    if local is not None:
+        return Leaderboard(rank=local.rank, n_teams=local.n_teams, percentile=local.percentile, medal=local.medal,
+                           public_score=result.test_score, basis="test score")
+    if not kaggle:
+        return NotAvailable("not submitted to Kaggle (run with --submit), and the competition has no leaderboard.csv")
+    reason = kaggle.get("stop_reason") or ("Kaggle has not scored the submission" if sent else "nothing was sent to Kaggle")
+    return NotAvailable(f"no leaderboard place: {reason}")
 
 
 def _tokens(usage: dict[str, Any] | None, usage_file: Path) -> int | NotAvailable:
