@@ -256,9 +256,9 @@ class CampaignDriver:
         text = self.texts.get(task.key)
         if text is None:
             return None
-        # A seed learns nothing from its siblings: Pass@k needs the seeds' runs independent.
+        # The task itself and, with --seeds, its siblings: Pass@k needs the seeds' runs independent.
         siblings = {t.key for t in state.tasks.values() if t.pool_key == task.pool_key}
-        neighbours = self.memory.nearest_solved(text, k=NEIGHBOURS, exclude=siblings | {task.key})
+        neighbours = self.memory.nearest_solved(text, k=NEIGHBOURS, exclude=siblings)
         warm = warm_start_from(neighbours)
         return warm if warm.sources else None
 
