@@ -23,6 +23,7 @@ from solve_pipeline.cv import CandidateRun, CVContext, emit, finish_run, fit_fol
 MIN_SURVIVORS = 3
 RUNG_ONE_MIN_S = 5.0
 FOLD_CAP_FACTOR = 1.5
+CHEAP_S = 2.0  # a family whose remaining folds are projected this cheap is finished past the deadline
 
 
 @dataclass
@@ -120,6 +121,9 @@ def finish_cheapest_first(runs: list[CandidateRun], entries: dict[str, RaceEntry
             # its own remaining folds), since a constant submission is no submission to a user.
             exempt = False
             limit = max(limit, time.monotonic() + 1.5 * expected)
+        elif expected <= CHEAP_S:
+            # Seconds to finish (naive Bayes, a small linear model): always worth a complete solution.
+            limit = max(limit, time.monotonic() + 1.5 * CHEAP_S)
         elif expected > 1.2 * remaining:
             # A family that cannot finish in time would only burn the budget the next ones need.
             entry.status = "out_of_time"

@@ -277,14 +277,29 @@ def tree_matrices(features: FeatureSet, seed: int = 0) -> tuple[np.ndarray, np.n
     return X_train, np.hstack(test).astype(np.float32)
 
 
-def _scaled_dense(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Median-impute, log-compress skewed non-negative columns, standardize, add NaN flags."""
+POWER_FIT_ROWS = 20000  # Yeo-Johnson's lambdas are fitted on a sample this size at most
+
+
+def _scaled_dense(train: np.ndarray, test: np.ndarray, power: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Median-impute, log-compress skewed non-negative columns (or, with `power`, Yeo-Johnson
+    every column towards a normal shape), standardize, add NaN flags."""
     both = np.vstack([train, test]).astype(np.float64)
     missing = np.isnan(both)
     medians = np.nanmedian(np.where(missing.all(axis=0), 0.0, both), axis=0)
     both = np.where(missing, medians, both)
-    skewed = (both.min(axis=0) >= 0) & (np.abs(_skew(both)) > 2.0)
-    both[:, skewed] = np.log1p(both[:, skewed])
+    if power:
+        from sklearn.preprocessing import PowerTransformer
+
+        sample = both
+        if len(both) > POWER_FIT_ROWS:
+            sample = both[np.random.default_rng(0).choice(len(both), POWER_FIT_ROWS, replace=False)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # overflow chatter on extreme lambdas
+            both = PowerTransformer(method="yeo-johnson", standardize=False).fit(sample).transform(both)
+        both = np.nan_to_num(both, nan=0.0, posinf=0.0, neginf=0.0)
+    else:
+        skewed = (both.min(axis=0) >= 0) & (np.abs(_skew(both)) > 2.0)
+        both[:, skewed] = np.log1p(both[:, skewed])
     std = both.std(axis=0)
     both = (both - both.mean(axis=0)) / np.where(std > 0, std, 1.0)
     both = np.clip(both, -6.0, 6.0)  # one outlier should not dominate a linear fit
@@ -301,7 +316,7 @@ def _skew(matrix: np.ndarray) -> np.ndarray:
     return np.nan_to_num(skew)
 
 
-def tabular_linear_blocks(features: FeatureSet) -> tuple[list[Matrix], list[Matrix]]:
+def tabular_linear_blocks(features: FeatureSet, power: bool = False) -> tuple[list[Matrix], list[Matrix]]:
     """Standardized numerics and one-hot categories (train blocks, test blocks), sparse."""
     kinds = features.tab_kinds
     dense_cols = [i for i, k in enumerate(kinds) if k not in (CATEGORY, ORDINAL_CODE)]
@@ -309,7 +324,7 @@ def tabular_linear_blocks(features: FeatureSet) -> tuple[list[Matrix], list[Matr
     train: list[Matrix] = []
     test: list[Matrix] = []
     if dense_cols:
-        a, b = _scaled_dense(features.tab_train[:, dense_cols], features.tab_test[:, dense_cols])
+        a, b = _scaled_dense(features.tab_train[:, dense_cols], features.tab_test[:, dense_cols], power=power)
         train.append(sparse.csr_matrix(a))
         test.append(sparse.csr_matrix(b))
     if cat_cols:
@@ -323,9 +338,9 @@ def tabular_linear_blocks(features: FeatureSet) -> tuple[list[Matrix], list[Matr
     return train, test
 
 
-def linear_matrices(features: FeatureSet, seed: int = 0) -> tuple[Matrix, Matrix] | None:
+def linear_matrices(features: FeatureSet, seed: int = 0, power: bool = False) -> tuple[Matrix, Matrix] | None:
     """Standardized numerics + one-hot categories + TF-IDF + pixels, as one sparse matrix."""
-    train, test = tabular_linear_blocks(features)
+    train, test = tabular_linear_blocks(features, power=power)
     if features.text_train is not None:
         train.append(features.text_train)
         test.append(features.text_test)
@@ -335,6 +350,10 @@ def linear_matrices(features: FeatureSet, seed: int = 0) -> tuple[Matrix, Matrix
     if not train:
         return None
     return sparse.hstack(train).tocsr(), sparse.hstack(test).tocsr()
+
+
+def dense_numeric_columns(features: FeatureSet) -> list[int]:
+    return [i for i, k in enumerate(features.tab_kinds) if k not in (CATEGORY, ORDINAL_CODE)]
 
 
 def _linear_c(features: FeatureSet) -> float:

@@ -161,6 +161,9 @@ class CandidateRun:
     done: list[int] = field(default_factory=list)
     fold_scores: dict[int, float] = field(default_factory=dict)
     seconds: float = 0.0
+    # Per target, the temperature calibration tried on the complete OOF (calibration.py); None
+    # until tried, so a run is never tempered twice.
+    calibration: dict[str, object] | None = None
 
     def complete(self, n_folds: int) -> bool:
         return len(self.done) == n_folds
@@ -204,10 +207,29 @@ def fit_fold(run: CandidateRun, fold: int, ctx: CVContext, deadline: float | Non
         run.test[spec.column] += predict(model, spec, run.X_test) / len(ctx.folds)
     run.done.append(fold)
     run.seconds += time.monotonic() - started
-    score = score_outputs(ctx, valid_rows, outputs)
+    score = _fold_score(ctx, valid_rows, outputs)
     run.fold_scores[fold] = score
     emit("fold", model=run.name, fold=fold, score=score, elapsed_s=round(run.seconds, 2))
     return score
+
+
+def _fold_score(ctx: CVContext, rows: np.ndarray, outputs: dict[str, np.ndarray]) -> float:
+    """The fold's metric, or its calibrated metric when tempering the probabilities (one T per
+    target, fitted on the fold itself) scores better: complete runs are calibrated later
+    (calibration.py), so the race must not prune a family whose probabilities are merely timid
+    (naive Bayes: log loss 0.92 raw, 0.38 tempered)."""
+    score = score_outputs(ctx, rows, outputs)
+    if ctx.light or not any(s.is_classification and s.n_classes >= 2 for s in ctx.targets):
+        return score
+    from solve_pipeline.calibration import fit_temperature, tempered  # calibration imports this module
+
+    tempered_outputs = dict(outputs)
+    for spec in ctx.targets:
+        if spec.is_classification and spec.n_classes >= 2:
+            y = ctx.y[spec.column][rows].astype(int)
+            tempered_outputs[spec.column] = tempered(outputs[spec.column], fit_temperature(outputs[spec.column], y))
+    calibrated = score_outputs(ctx, rows, tempered_outputs)
+    return calibrated if ctx.direction.better(calibrated, score) else score
 
 
 def finish_run(run: CandidateRun, ctx: CVContext, deadline: float | None,

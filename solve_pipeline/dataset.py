@@ -28,6 +28,7 @@ FREQUENCY_ENCODING_LEVELS = 20
 MAX_UNIQUE_RATIO_FOR_CODES = 0.5
 DATE_SAMPLE = 1000
 COMPOUND_DELIMITERS = ("/", "_", "-", ":", "|")
+ID_DELIMITERS = ("_", "-", "/", ":", ".")
 _DIGIT = re.compile(r"\d")
 
 # Column kinds in the tabular block; linear models treat them differently.
@@ -198,6 +199,38 @@ def _compound_parts(name: str, text: pd.Series) -> dict[str, tuple[pd.Series, st
     return {}
 
 
+def id_prefix(ids: Sequence[str]) -> tuple[str, np.ndarray] | None:
+    """The leading part of compound ids (`0001_02` -> `0001`) when one delimiter splits nearly
+    every id in two parts or more and the prefixes repeat; (delimiter, prefixes) or None."""
+    if not ids:
+        return None
+    values = pd.Series(list(ids), dtype="string")
+    for delimiter in ID_DELIMITERS:
+        split = values.str.split(re.escape(delimiter), n=1, regex=True)
+        if (split.str.len() == 2).mean() < 0.95:
+            continue
+        prefixes = split.str[0].fillna("").to_numpy(dtype=object)
+        if len(set(prefixes)) < 0.9 * len(prefixes):
+            return delimiter, prefixes
+    return None
+
+
+def _id_parts(ids: list[str]) -> dict[str, pd.Series]:
+    """Group features a compound id hides (`gggg_pp`: a travel party, a household): the group's
+    size over train and test, and the member's number within it when it is one."""
+    found = id_prefix(ids)
+    if found is None:
+        return {}
+    delimiter, prefixes = found
+    keys = pd.Series(prefixes)
+    parts = {"id__group_size": keys.map(keys.value_counts()).astype(float)}
+    member = pd.to_numeric(pd.Series(ids, dtype="string").str.split(re.escape(delimiter), n=1, regex=True).str[1],
+                           errors="coerce")
+    if member.notna().mean() >= 0.95:
+        parts["id__member"] = member.astype(float)
+    return parts
+
+
 def _text_values(frame: pd.DataFrame, column: str) -> list[str]:
     return frame[column].fillna("").astype(str).tolist()
 
@@ -288,7 +321,8 @@ def build_features(
         common = [c for c in train_tab.columns if c in test_tab.columns]
         both = pd.concat([train_tab[common], test_tab[common]], ignore_index=True)
         tab_parts, kinds = _tabular_columns(both)
-
+        for key, values in _id_parts([*train_ids, *test_ids]).items():
+            tab_parts[key], kinds[key] = values, FREQUENCY
     text_train = text_test = None
     if "txt" in artifacts.train_maps:
         train_txt = _aligned(artifacts.train_maps["txt"], train_ids)

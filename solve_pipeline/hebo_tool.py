@@ -74,6 +74,9 @@ class HeboConfig(BaseModel):
     # HEBO's GP often fails to fit (NaN Cholesky) on fewer than ~5 points, so warm up randomly.
     n_initial: int = Field(5, ge=2)
     higher_is_better: bool
+    # Stop once this many new trials in a row have not beaten the best (None: never): the search
+    # has plateaued, and the time is better spent elsewhere (another family, bagging).
+    patience: int | None = Field(None, ge=1)
 
 
 @dataclass
@@ -89,6 +92,7 @@ class TuningResult:
     best_params: dict[str, Any] | None
     best_score: float | None
     trials: list[Trial] = field(default_factory=list)
+    stopped: str | None = None  # why it ended before n_trials, when it did
 
 
 def _design_space(space: list[SearchParam]) -> Any:
@@ -171,7 +175,15 @@ def _tune(objective: Callable[[dict[str, Any]], float], space: list[SearchParam]
     # so far, still fit the time left (the first new trial always runs).
     suggest_s: float | None = None  # the dearest model-based suggest so far
     trial_s = [t.seconds for t in trials]
+    direction = Direction(config.higher_is_better)
+    best_known = direction.best_score(t.score for t in trials)
+    best_known = math.nan if best_known is None else best_known
+    since_best = 0
+    stopped: str | None = None
     for _ in range(config.n_trials):
+        if config.patience is not None and since_best >= config.patience:
+            stopped = f"no gain in the last {since_best} trials (plateau)"
+            break
         queued = bool(first)  # a given point costs no suggest
         if len(trials) > n_known and config.max_time_s is not None:
             spent = time.monotonic() - start
@@ -181,6 +193,7 @@ def _tune(objective: Callable[[dict[str, Any]], float], space: list[SearchParam]
             if spent + upcoming >= config.max_time_s:
                 # A trial may still fit without the model's suggest: a random point instead.
                 if not model_based or spent + upcoming - suggest_cost(suggest_s) >= config.max_time_s:
+                    stopped = "time"
                     break
                 suggestion = optimizer.space.sample(1)
             else:
@@ -201,7 +214,10 @@ def _tune(objective: Callable[[dict[str, Any]], float], space: list[SearchParam]
         trial = _run_trial(objective, params)
         trials.append(trial)
         trial_s.append(trial.seconds)
-
+        if trial.error is None and direction.better(float(trial.score), best_known):
+            best_known, since_best = float(trial.score), 0
+        else:
+            since_best += 1
         if trial.error is None:
             loss = sign * float(trial.score)
             finite_losses.append(loss)
@@ -218,7 +234,9 @@ def _tune(objective: Callable[[dict[str, Any]], float], space: list[SearchParam]
         if on_trial is not None:
             on_trial(trial)
 
-    return _result(trials, config.higher_is_better)
+    result = _result(trials, config.higher_is_better)
+    result.stopped = stopped
+    return result
 
 
 def _suggest(optimizer: Any) -> pd.DataFrame:

@@ -46,7 +46,7 @@ from agentk.core.workspace import atomic_write_json  # noqa: E402
 from solve_pipeline import blending  # noqa: E402
 from solve_pipeline.automl import RaceOutcome, race, revive  # noqa: E402
 from solve_pipeline.cv import (  # noqa: E402
-    CandidateRun, CVContext, Predictions, cv_score, emit, finish_run, make_folds,
+    CandidateRun, CVContext, Predictions, cv_score, emit, finish_run,
     normalise_proba, score_outputs, start_run,
 )
 from solve_pipeline.baseline_models import constant_candidate  # noqa: E402
@@ -57,20 +57,22 @@ from solve_pipeline.outputs import (  # noqa: E402
     check_against_formatter, clear_candidates, formatted_submission, ranked_candidates,
     save_prediction_frames, write_candidate,
 )
-from solve_pipeline.registry import race_candidates, tunable_for  # noqa: E402
+from solve_pipeline.registry import race_candidates  # noqa: E402
 from solve_pipeline.setup_modules import SetupArtifacts  # noqa: E402
 from solve_pipeline.submission_record import (  # noqa: E402
     SubmissionRecord, adopt_submission, setup_fingerprint,
 )
-from solve_pipeline.tuning import MIN_TRIALS, affordable_trials, tune_family  # noqa: E402
-from solve_pipeline.warm_start import (  # noqa: E402
-    WarmReport, choose_tuned, ignore_configs, order_race, warm_points,
-)
+from solve_pipeline.bagging import Bag  # noqa: E402
+from solve_pipeline.calibration import calibrate_run  # noqa: E402
+from solve_pipeline.improvement import bag_leaders, tune_rounds  # noqa: E402
+from solve_pipeline.validation import RANDOM, Validation, choose_validation  # noqa: E402
+from solve_pipeline.warm_start import WarmReport, ignore_configs, order_race  # noqa: E402
 
 LIGHT_MAX_ROWS = 600
-RACE_SHARE = 0.6
-TUNE_UNTIL = 0.85
-REVIVE_UNTIL = 0.93
+RACE_SHARE = 0.5
+TUNE_UNTIL = 0.75
+REVIVE_UNTIL = 0.8
+BAG_UNTIL = 0.92
 BLEND_UNTIL = 1.0  # less the decoding's projected need; a blender whose cost does not fit is dropped
 DECODE_UNTIL = 1.0  # the decoder search is only started when its projected metric calls fit
 DECODE_RESERVE_MAX = 0.05  # of the budget: a search dearer than this is not waited for
@@ -112,6 +114,9 @@ class SolveState:
     phases: dict[str, float] = field(default_factory=dict)
     # (seconds since the start, best validation score so far), one point per adopted improvement.
     timeline: list[tuple[float, float]] = field(default_factory=list)
+    # A bagged or tuned solution's score on the partition that chose it, beside its corrected
+    # score in `cv` (both reported: the corrected one decides).
+    raw_scores: dict[str, float] = field(default_factory=dict)
     # The record of the submission on disk when an earlier solve's file beat everything this one
     # wrote (a resumed run); None while the file on disk is this solve's own best.
     kept: SubmissionRecord | None = None
@@ -123,10 +128,14 @@ class SolveState:
 class Solver:
     """One solve over one workspace: owns the state every phase adopts into."""
 
-    def __init__(self, options: SolveOptions, artifacts: SetupArtifacts, ctx: CVContext, out: Path) -> None:
+    def __init__(self, options: SolveOptions, artifacts: SetupArtifacts, ctx: CVContext, out: Path,
+                 validation: Validation = RANDOM) -> None:
         self.options, self.artifacts, self.ctx, self.out = options, artifacts, ctx, out
         self.state = SolveState(started=time.monotonic())
         self.fingerprint = setup_fingerprint(artifacts.setup_dir, list(ctx.features.test_ids))
+        self.validation = validation
+        self.bags: dict[str, Bag] = {}
+        self._bag_runs: dict[str, CandidateRun] = {}
         warm = options.warm_start if not options.light else None
         self.warm, self.warm_report = warm, (WarmReport(sources=list(warm.sources)) if warm is not None else None)
 
@@ -135,6 +144,14 @@ class Solver:
         if self.ctx.surrogate:
             return "surrogate"
         return str(read_plan(self.artifacts).get("metric") or "setup")
+
+    def fold_maker(self, seed: int) -> list[tuple]:
+        """A fresh partition of the solve's rows, of the solve's validation kind."""
+        return self.validation.folds(self.ctx.features.n_train, len(self.ctx.folds), seed, self.strata)
+
+    @property
+    def strata(self) -> np.ndarray | None:
+        return next((self.ctx.y[s.column] for s in self.ctx.targets if s.is_classification), None)
 
     @property
     def higher(self) -> bool:
@@ -160,7 +177,8 @@ class Solver:
 
     def on_finished(self, run: CandidateRun) -> None:
         self.state.complete.append(run)
-        self.consider(run.name, run.predictions(), cv_score(run, self.ctx))
+        score = calibrate_run(run, self.ctx)  # first: it replaces the run's prediction arrays
+        self.consider(run.name, run.predictions(), score)
 
     def _adopt(self, results: dict[str, Predictions], own_score: float) -> bool:
         """Take a solution's targets into the best set where they improve the whole frame's score."""
@@ -257,7 +275,7 @@ class Solver:
 
     def race(self) -> RaceOutcome:
         candidates = race_candidates(self.ctx.features, light=self.options.light, fusion=self.options.fusion,
-                                     budget_s=self.options.time_budget)
+                                     budget_s=self.options.time_budget, targets=self.ctx.targets)
         if self.warm is not None and self.warm_report is not None:
             candidates = order_race(candidates, self.warm, self.ctx.features, self.warm_report)
             emit("warm_start", phase="race", order=self.warm_report.race_order, sources=self.warm_report.sources,
@@ -299,39 +317,23 @@ class Solver:
         return report
 
     def tune(self) -> dict[str, Any]:
-        ranked = self.ctx.direction.ranked(
-            (r for r in self.state.complete if tunable_for(r.name, self.ctx.features, self.ctx.targets)),
-            key=lambda r: cv_score(r, self.ctx))
-        budget = self.at(TUNE_UNTIL) - time.monotonic()
-        # The best family whose CV is cheap enough for a worthwhile number of trials.
-        affordable = [r for r in ranked if affordable_trials(r.seconds, budget) >= MIN_TRIALS]
-        if not affordable:
-            reason = "no tunable family finished the race" if not ranked else \
-                f"no tunable family's CV fits {MIN_TRIALS} trials in {max(budget, 0):.0f} s"
-            emit("tuning_skipped", reason=reason)
-            if self.warm is not None and self.warm_report is not None:
-                ignore_configs(self.warm, None, f"tuning skipped: {reason}", self.warm_report)
-            return {"skipped": reason}
-        base = affordable[0]
-        first: list[dict[str, Any]] = []
-        if self.warm is not None and self.warm_report is not None:
-            scores = {r.name: cv_score(r, self.ctx) for r in affordable}
-            base = choose_tuned(affordable, self.warm, scores, self.ctx.direction, self.warm_report,
-                                tunable={r.name for r in ranked})
-            tunable = tunable_for(base.name, self.ctx.features, self.ctx.targets)
-            first = warm_points(base.name, self.warm.configs.get(base.name, []), tunable.space, tunable.defaults,
-                                affordable_trials(base.seconds, budget), self.warm_report)
-            ignore_configs(self.warm, base.name, f"{base.name} was tuned", self.warm_report)
-            emit("warm_start", phase="tuning", family=base.name, first_trials=first,
-                 choice=self.warm_report.tuning)
-        base_score = cv_score(base, self.ctx)
-        tunable = tunable_for(base.name, self.ctx.features, self.ctx.targets)
-        outcome = tune_family(tunable, base, base_score, self.ctx, budget, self.higher, first=first)
-        if outcome.run is not None:
-            self.on_finished(outcome.run)
-        self.state.phases["tune"] = round(self.state.elapsed(), 2)
-        return {"family": tunable.family, "base_score": base_score, "planned_trials": outcome.planned_trials,
-                "improved": outcome.run is not None, "trials": outcome.trials}
+        return tune_rounds(self, self.at(TUNE_UNTIL), self.at(BAG_UNTIL))
+
+    def bag(self) -> dict[str, Any]:
+        return bag_leaders(self, self.at(BAG_UNTIL))
+
+    def add_bag(self, bag: Bag) -> None:
+        """The bag's combined run replaces its earlier one among the complete solutions (blending)."""
+        combined = bag.combined()
+        if combined is None:
+            return
+        previous = self.bags.get(bag.base.name)
+        self.state.complete = [r for r in self.state.complete if r is not self._bag_runs.get(bag.base.name)]
+        if previous is None:
+            self.bags[bag.base.name] = bag
+        self._bag_runs[bag.base.name] = combined
+        self.state.complete.append(combined)
+        self.state.raw_scores.setdefault(combined.name, cv_score(bag.base, self.ctx))
 
     def blend(self) -> dict[str, Any]:
         """Per target, blend every complete solution's OOF; adopted only if its nested CV wins."""
@@ -462,7 +464,7 @@ def _priors(artifacts: SetupArtifacts, y: dict[str, np.ndarray]) -> dict[str, Pr
     return priors
 
 
-def prepare(options: SolveOptions) -> tuple[SetupArtifacts, CVContext, int]:
+def prepare(options: SolveOptions) -> tuple[SetupArtifacts, CVContext, int, Validation]:
     setup_dir = options.workspace / "setup"
     if setup_dir.is_dir():
         os.chdir(setup_dir)  # generated code's contract, imports included: it runs with cwd = setup/
@@ -479,18 +481,20 @@ def prepare(options: SolveOptions) -> tuple[SetupArtifacts, CVContext, int]:
                               image_size=16 if options.light else 32)
     y = _targets(artifacts, ids)
     strata = next((y[s.column] for s in artifacts.targets if s.is_classification), None)
-    folds = make_folds(len(ids), 2 if options.light else options.folds, options.seed, strata)
+    validation = RANDOM if options.light else choose_validation(features)
+    folds = validation.folds(len(ids), 2 if options.light else options.folds, options.seed, strata)
     ctx = CVContext(artifacts, features, y, folds, _priors(artifacts, y), seed=options.seed, light=options.light)
-    return artifacts, ctx, n_total
+    return artifacts, ctx, n_total, validation
 
 
 def solve(options: SolveOptions) -> dict:
     began = time.monotonic()
-    artifacts, ctx, n_total = prepare(options)
+    artifacts, ctx, n_total, validation = prepare(options)
     out = options.out or artifacts.workspace / "submissions" / "submission.csv"
-    solver = Solver(options, artifacts, ctx, out)
+    solver = Solver(options, artifacts, ctx, out, validation)
     solver.state.started = began  # the budget covers feature building too
     features = ctx.features
+    emit("validation", **validation.to_json())
     emit("start", n_train=features.n_train, n_train_total=n_total, n_test=features.n_test, folds=len(ctx.folds),
          targets=[s.column for s in ctx.targets], tab_features=len(features.tab_names),
          text_features=0 if features.text_train is None else features.text_train.shape[1],
@@ -504,6 +508,7 @@ def solve(options: SolveOptions) -> dict:
     blend_report: dict[str, Any] = {"skipped": "light mode"}
     decoding: dict[str, Any] = {"skipped": "light mode"}
     finetune: dict[str, Any] = {"skipped": "light mode"}
+    bagging: dict[str, Any] = {"skipped": "light mode"}
     if not options.light:
         finetune = solver.finetune()
         if options.tune:
@@ -511,6 +516,7 @@ def solve(options: SolveOptions) -> dict:
         elif solver.warm is not None and solver.warm_report is not None:
             ignore_configs(solver.warm, None, "tuning is off", solver.warm_report)
         solver.revive(outcome)
+        bagging = solver.bag()
         blend_report = solver.blend()
         decoding = solver.decode()
 
@@ -525,6 +531,9 @@ def solve(options: SolveOptions) -> dict:
         "race": [asdict(e) for e in outcome.entries],
         "finetune": finetune,
         "tuning": tuning,
+        "bagging": bagging,
+        "validation": validation.to_json(),
+        "raw_scores": state.raw_scores,
         "blend": blend_report,
         "decoding": decoding,
         "phases_s": state.phases,

@@ -1,8 +1,10 @@
 """HEBO tuning of one model family inside the solver: every trial is a full K-fold CV on the
-solver's own folds and metric, so a tuned model is compared with the race on equal terms.
+solver's own folds and metric (probabilities calibrated as every finished run's are), so a tuned
+model is compared with the race on equal terms.
 
 The race already evaluated the family at its defaults; that result is handed to HEBO as a known
-observation instead of being paid for again.
+observation instead of being paid for again. There is no fixed trial count: a search runs until
+its time is spent or it plateaus (PATIENCE trials in a row without a gain), and says which.
 """
 
 from __future__ import annotations
@@ -14,12 +16,16 @@ from typing import Any, Callable
 
 from agentk.core.metrics.direction import Direction
 from solve_pipeline.baseline_models import Candidate
-from solve_pipeline.cv import CandidateRun, CVContext, cv_score, emit, finish_run, start_run
+from solve_pipeline.calibration import calibrate_run
+from solve_pipeline.cv import CandidateRun, CVContext, emit, finish_run, start_run
 from solve_pipeline.hebo_tool import HeboConfig, SearchParam, Trial, tune
 
 # HEBO's model-based suggest() costs ~2 s on 2 cores: below a few trials, tuning is overhead.
 MIN_TRIALS = 4
-MAX_TRIALS = 20  # Agent K, Table 5
+# Not a budget (Agent K's Table 5 stopped at 20, leaving most of a budget unused) but a bound on
+# the GP's cubic cost; the plateau rule or the time ends a search long before it.
+MAX_TRIALS = 300
+PATIENCE = 15
 TRIAL_TIME_FACTOR = 3.0
 MIN_TRIAL_S = 5.0
 
@@ -39,6 +45,8 @@ class TuningOutcome:
     run: CandidateRun | None  # the best trial's complete predictions, when it beat the defaults
     trials: list[dict[str, Any]]
     planned_trials: int
+    stopped: str | None = None  # "time", a plateau, or None when every planned trial ran
+    best_params: dict[str, Any] | None = None  # the best trial's, when it beat the defaults
 
 
 def affordable_trials(seconds_per_cv: float, budget_s: float) -> int:
@@ -49,11 +57,13 @@ def affordable_trials(seconds_per_cv: float, budget_s: float) -> int:
 
 def tune_family(tunable: Tunable, base: CandidateRun, base_score: float, ctx: CVContext,
                 budget_s: float, higher_is_better: bool,
-                first: list[dict[str, Any]] | None = None) -> TuningOutcome:
+                first: list[dict[str, Any]] | None = None, earlier: list[Trial] | None = None) -> TuningOutcome:
     """Tune `tunable` within `budget_s`; the returned run is complete and beats `base_score`.
 
     `first` points (inside the space: a warm start's configurations) are the first trials, run
-    like any other; their trials are marked `warm` in the record and the events."""
+    like any other; their trials are marked `warm` in the record and the events. `earlier` trials
+    (a previous round's on this family) are observed, not re-run: a second round resumes the search.
+    The record's trials are this round's only."""
     first = list(first or [])
     planned = affordable_trials(base.seconds, budget_s)
     if planned < MIN_TRIALS:
@@ -69,9 +79,9 @@ def tune_family(tunable: Tunable, base: CandidateRun, base_score: float, ctx: CV
         run = start_run(tunable.build(params), ctx, name=f"{tunable.family}_tuned")
         if run is None or not finish_run(run, ctx, trial_deadline):
             raise TimeoutError("the trial's time ran out before its folds finished")
-        score = cv_score(run, ctx)
+        score = calibrate_run(run, ctx)
         if Direction(higher_is_better).better(score, best["score"]):
-            best["run"], best["score"] = run, score
+            best["run"], best["score"], best["params"] = run, score, dict(params)
         return score
 
     reported = [0]
@@ -83,10 +93,15 @@ def tune_family(tunable: Tunable, base: CandidateRun, base_score: float, ctx: CV
              seconds=round(trial.seconds, 2), error=trial.error, **warm)
 
     known = [Trial(dict(tunable.defaults), base_score, base.seconds)] if math.isfinite(base_score) else []
-    config = HeboConfig(n_trials=planned, max_time_s=budget_s, seed=ctx.seed,
-                        higher_is_better=higher_is_better, n_initial=min(5, planned))
+    n_defaults = len(known)
+    known += [t for t in (earlier or []) if t.score is not None]
+    config = HeboConfig(n_trials=planned, max_time_s=budget_s, seed=ctx.seed + len(earlier or []),
+                        higher_is_better=higher_is_better, n_initial=min(5, planned),
+                        patience=max(PATIENCE, len(first)))
     result = tune(objective, tunable.space, config, on_trial=report, known=known, first=first)
     trials = [{**asdict(t), "seconds": round(t.seconds, 3)} for t in result.trials]
     for trial in trials[len(known):len(known) + len(first)]:
         trial["warm"] = True
-    return TuningOutcome(best["run"], trials, planned)
+    # The defaults' trial stays in the record (the search's starting point); earlier rounds' don't.
+    trials = trials[:n_defaults] + trials[len(known):]
+    return TuningOutcome(best["run"], trials, planned, result.stopped, best.get("params"))

@@ -67,7 +67,7 @@ def test_binary_blend_not_worse_than_best_single(cancer) -> None:
     print(f"breast cancer AUC: singles {result.single_scores}, blenders {result.blend_scores}, "
           f"chosen {result.method} {result.score:.4f}")
     assert set(result.single_scores) == {s.name for s in solutions}
-    assert set(result.blend_scores) == {"weighted", "mlp"}
+    assert set(result.blend_scores) == {"weighted", "stack", "mlp"}
     assert result.method == "best_single" or result.score > best_single
     assert result.score >= best_single
     assert result.test.shape == (n_test,) and result.oof.shape == y.shape

@@ -107,3 +107,14 @@ def test_bad_space_rejected() -> None:
         SearchParam(name="lr", kind="pow", lb=0.0, ub=1.0)
     with pytest.raises(ValueError):
         SearchParam(name="opt", kind="cat")
+
+
+def test_a_plateaued_search_stops_and_says_why() -> None:
+    # A flat objective never improves on its first trial: the search ends after `patience` more.
+    config = HeboConfig(n_trials=8, n_initial=5, seed=0, higher_is_better=False, patience=3)
+    result = tune(lambda p: 1.0, BOWL, config)
+    assert len(result.trials) == 4
+    assert result.stopped is not None and "plateau" in result.stopped
+    # Without patience every planned trial runs and nothing is said.
+    full = tune(lambda p: 1.0, BOWL, HeboConfig(n_trials=4, n_initial=5, seed=0, higher_is_better=False))
+    assert len(full.trials) == 4 and full.stopped is None

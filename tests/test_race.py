@@ -28,7 +28,7 @@ class SlowConstant(ConstantModel):
 
 def _context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.chdir(tmp_path)  # prepare() moves into setup/, as the solver subprocess does
-    _, ctx, _ = prepare(SolveOptions(workspace=titanic_workspace(tmp_path / "titanic"), folds=3))
+    _, ctx, _, _ = prepare(SolveOptions(workspace=titanic_workspace(tmp_path / "titanic"), folds=3))
     return ctx
 
 

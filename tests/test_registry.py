@@ -39,8 +39,17 @@ def test_race_order_follows_the_inputs() -> None:
     assert _names(_features(levels=15)) == ["linear", "lightgbm", "lightgbm_te", *TABLE_ONLY[2:]]
     text = _features(text_train=sparse.csr_matrix(np.ones((20, 3))), text_test=sparse.csr_matrix(np.ones((20, 3))),
                      raw_text_columns_train={"t": ["a"] * 20}, raw_text_columns_test={"t": ["b"] * 20})
-    assert _names(text) == ["linear", "pretrained_linear", *TABLE_ONLY[1:], "fusion"]
-    assert _names(text, fusion="off") == ["linear", "pretrained_linear", *TABLE_ONLY[1:]]
+    views = ["naive_bayes", "naive_bayes_counts", "linear_chars"]  # the text views, cheapest first
+    assert _names(text) == ["linear", *views, "pretrained_linear", *TABLE_ONLY[1:], "fusion"]
+    assert _names(text, fusion="off") == ["linear", *views, "pretrained_linear", *TABLE_ONLY[1:]]
+    # Naive Bayes has no regression form: a regression target keeps it out of the race.
+    regression = _names(text, fusion="off", targets=[TargetSpec("y", "regression")])
+    assert regression == ["linear", "linear_chars", "pretrained_linear", *TABLE_ONLY[1:]]
+    # Three numeric columns or more: the power-transformed linear model races too.
+    rng = np.random.default_rng(1)
+    wide = FeatureSet(["0", "1"], ["2"], rng.normal(size=(2, 3)), rng.normal(size=(1, 3)), ["a", "b", "c"],
+                      [NUMERIC] * 3)
+    assert _names(wide) == ["linear", "linear_power", *TABLE_ONLY[1:]]
     photos = _features(image_paths_train={"img": ["a.png"] * 20}, image_paths_test={"img": ["b.png"] * 20})
     assert _names(photos) == ["pretrained_linear", *TABLE_ONLY]  # it sets the pace on images
 
