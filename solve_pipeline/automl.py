@@ -23,7 +23,8 @@ from solve_pipeline.cv import CandidateRun, CVContext, emit, finish_run, fit_fol
 MIN_SURVIVORS = 3
 RUNG_ONE_MIN_S = 5.0
 FOLD_CAP_FACTOR = 1.5
-CHEAP_S = 2.0  # a family whose remaining folds are projected this cheap is finished past the deadline
+CHEAP_S = 2.0
+BIG_PACE_SHARE = 0.5  # a family whose remaining folds are projected this cheap is finished past the deadline
 
 
 @dataclass
@@ -79,7 +80,13 @@ def race(candidates: list[Candidate], ctx: CVContext, deadline: float, higher_is
                 entry.reason = "no usable features"
                 continue
             paced = True
-            score = fit_fold(run, 0, ctx, hard if pace_setter else min(deadline, time.monotonic() + box))
+            first_deadline = hard
+            if pace_setter and ctx.features.big:
+                # On a big table one family's folds could eat the whole budget: the pace-setter's
+                # folds share half the race, and boosting keeps the trees it has at the cap.
+                first_deadline = min(hard, time.monotonic() + max(
+                    RUNG_ONE_MIN_S, BIG_PACE_SHARE * (deadline - time.monotonic()) / len(ctx.folds)))
+            score = fit_fold(run, 0, ctx, first_deadline if pace_setter else min(deadline, time.monotonic() + box))
         except Exception as error:  # noqa: BLE001 - one broken family must not sink the race
             entry.status, entry.reason = "failed", f"{type(error).__name__}: {error}"
             emit("skip", model=candidate.name, reason=entry.reason)

@@ -15,7 +15,7 @@ from typing import Callable, Protocol
 import numpy as np
 from scipy import sparse
 
-from solve_pipeline.dataset import CATEGORY, ORDINAL_CODE, FeatureSet
+from solve_pipeline.dataset import BIG_ROWS, CATEGORY, ORDINAL_CODE, FeatureSet
 from solve_pipeline.setup_modules import TargetSpec
 
 Matrix = np.ndarray | sparse.csr_matrix
@@ -158,7 +158,8 @@ class LightGBMModel(_ClassifierBase):
 
     def _params(self, n_rows: int) -> dict:
         params = {
-            "learning_rate": 0.1 if self.options.light else self.options.learning_rate,
+            # Big folds converge in time only at the faster rate (1M rows: ~0.1 s a round on 2 cores).
+            "learning_rate": 0.1 if self.options.light or n_rows >= BIG_ROWS else self.options.learning_rate,
             "num_leaves": 31,
             # Tiny folds (image toys, light mode) would otherwise forbid every split.
             "min_data_in_leaf": int(min(20, max(2, n_rows // 20))),

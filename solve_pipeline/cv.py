@@ -26,6 +26,9 @@ from solve_pipeline.setup_modules import SetupArtifacts, TargetSpec
 
 # Probabilities are floored so a class a fold never saw cannot make log loss infinite.
 PROBA_FLOOR = 1e-6
+# A fold this big pays a second metric call (seconds each on a million rows) for a calibrated race
+# score that rarely reorders big-data families: its raw score ranks it.
+FOLD_CALIBRATION_MAX_ROWS = 50_000
 
 
 def emit(event: str, **fields: object) -> None:
@@ -219,7 +222,8 @@ def _fold_score(ctx: CVContext, rows: np.ndarray, outputs: dict[str, np.ndarray]
     (calibration.py), so the race must not prune a family whose probabilities are merely timid
     (naive Bayes: log loss 0.92 raw, 0.38 tempered)."""
     score = score_outputs(ctx, rows, outputs)
-    if ctx.light or not any(s.is_classification and s.n_classes >= 2 for s in ctx.targets):
+    if ctx.light or len(rows) > FOLD_CALIBRATION_MAX_ROWS or \
+            not any(s.is_classification and s.n_classes >= 2 for s in ctx.targets):
         return score
     from solve_pipeline.calibration import fit_temperature, tempered  # calibration imports this module
 

@@ -9,10 +9,13 @@ Progress goes to stdout as JSON lines.
 
 The budget is spent in phases, each adopting whatever beats the best so far and rewriting the
 submission at once, so a valid submission exists from the first second (the constant model) and
-only improves: the AutoML race (~60% of the budget), fine-tuning of pretrained networks when a
-timed probe says it fits, HEBO tuning of the best tunable family (both until ~85%), finishing the race's pruned families with what is left (until ~93%, for the
-blend's diversity), blending of every complete solution, and last the metric-aware decoding of
-class probabilities into labels (a tuned threshold, or ordinal cut points).
+only improves: the AutoML race (~50% of the budget, on folds that match the test: validation.py),
+fine-tuning of pretrained networks when a timed probe says it fits, HEBO tuning rounds over the
+leading families until they plateau (both until ~75%; improvement.py), finishing the race's pruned
+families (until ~80%), bagging of the leaders over fresh partitions (until ~92%), blending of every
+complete solution, and last the metric-aware decoding of class probabilities into labels. Every
+finished model's probabilities are temperature-calibrated where the metric gains (calibration.py),
+and a tuned model is adopted on a fresh partition's score, never on the folds that chose it.
 
 A campaign may warm-start the solve through config.json's `warm_start` (see warm_start.py): its
 families race first, and its configurations are HEBO's first trials. solve_result.json records what
@@ -50,7 +53,7 @@ from solve_pipeline.cv import (  # noqa: E402
     normalise_proba, score_outputs, start_run,
 )
 from solve_pipeline.baseline_models import constant_candidate  # noqa: E402
-from solve_pipeline.dataset import build_features  # noqa: E402
+from solve_pipeline.dataset import BIG_FOLDS, build_features  # noqa: E402
 from solve_pipeline.finetune_plan import finetune_options  # noqa: E402
 from solve_pipeline.decoding import Decoder, choose_decoder, fit_evaluations  # noqa: E402
 from solve_pipeline.outputs import (  # noqa: E402
@@ -482,7 +485,8 @@ def prepare(options: SolveOptions) -> tuple[SetupArtifacts, CVContext, int, Vali
     y = _targets(artifacts, ids)
     strata = next((y[s.column] for s in artifacts.targets if s.is_classification), None)
     validation = RANDOM if options.light else choose_validation(features)
-    folds = validation.folds(len(ids), 2 if options.light else options.folds, options.seed, strata)
+    k = 2 if options.light else (min(options.folds, BIG_FOLDS) if features.big else options.folds)
+    folds = validation.folds(len(ids), k, options.seed, strata)
     ctx = CVContext(artifacts, features, y, folds, _priors(artifacts, y), seed=options.seed, light=options.light)
     return artifacts, ctx, n_total, validation
 

@@ -84,11 +84,12 @@ def _group_folds(groups: np.ndarray, k: int, seed: int, strata: np.ndarray | Non
 
 
 def _grouping(train_keys: np.ndarray, test_keys: np.ndarray, what: str) -> Validation | None:
-    train_keys = np.asarray(train_keys, dtype=object)
-    n_groups = len(set(train_keys.tolist()))
+    # Hash-based (pandas), never np.isin on objects: that is quadratic on a million keys.
+    train_series = pd.Series(np.asarray(train_keys))
+    n_groups = int(train_series.nunique(dropna=False))
     if n_groups < 2 or len(train_keys) / n_groups < MIN_GROUP_SIZE:
         return None
-    shared = float(np.isin(test_keys, train_keys).mean()) if len(test_keys) else 1.0
+    shared = float(pd.Series(np.asarray(test_keys)).isin(train_series.unique()).mean()) if len(test_keys) else 1.0
     size = len(train_keys) / n_groups
     if shared > MAX_TEST_SHARED:
         return Validation("random", f"{what} groups train rows ({size:.1f} per group), but {shared:.0%} of test "

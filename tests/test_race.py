@@ -58,3 +58,14 @@ def test_a_survivor_stopped_by_the_deadline_is_revived(tmp_path: Path, monkeypat
     assert [run.name for run in outcome.pruned] == ["slow"]
     revive(outcome, ctx, time.monotonic() + 60, lambda run: finished.append(run.name))
     assert finished == ["linear", "slow"] and entries["slow"].status == "finished"
+
+
+def test_a_big_table_gets_fewer_folds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The big-data switch forced on titanic: 3 folds whatever was asked (5 here)."""
+    import solve_pipeline.dataset as dataset
+
+    monkeypatch.setattr(dataset, "BIG_ROWS", 100)
+    monkeypatch.chdir(tmp_path)
+    _, ctx, _, _ = prepare(SolveOptions(workspace=titanic_workspace(tmp_path / "titanic"), folds=5))
+    assert ctx.features.big and len(ctx.folds) == 3
+    assert sorted(np.concatenate([valid for _, valid in ctx.folds]).tolist()) == list(range(ctx.features.n_train))

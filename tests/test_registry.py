@@ -80,3 +80,22 @@ def test_a_candidate_reads_its_family_matrices() -> None:
     table = _features()
     X, X_test = family_candidate("lightgbm").matrices(table, 0)
     assert X.shape == (20, 2) and X_test.shape == (20, 2)
+
+
+def test_big_tables_let_boosting_lead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The big-data switches, forced on a tiny table: boosting sets the race's pace, with in-fold
+    target encoding when a key of many levels exists, and learns at the faster rate."""
+    import solve_pipeline.baseline_models as baseline_models
+    import solve_pipeline.dataset as dataset
+    from solve_pipeline.baseline_models import LightGBMModel
+
+    table, keyed = _features(), _features(levels=15)
+    assert not table.big
+    monkeypatch.setattr(dataset, "BIG_ROWS", 10)
+    monkeypatch.setattr(baseline_models, "BIG_ROWS", 10)
+    assert table.big
+    assert _names(table) == ["lightgbm", "linear", *TABLE_ONLY[2:]]
+    assert _names(keyed) == ["lightgbm_te", "linear", "lightgbm", *TABLE_ONLY[2:]]
+    spec = TargetSpec("y", "binary", [0, 1])
+    assert LightGBMModel(spec)._params(20)["learning_rate"] == 0.1
+    assert LightGBMModel(spec)._params(5)["learning_rate"] == 0.05

@@ -26,6 +26,8 @@ from agentk.core.errors import AgentKError
 from agentk.core.metrics.direction import Direction, finite
 from agentk.core.workspace import Workspace, json_lines
 from agentk.report.page import NotAvailable
+from agentk.report.run_selection import Missing as SelectionMissing
+from agentk.report.run_selection import Selection, read_selection
 
 T = TypeVar("T")
 
@@ -379,6 +381,7 @@ class SolverData(_Record):
     decoding: list[Decoding] | NotAvailable
     candidates: list[Candidate] | NotAvailable
     timeline: Timeline | NotAvailable
+    selection: Selection | NotAvailable
     finetune_notes: list[str] = []
     warm_start: dict[str, Any] | None = None
 
@@ -404,9 +407,17 @@ def _solver(root: Path, result: SolveResult) -> SolverData:
         decoding=section("the decoding record", lambda: _decoding(result.decoding)),
         candidates=section("the candidates", lambda: _candidates(root, result)),
         timeline=section("the timeline", lambda: _timeline(result, events)),
+        selection=section("the selection record", lambda: _selection(result)),
         finetune_notes=[str(n) for n in finetune.get("notes") or []] + ([str(finetune["skipped"])] if finetune.get("skipped") else []),
         warm_start=result.warm_start,
     )
+
+
+def _selection(result: SolveResult) -> Selection:
+    try:
+        return read_selection(result)
+    except SelectionMissing as exc:
+        raise Missing(str(exc)) from exc
 
 
 def _solve_events(path: Path, light: bool) -> list[dict[str, Any]]:
