@@ -259,13 +259,15 @@ def bench(
                                                             "and report tasks solved against wall time and LLM tokens (Agent K's Figure 14)."),
     orders: Optional[str] = typer.Option(None, "--orders", help="With --campaign: fixed,random,heuristic,curriculum (default: all four), or a subset."),
     warm_vs_cold: bool = typer.Option(True, "--warm-vs-cold/--no-warm-vs-cold", help="With --campaign: run the curriculum again without warm starts and compare."),
+    medals: Optional[Path] = typer.Option(None, "--medals", help="Medal thresholds (MLE-bench's medals.json: gold/silver/bronze/median per competition id): each test score gets its medal."),
 ) -> None:
     """Run competitions and print setup attempts per stage, time to a valid submission and scores;
     with rivals, agentk against LightGBM defaults and AutoGluon side by side; with --campaign, the
     orders of a campaign and warm vs cold solver starts."""
+    from agentk.bench.medal_thresholds import read_thresholds
     from agentk.bench.run import (
-        compare, expand_sources, parse_rivals, render_comparison, render_seed_table, render_table, run_bench,
-        summarise_seeds, summary_line,
+        compare, expand_sources, parse_rivals, place_medals, render_comparison, render_seed_table, render_table,
+        run_bench, summarise_seeds, summary_line,
     )
 
     chosen_policy = _choice(PolicyName, "--policy", policy)
@@ -278,9 +280,12 @@ def bench(
     if autogluon_python is not None and not autogluon_python.is_file():
         _fail(f"--autogluon-python: no such file: {autogluon_python}")
     chosen = _guard(lambda: parse_rivals(rivals))
+    thresholds = _guard(lambda: read_thresholds(medals)) if medals is not None else None
     config = RunConfig(**_given(workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, quiet=True,
                                 policy=chosen_policy, llm_base_url=llm, llm_model=model))
     rows = _guard(lambda: run_bench(expand_sources(sources or []), config, seeds=seeds, rivals=chosen, splits=splits, autogluon_python=autogluon_python))
+    if thresholds is not None:
+        place_medals(rows, thresholds)
     # Piped output has no terminal width; keep the table's columns unwrapped for logs and notes.
     out = console if console.is_terminal else Console(highlight=False, width=200)
     out.print(render_table(rows))

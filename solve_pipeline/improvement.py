@@ -136,41 +136,42 @@ def _one_round(solver: Solver, base: CandidateRun, bar: float, budget: float, ea
 
 
 def bag_leaders(solver: Solver, until: float) -> dict[str, Any]:
-    """Repeats of the best single configurations on fresh partitions, round-robin, until `until`."""
+    """Repeats on fresh partitions, round-robin over the best LEADERS_BAGGED configurations still
+    open; a bag that is full (MAX_REPEATS) or too slow for the time left hands its place to the
+    next best, so time left over goes to more of what wins, until `until`."""
     ctx = solver.ctx
     # Race families only: a tuned run without its refit has no honest partition to bag from.
     singles = [r for r in solver.state.complete
                if r.name not in ("constant", "blend") and r.X is not None and not r.name.endswith("_tuned")]
-    leaders = ctx.direction.ranked(singles, key=lambda r: cv_score(r, ctx))[:LEADERS_BAGGED]
-    bags = [solver.bags.get(r.name) or Bag(r, base_honest=True) for r in leaders]
-    # A tuned configuration's bag (refit already) leads when it scores best.
+    ranked = ctx.direction.ranked(singles, key=lambda r: cv_score(r, ctx))
+    bags = [solver.bags.get(r.name) or Bag(r, base_honest=True) for r in ranked]
+    # A tuned configuration's bag (refit already) comes first: it holds the best parameters found.
     tuned = [b for b in solver.bags.values() if not b.base_honest]
-    for bag in tuned:
-        if bag not in bags:
-            bags.insert(0, bag)
-    bags = bags[:LEADERS_BAGGED]
-    report: dict[str, Any] = {"bags": []}
+    bags = tuned + [b for b in bags if b not in tuned]
     if not bags:
         return {"skipped": "no complete model to bag"}
-    reason = f"every leader has {MAX_REPEATS} repeats"
+    used: list[Bag] = []
+    reason = f"every model has {MAX_REPEATS} repeats"
     while True:
-        open_bags = [b for b in bags if len(b.repeats) < MAX_REPEATS]
-        if not open_bags:
+        left = until - time.monotonic()
+        fitting = [b for b in bags if len(b.repeats) < MAX_REPEATS and b.seconds_per_repeat <= left]
+        if not fitting:
+            if any(len(b.repeats) < MAX_REPEATS for b in bags):
+                reason = "time: no open model's repeat fits the time left"
             break
-        bag = min(open_bags, key=lambda b: len(b.repeats))
-        if time.monotonic() + bag.seconds_per_repeat > until:
-            reason = "time"
-            break
+        bag = min(fitting[:LEADERS_BAGGED], key=lambda b: len(b.repeats))
         if not add_repeat(bag, ctx, solver.fold_maker, until):
-            reason = "time"
+            reason = "time: a repeat did not finish"
             break
+        if bag not in used:
+            used.append(bag)
         solver.add_bag(bag)
         combined = bag.combined()
         assert combined is not None
         solver.consider(combined.name, combined.predictions(), cv_score(combined, ctx))
-    for bag in bags:
-        report["bags"].append({"model": bag.base.name, "repeats": len(bag.repeats),
-                               "raw_score": cv_score(bag.base, ctx), "corrected_score": corrected_score(bag, ctx)})
+    report: dict[str, Any] = {"bags": [
+        {"model": bag.base.name, "repeats": len(bag.repeats), "raw_score": cv_score(bag.base, ctx),
+         "corrected_score": corrected_score(bag, ctx)} for bag in used]}
     report["stopped"] = reason
     solver.state.phases["bag"] = round(solver.state.elapsed(), 2)
     emit("bagging_done", reason=reason, bags=report["bags"])

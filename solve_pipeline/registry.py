@@ -61,9 +61,23 @@ CATBOOST_SPACE: list[SearchParam] = [
     SearchParam(name="random_strength", kind="pow", lb=0.1, ub=10.0),
     SearchParam(name="bagging_temperature", kind="num", lb=0.0, ub=1.0),
 ]
+# Configurations known to do well across many tables, tried before HEBO searches from scratch
+# (in the spirit of AutoGluon's and TabRepo's zero-shot portfolios: a large, slowly learning model
+# and a small, strongly regularised one), each inside LIGHTGBM_SPACE.
+LIGHTGBM_PORTFOLIO: tuple[Params, ...] = (
+    {"learning_rate": 0.03, "num_leaves": 128, "min_child_samples": 5, "feature_fraction": 0.9,
+     "bagging_fraction": 1.0, "lambda_l2": 1.0},
+    {"learning_rate": 0.05, "num_leaves": 16, "min_child_samples": 50, "feature_fraction": 0.6,
+     "bagging_fraction": 0.8, "lambda_l2": 5.0},
+)
+
 # CatBoostModel's own defaults (random_strength and bagging_temperature are CatBoost's).
 CATBOOST_DEFAULTS: Params = {"learning_rate": 0.08, "depth": 6, "l2_leaf_reg": 3.0,
                              "random_strength": 1.0, "bagging_temperature": 1.0}
+CATBOOST_PORTFOLIO: tuple[Params, ...] = (
+    {"learning_rate": 0.05, "depth": 8, "l2_leaf_reg": 3.0, "random_strength": 1.0, "bagging_temperature": 0.5},
+    {"learning_rate": 0.1, "depth": 4, "l2_leaf_reg": 10.0, "random_strength": 1.0, "bagging_temperature": 1.0},
+)
 
 NN_SPACE: list[SearchParam] = [
     SearchParam(name="learning_rate", kind="pow", lb=1e-6, ub=1e-2),
@@ -256,6 +270,7 @@ class Family:
     light: bool = False  # in the light race (setup's quick check) too
     tune_classifiers_only: bool = False
     classifiers_only: bool = False  # enters the race only when every target is a class
+    portfolio: tuple[Params, ...] = ()  # configurations tried before HEBO's own, inside `space`
     switchable: bool = False  # the solver's --fusion on/off overrides `applies`
 
 
@@ -292,10 +307,11 @@ FAMILIES: tuple[Family, ...] = (
     # target encoding when keys of many levels exist (a million rows with customer, device and
     # merchant keys: AUC 0.70 from their codes alone, where the keys' own effects decide).
     Family("lightgbm", _tree_inputs, _lightgbm, space=tuple(LIGHTGBM_SPACE),
-           defaults=_fixed(LIGHTGBM_DEFAULTS), leads=_big_without_keys, light=True),
+           defaults=_fixed(LIGHTGBM_DEFAULTS), leads=_big_without_keys, light=True, portfolio=LIGHTGBM_PORTFOLIO),
     Family("lightgbm_te", _tree_inputs, _lightgbm_te, applies=has_high_cardinality,
-           space=tuple(LIGHTGBM_SPACE), defaults=_fixed(LIGHTGBM_DEFAULTS), leads=_is_big),
-    Family("catboost", _tree_inputs, _catboost, space=tuple(CATBOOST_SPACE), defaults=_fixed(CATBOOST_DEFAULTS)),
+           space=tuple(LIGHTGBM_SPACE), defaults=_fixed(LIGHTGBM_DEFAULTS), leads=_is_big, portfolio=LIGHTGBM_PORTFOLIO),
+    Family("catboost", _tree_inputs, _catboost, space=tuple(CATBOOST_SPACE), defaults=_fixed(CATBOOST_DEFAULTS),
+           portfolio=CATBOOST_PORTFOLIO),
     Family("extratrees", _tree_inputs, _extratrees),
     Family("random_forest", _tree_inputs, _random_forest),
     Family("fusion", _fusion_inputs, _fusion, applies=has_rich_inputs, space=tuple(FUSION_SPACE),
@@ -340,4 +356,4 @@ def tunable_for(name: str, features: FeatureSet, targets: list[TargetSpec]) -> T
         return None
     # Tuning builds with the default embedding time: its matrices are the race's, already cached.
     return Tunable(name, list(family.space), family.defaults(features),
-                   lambda params: family_candidate(name, params=params))
+                   lambda params: family_candidate(name, params=params), [dict(p) for p in family.portfolio])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from agentk.core.metrics.direction import Direction
@@ -38,6 +38,7 @@ class Tunable:
     space: list[SearchParam]
     defaults: dict[str, Any]
     build: Callable[[dict[str, Any]], Candidate]
+    portfolio: list[dict[str, Any]] = field(default_factory=list)  # proven points, tried first
 
 
 @dataclass
@@ -64,7 +65,10 @@ def tune_family(tunable: Tunable, base: CandidateRun, base_score: float, ctx: CV
     like any other; their trials are marked `warm` in the record and the events. `earlier` trials
     (a previous round's on this family) are observed, not re-run: a second round resumes the search.
     The record's trials are this round's only."""
-    first = list(first or [])
+    warm = list(first or [])
+    # The family's proven configurations follow a warm start's (the first round only).
+    proven = [p for p in tunable.portfolio if p not in warm and p != tunable.defaults] if not earlier else []
+    first = warm + proven
     planned = affordable_trials(base.seconds, budget_s)
     if planned < MIN_TRIALS:
         emit("tuning_skipped", model=tunable.family, reason=f"only {planned} trials fit in {budget_s:.0f} s")
@@ -87,21 +91,24 @@ def tune_family(tunable: Tunable, base: CandidateRun, base_score: float, ctx: CV
     reported = [0]
 
     def report(trial: Trial) -> None:
-        warm = {"warm": True} if reported[0] < len(first) else {}  # `first` points run first
+        index = reported[0]  # `first` points run first: the warm start's, then the portfolio's
+        mark = {"warm": True} if index < len(warm) else ({"portfolio": True} if index < len(first) else {})
         reported[0] += 1
         emit("trial", model=tunable.family, params=trial.params, score=trial.score,
-             seconds=round(trial.seconds, 2), error=trial.error, **warm)
+             seconds=round(trial.seconds, 2), error=trial.error, **mark)
 
     known = [Trial(dict(tunable.defaults), base_score, base.seconds)] if math.isfinite(base_score) else []
     n_defaults = len(known)
     known += [t for t in (earlier or []) if t.score is not None]
     config = HeboConfig(n_trials=planned, max_time_s=budget_s, seed=ctx.seed + len(earlier or []),
                         higher_is_better=higher_is_better, n_initial=min(5, planned),
-                        patience=max(PATIENCE, len(first)))
+                        patience=max(PATIENCE, len(first) + 1))
     result = tune(objective, tunable.space, config, on_trial=report, known=known, first=first)
     trials = [{**asdict(t), "seconds": round(t.seconds, 3)} for t in result.trials]
-    for trial in trials[len(known):len(known) + len(first)]:
+    for trial in trials[len(known):len(known) + len(warm)]:
         trial["warm"] = True
+    for trial in trials[len(known) + len(warm):len(known) + len(first)]:
+        trial["portfolio"] = True
     # The defaults' trial stays in the record (the search's starting point); earlier rounds' don't.
     trials = trials[:n_defaults] + trials[len(known):]
     return TuningOutcome(best["run"], trials, planned, result.stopped, best.get("params"))

@@ -99,3 +99,13 @@ def test_big_tables_let_boosting_lead(monkeypatch: pytest.MonkeyPatch) -> None:
     spec = TargetSpec("y", "binary", [0, 1])
     assert LightGBMModel(spec)._params(20)["learning_rate"] == 0.1
     assert LightGBMModel(spec)._params(5)["learning_rate"] == 0.05
+
+
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f.portfolio], ids=lambda f: f.name)
+def test_portfolio_configurations_lie_inside_the_space(family) -> None:
+    for point in family.portfolio:
+        assert set(point) == {p.name for p in family.space}
+        for param in family.space:
+            assert param.lb <= point[param.name] <= param.ub
+    tunable = tunable_for(family.name, _features(levels=15), [TargetSpec("y", "binary", [0, 1])])
+    assert tunable.portfolio == [dict(p) for p in family.portfolio]

@@ -20,6 +20,7 @@ from typing import Any
 from rich.table import Table
 
 from agentk.bench.baselines import constant_score
+from agentk.bench.medal_thresholds import Thresholds
 from agentk.bench.rivals.autogluon_rival import run_autogluon
 from agentk.bench.rivals.common import SystemResult
 from agentk.bench.rivals.lightgbm_defaults import run_lightgbm
@@ -316,13 +317,24 @@ def render_seed_table(summaries: list[dict[str, Any]]) -> Table:
     return table
 
 
+def place_medals(rows: list[dict[str, Any]], thresholds: dict[str, Thresholds]) -> None:
+    """Each row's test score placed on its competition's medal thresholds (`medal`), when known."""
+    for row in rows:
+        known = thresholds.get(row["competition"])
+        row["medal"] = known.place(row["test_score"]) if known is not None else None
+
+
 def render_table(rows: list[dict[str, Any]]) -> Table:
     table = Table(title="agentk bench")
-    for column in ("competition", "metric", "setup attempts (stages)", "valid", "time to valid (s)", "validation", "test", "constant"):
+    medals = any(row.get("medal") is not None for row in rows)
+    columns = ["competition", "metric", "setup attempts (stages)", "valid", "time to valid (s)", "validation", "test",
+               "constant", *(["medal"] if medals else []), "total (s)", "peak MB"]
+    for column in columns:
         table.add_column(column)
     for row in rows:
         attempts = row["setup_attempts"]
         extra = sum(attempts.values()) - len(attempts)
+        agentk = row["systems"].get("agentk", {})
         table.add_row(
             row["competition"],
             str(row["metric"]),
@@ -332,6 +344,9 @@ def render_table(rows: list[dict[str, Any]]) -> Table:
             _fmt(row["validation_score"]),
             _fmt(row["test_score"]),
             _fmt(row["constant_score"]),
+            *([str(row.get("medal") or "—")] if medals else []),
+            _fmt(agentk.get("total_s"), 0),
+            _fmt(agentk.get("peak_rss_mb"), 0),
         )
     return table
 

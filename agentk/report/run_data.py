@@ -311,7 +311,7 @@ class RaceRow(_Record):
 
 class Trial(_Record):
     number: int  # 0 is the family's defaults when the race scored them, then HEBO's suggestions
-    kind: str  # defaults | warm | hebo
+    kind: str  # defaults | warm | portfolio | hebo
     score: float | None = None
     best_so_far: float | None = None
     seconds: float | None = None
@@ -478,7 +478,8 @@ def _tuning(tuning: dict[str, Any] | None, direction: Direction | None) -> Tunin
         score = _number(record.get("score"))
         if score is not None and record.get("error") is None and (best is None or (direction or Direction(True)).better(score, best)):
             best = score
-        kind = "defaults" if has_defaults and number == 0 else ("warm" if record.get("warm") else "hebo")
+        kind = "defaults" if has_defaults and number == 0 else \
+            ("warm" if record.get("warm") else ("portfolio" if record.get("portfolio") else "hebo"))
         trials.append(Trial(number=number, kind=kind, score=score, best_so_far=best, seconds=_number(record.get("seconds")),
                             error=record.get("error"), params=dict(record.get("params") or {})))
     scored = [t for t in trials if t.score is not None and t.error is None]

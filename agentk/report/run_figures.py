@@ -19,7 +19,7 @@ from agentk.report.run_data import (
 
 # Race statuses: a finished family in the good colour, the stopped ones in muted ones.
 STATUS_COLOURS = {"finished": "#2f855a", "pruned": "#b7791f", "out_of_time": "#9aa5b1", "failed": "#c53030", "skipped": "#cbd2d9"}
-TRIAL_COLOURS = {"defaults": "#616e7c", "warm": "#d69e2e", "hebo": "#2b6cb0"}
+TRIAL_COLOURS = {"defaults": "#616e7c", "warm": "#d69e2e", "portfolio": "#2f855a", "hebo": "#2b6cb0"}
 PASS_COLOURS = {"passed": "#2f855a", "failed": "#c53030"}
 BLEND_KINDS = {"single model": ("#2b6cb0", "circle"), "blend (nested CV)": ("#d69e2e", "diamond")}
 # The page's content is ~1040 px wide at a laptop's 1280 (base.html.j2): a wide figure fills it, and
