@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from agentk.core.metrics.direction import Direction
@@ -49,6 +49,8 @@ def survivors(scored: list[tuple[CandidateRun, float]], higher_is_better: bool,
 class RaceOutcome:
     entries: list[RaceEntry]
     pruned: list[CandidateRun]  # pruned or stopped by the deadline: finished later if time is left
+    # Families the race's time ran out before: started later, in race order, if time is left.
+    unstarted: list[Candidate] = field(default_factory=list)
 
 
 def race(candidates: list[Candidate], ctx: CVContext, deadline: float, higher_is_better: bool,
@@ -65,6 +67,7 @@ def race(candidates: list[Candidate], ctx: CVContext, deadline: float, higher_is
     # (boosting keeps the trees it has), which is how a slow family loses on a small budget.
     box = max(RUNG_ONE_MIN_S, 0.5 * (deadline - time.monotonic()) / max(len(candidates), 1))
     paced = False
+    unstarted: list[Candidate] = []
     for candidate in candidates:
         # The first family with usable features sets the pace: one whose features cannot be
         # built (no pretrained network, no text) passes the role on.
@@ -73,6 +76,7 @@ def race(candidates: list[Candidate], ctx: CVContext, deadline: float, higher_is
         if time.monotonic() > (hard if pace_setter else deadline):
             entry.status, entry.reason = "out_of_time", "the race's time budget was spent before rung one"
             emit("skip", model=candidate.name, reason=entry.reason)
+            unstarted.append(candidate)
             continue
         try:
             run = start_run(candidate, ctx)
@@ -107,7 +111,7 @@ def race(candidates: list[Candidate], ctx: CVContext, deadline: float, higher_is
                           first_deadline=None if any(e.status == "finished" for e in entries.values()) else hard)
     # Survivors the deadline stopped before they finished are revived with the pruned ones.
     unfinished = [run for run, _ in rung if entries[run.name].status in ("pruned", "out_of_time")]
-    return RaceOutcome(list(entries.values()), unfinished)
+    return RaceOutcome(list(entries.values()), unfinished, unstarted)
 
 
 def finish_cheapest_first(runs: list[CandidateRun], entries: dict[str, RaceEntry], ctx: CVContext,
@@ -161,3 +165,21 @@ def revive(outcome: RaceOutcome, ctx: CVContext, deadline: float,
     still help a blend."""
     entries = {e.family: e for e in outcome.entries}
     finish_cheapest_first(outcome.pruned, entries, ctx, deadline, on_finished)
+    # Then the families never started (a short budget's race ends before a cheap family's turn:
+    # naive Bayes behind a slow logistic model): one fold each, finished when it fits.
+    for candidate in outcome.unstarted:
+        if time.monotonic() + RUNG_ONE_MIN_S > deadline:
+            break
+        entry = entries[candidate.name]
+        try:
+            run = start_run(candidate, ctx)
+            if run is None:
+                entry.status, entry.reason = "skipped", "no usable features"
+                continue
+            fit_fold(run, 0, ctx, deadline)
+        except Exception as error:  # noqa: BLE001 - one broken family must not sink the solve
+            entry.status, entry.reason = "failed", f"{type(error).__name__}: {error}"
+            emit("skip", model=candidate.name, reason=entry.reason)
+            continue
+        entry.first_fold_score, entry.seconds = run.fold_scores.get(0), run.seconds
+        finish_cheapest_first([run], entries, ctx, deadline, on_finished)

@@ -45,6 +45,11 @@ def test_a_family_without_features_passes_the_pace_on(tmp_path: Path, monkeypatc
     assert entries["no_backbone"].reason == "no usable features"
     assert entries["linear"].status == "finished" and finished == ["linear"]
     assert entries["lightgbm"].status == "out_of_time"
+    # A family the race never started gets its turn when time is left after the race.
+    assert [c.name for c in outcome.unstarted] == ["lightgbm"]
+    revive(outcome, ctx, time.monotonic() + 60, lambda run: finished.append(run.name))
+    assert finished == ["linear", "lightgbm"] and entries["lightgbm"].status == "finished"
+    assert entries["lightgbm"].first_fold_score is not None
 
 
 def test_a_survivor_stopped_by_the_deadline_is_revived(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
