@@ -29,6 +29,7 @@ MAX_UNIQUE_RATIO_FOR_CODES = 0.5
 DATE_SAMPLE = 1000
 COMPOUND_DELIMITERS = ("/", "_", "-", ":", "|")
 ID_DELIMITERS = ("_", "-", "/", ":", ".")
+MAX_ID_GROUP_SIZE = 100
 _DIGIT = re.compile(r"\d")
 
 # From this many training rows a table is "big": fewer folds, boosting leads the race with a
@@ -219,7 +220,10 @@ def id_prefix(ids: Sequence[str]) -> tuple[str, np.ndarray] | None:
         if (split.str.len() == 2).mean() < 0.95:
             continue
         prefixes = split.str[0].fillna("").to_numpy(dtype=object)
-        if len(set(prefixes)) < 0.9 * len(prefixes):
+        groups = len(set(prefixes))
+        # Entities repeat a few times each; one shared prefix ("id_0001") or a handful of huge
+        # ones (a year before a date) are no entities.
+        if 2 <= groups < 0.9 * len(prefixes) and len(prefixes) / groups <= MAX_ID_GROUP_SIZE:
             return delimiter, prefixes
     return None
 

@@ -79,3 +79,12 @@ def test_a_test_period_after_training_gets_time_folds() -> None:
     mixed = _features([str(i) for i in range(300)], [str(i) for i in range(300, 360)], days_train,
                       np.linspace(0, 299, 60)[:, None], ["date__days"], [DATE_PART])
     assert choose_validation(mixed).kind == "random"
+
+
+def test_only_prefixes_that_group_rows_count_as_entities() -> None:
+    from solve_pipeline.dataset import id_prefix
+
+    assert id_prefix(["0001_01", "0001_02", "0002_01", "0003_01", "0003_02"]) is not None
+    assert id_prefix([f"id_{i:05d}" for i in range(300)]) is None  # one prefix for every row
+    assert id_prefix([f"20{y:02d}-01-{d:02d}" for y in range(2) for d in range(1, 29)] * 5) is None  # years
+    assert id_prefix([str(i) for i in range(50)]) is None
