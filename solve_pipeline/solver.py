@@ -47,7 +47,7 @@ from agentk.core.artifacts import SetupLayout, SolveResult  # noqa: E402
 from agentk.core.config import Fusion, SolveSettings, WarmStart, saved_config  # noqa: E402
 from agentk.core.workspace import atomic_write_json  # noqa: E402
 from solve_pipeline import blending  # noqa: E402
-from solve_pipeline.automl import RaceOutcome, race, revive  # noqa: E402
+from solve_pipeline.automl import RaceOutcome, finish_survivors, race, revive  # noqa: E402
 from solve_pipeline.cv import (  # noqa: E402
     CandidateRun, CVContext, Predictions, cv_score, emit, finish_run,
     normalise_proba, score_outputs, start_run,
@@ -289,6 +289,10 @@ class Solver:
         self.state.phases["race"] = round(self.state.elapsed(), 2)
         return outcome
 
+    def finish_survivors(self, outcome: RaceOutcome) -> None:
+        finish_survivors(outcome, self.ctx, self.at(TUNE_UNTIL), self.on_finished)
+        self.state.phases["survivors"] = round(self.state.elapsed(), 2)
+
     def revive(self, outcome: RaceOutcome) -> None:
         revive(outcome, self.ctx, self.at(REVIVE_UNTIL), self.on_finished)
         self.state.phases["revive"] = round(self.state.elapsed(), 2)
@@ -515,6 +519,7 @@ def solve(options: SolveOptions) -> dict:
     bagging: dict[str, Any] = {"skipped": "light mode"}
     if not options.light:
         finetune = solver.finetune()
+        solver.finish_survivors(outcome)
         if options.tune:
             tuning = solver.tune()
         elif solver.warm is not None and solver.warm_report is not None:

@@ -74,3 +74,17 @@ def test_a_big_table_gets_fewer_folds(tmp_path: Path, monkeypatch: pytest.Monkey
     _, ctx, _, _ = prepare(SolveOptions(workspace=titanic_workspace(tmp_path / "titanic"), folds=5))
     assert ctx.features.big and len(ctx.folds) == 3
     assert sorted(np.concatenate([valid for _, valid in ctx.folds]).tolist()) == list(range(ctx.features.n_train))
+
+
+def test_survivors_stopped_by_the_deadline_finish_before_tuning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from solve_pipeline.automl import finish_survivors
+
+    ctx = _context(tmp_path, monkeypatch)
+    linear = family_candidate("linear")
+    slow = Candidate("slow", linear.matrices, lambda s, o, f: SlowConstant(s))
+    finished: list[str] = []
+    outcome = race([linear, slow], ctx, time.monotonic() + 3, True, lambda run: finished.append(run.name))
+    assert [run.name for run in outcome.pruned] == ["slow"]  # a survivor the deadline stopped
+    finish_survivors(outcome, ctx, time.monotonic() + 60, lambda run: finished.append(run.name))
+    assert finished == ["linear", "slow"] and outcome.pruned == []
+    assert {e.family: e.status for e in outcome.entries}["slow"] == "finished"
