@@ -32,6 +32,7 @@ class Bag:
     base: CandidateRun
     base_honest: bool  # False when the base partition chose the configuration (a tuned run)
     repeats: list[CandidateRun] = field(default_factory=list)
+    closed: str | None = None  # why no more repeats are worth it, once that is known
 
     @property
     def name(self) -> str:

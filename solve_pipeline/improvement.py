@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 FIRST_ROUND_SHARE = 0.6
 SHRINK_WITHOUT_REFIT = 0.5
 LEADERS_BAGGED = 2
+BAG_PATIENCE = 2  # repeats in a row without a gain that close a bag
 
 
 def tune_rounds(solver: Solver, until: float, refit_until: float) -> dict[str, Any]:
@@ -151,15 +152,18 @@ def bag_leaders(solver: Solver, until: float) -> dict[str, Any]:
     if not bags:
         return {"skipped": "no complete model to bag"}
     used: list[Bag] = []
-    reason = f"every model has {MAX_REPEATS} repeats"
+    stalls: dict[str, int] = {}
+    reason = f"every model has {MAX_REPEATS} repeats or stopped gaining ({BAG_PATIENCE} repeats without a gain)"
     while True:
         left = until - time.monotonic()
-        fitting = [b for b in bags if len(b.repeats) < MAX_REPEATS and b.seconds_per_repeat <= left]
+        open_bags = [b for b in bags if len(b.repeats) < MAX_REPEATS and b.closed is None]
+        fitting = [b for b in open_bags if b.seconds_per_repeat <= left]
         if not fitting:
-            if any(len(b.repeats) < MAX_REPEATS for b in bags):
+            if open_bags:
                 reason = "time: no open model's repeat fits the time left"
             break
         bag = min(fitting[:LEADERS_BAGGED], key=lambda b: len(b.repeats))
+        before = corrected_score(bag, ctx)
         if not add_repeat(bag, ctx, solver.fold_maker, until):
             reason = "time: a repeat did not finish"
             break
@@ -168,10 +172,15 @@ def bag_leaders(solver: Solver, until: float) -> dict[str, Any]:
         solver.add_bag(bag)
         combined = bag.combined()
         assert combined is not None
-        solver.consider(combined.name, combined.predictions(), cv_score(combined, ctx))
+        score = cv_score(combined, ctx)
+        solver.consider(combined.name, combined.predictions(), score)
+        # A bag whose average stopped improving is full: more repeats of it buy nothing.
+        stalls[bag.base.name] = 0 if ctx.direction.better(score, before) else stalls.get(bag.base.name, 0) + 1
+        if stalls[bag.base.name] >= BAG_PATIENCE:
+            bag.closed = f"no gain in its last {BAG_PATIENCE} repeats"
     report: dict[str, Any] = {"bags": [
         {"model": bag.base.name, "repeats": len(bag.repeats), "raw_score": cv_score(bag.base, ctx),
-         "corrected_score": corrected_score(bag, ctx)} for bag in used]}
+         "corrected_score": corrected_score(bag, ctx), "closed": bag.closed} for bag in used]}
     report["stopped"] = reason
     solver.state.phases["bag"] = round(solver.state.elapsed(), 2)
     emit("bagging_done", reason=reason, bags=report["bags"])

@@ -154,7 +154,10 @@ def test_timeline_and_summary(warm: tuple[Path, dict, list[dict]], cold: tuple[P
         scores = [f.score for f in summary.families]
         assert scores == sorted(scores, reverse=True)
         tuned = [f for f in summary.families if f.tuned]
-        trials = [t for t in result["tuning"]["trials"] if t["score"] is not None]
+        trials = [t for t in result["tuning"].get("trials", []) if t["score"] is not None]
+        if not trials:  # a 20 s budget may leave no time for four trials: then nothing is tuned
+            assert result["tuning"]["skipped"] and tuned == []
+            continue
         best = max(trials, key=lambda t: t["score"])
         assert [f.family for f in tuned] == [result["tuning"]["family"]]
         assert tuned[0].params == best["params"]
