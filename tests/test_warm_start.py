@@ -80,7 +80,7 @@ def titanic_features(tmp_path_factory: pytest.TempPathFactory):
 def test_order_race_puts_warm_families_first(titanic_features) -> None:
     cold = race_candidates(titanic_features, fusion=Fusion.OFF)
     cold_names = [c.name for c in cold]
-    assert cold_names[:2] == ["linear", "lightgbm"]
+    assert cold_names[:3] == ["linear", "linear_power", "lightgbm"]
     warm = WarmStart(families=["random_forest", "no_such_model", "fusion", "catboost", "random_forest"],
                      configs={"mystery": [{"a": 1}]}, sources=["t1"])
     report = WarmReport(sources=warm.sources)
