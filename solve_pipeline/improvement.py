@@ -90,11 +90,9 @@ def tune_rounds(solver: Solver, until: float, refit_until: float) -> dict[str, A
         round_report = _one_round(solver, base, best_score[base.name], budget, history[base.name],
                                   first_points.pop(base.name, []), refit_until)
         rounds.append(round_report)
-        if round_report.get("corrected_score") is not None and round_report.get("adopted"):
+        if round_report["improved"]:
             best_score[base.name] = round_report["raw_score"]
-        if str(round_report.get("stopped") or "").startswith("no gain"):
-            plateaued.add(base.name)
-        elif round_report.get("stopped") is None:  # ran out of trials without a plateau
+        if round_report["stopped"] != "time":  # a plateau, or every planned trial ran
             plateaued.add(base.name)
     solver.state.phases["tune"] = round(solver.state.elapsed(), 2)
     emit("tuning_done", rounds=len(rounds), reason=stop_reason)
@@ -119,11 +117,9 @@ def _one_round(solver: Solver, base: CandidateRun, bar: float, budget: float, ea
     bag = Bag(outcome.run, base_honest=False)
     report["raw_score"] = raw
     if add_repeat(bag, ctx, solver.fold_maker, refit_until):
-        corrected = corrected_score(bag, ctx)
+        combined = solver.add_bag(bag)
+        corrected = cv_score(combined, ctx)
         report["corrected_by"] = "refit on a fresh partition"
-        solver.add_bag(bag)
-        combined = bag.combined()
-        assert combined is not None
         solver.consider(combined.name, combined.predictions(), corrected)
     else:
         corrected = base_score + SHRINK_WITHOUT_REFIT * (raw - base_score) if math.isfinite(base_score) else raw
@@ -132,7 +128,7 @@ def _one_round(solver: Solver, base: CandidateRun, bar: float, budget: float, ea
         solver.consider(outcome.run.name, outcome.run.predictions(), corrected)
     report["corrected_score"] = corrected
     report["adopted"] = True
-    solver.state.raw_scores[report.get("family", "") + "_tuned"] = raw
+    solver.state.raw_scores[f"{tunable.family}_tuned"] = raw
     return report
 
 
@@ -153,6 +149,8 @@ def bag_leaders(solver: Solver, until: float) -> dict[str, Any]:
         return {"skipped": "no complete model to bag"}
     used: list[Bag] = []
     stalls: dict[str, int] = {}
+    # Each bag's last corrected score: a metric call costs seconds on big data, so none is repeated.
+    scores: dict[str, float] = {}
     reason = f"every model has {MAX_REPEATS} repeats or stopped gaining ({BAG_PATIENCE} repeats without a gain)"
     while True:
         left = until - time.monotonic()
@@ -163,24 +161,23 @@ def bag_leaders(solver: Solver, until: float) -> dict[str, Any]:
                 reason = "time: no open model's repeat fits the time left"
             break
         bag = min(fitting[:LEADERS_BAGGED], key=lambda b: len(b.repeats))
-        before = corrected_score(bag, ctx)
+        name = bag.base.name
+        before = scores[name] if name in scores else corrected_score(bag, ctx)
         if not add_repeat(bag, ctx, solver.fold_maker, until):
             reason = "time: a repeat did not finish"
             break
         if bag not in used:
             used.append(bag)
-        solver.add_bag(bag)
-        combined = bag.combined()
-        assert combined is not None
-        score = cv_score(combined, ctx)
+        combined = solver.add_bag(bag)
+        score = scores[name] = cv_score(combined, ctx)
         solver.consider(combined.name, combined.predictions(), score)
         # A bag whose average stopped improving is full: more repeats of it buy nothing.
-        stalls[bag.base.name] = 0 if ctx.direction.better(score, before) else stalls.get(bag.base.name, 0) + 1
-        if stalls[bag.base.name] >= BAG_PATIENCE:
+        stalls[name] = 0 if ctx.direction.better(score, before) else stalls.get(name, 0) + 1
+        if stalls[name] >= BAG_PATIENCE:
             bag.closed = f"no gain in its last {BAG_PATIENCE} repeats"
     report: dict[str, Any] = {"bags": [
-        {"model": bag.base.name, "repeats": len(bag.repeats), "raw_score": cv_score(bag.base, ctx),
-         "corrected_score": corrected_score(bag, ctx), "closed": bag.closed} for bag in used]}
+        {"model": bag.base.name, "repeats": len(bag.repeats), "raw_score": solver.state.raw_scores[bag.name],
+         "corrected_score": scores[bag.base.name], "closed": bag.closed} for bag in used]}
     report["stopped"] = reason
     solver.state.phases["bag"] = round(solver.state.elapsed(), 2)
     emit("bagging_done", reason=reason, bags=report["bags"])

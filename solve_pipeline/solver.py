@@ -332,18 +332,19 @@ class Solver:
     def bag(self) -> dict[str, Any]:
         return bag_leaders(self, self.at(BAG_UNTIL))
 
-    def add_bag(self, bag: Bag) -> None:
-        """The bag's combined run replaces its earlier one among the complete solutions (blending)."""
+    def add_bag(self, bag: Bag) -> CandidateRun:
+        """The bag's combined run (it has an honest run) replaces its earlier one among the complete
+        solutions, for blending; returned for scoring."""
         combined = bag.combined()
-        if combined is None:
-            return
-        previous = self.bags.get(bag.base.name)
-        self.state.complete = [r for r in self.state.complete if r is not self._bag_runs.get(bag.base.name)]
-        if previous is None:
-            self.bags[bag.base.name] = bag
-        self._bag_runs[bag.base.name] = combined
+        assert combined is not None, "a bag is added once it holds an honest run"
+        name = bag.base.name
+        previous = self._bag_runs.get(name)
+        raw = self.state.raw_scores.get(previous.name) if previous is not None else None
+        self.state.raw_scores[combined.name] = cv_score(bag.base, self.ctx) if raw is None else raw
+        self.state.complete = [r for r in self.state.complete if r is not previous]
+        self.bags[name], self._bag_runs[name] = bag, combined
         self.state.complete.append(combined)
-        self.state.raw_scores.setdefault(combined.name, cv_score(bag.base, self.ctx))
+        return combined
 
     def blend(self) -> dict[str, Any]:
         """Per target, blend every complete solution's OOF; adopted only if its nested CV wins."""

@@ -50,6 +50,7 @@ def text_view(features: FeatureSet, view: View) -> tuple[sparse.csr_matrix, spar
             matrix = None
         if matrix is not None and matrix.shape[1] > 0:
             result = matrix[: features.n_train], matrix[features.n_train:]
-    _CACHE.clear() if len(_CACHE) > 8 else None
+    if len(_CACHE) > 8:  # a stale feature set's views must not pile up
+        _CACHE.clear()
     _CACHE[key] = result
     return result
