@@ -25,7 +25,6 @@ was used and ignored, and the `timeline` of (elapsed s, best score so far) at ea
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -41,10 +40,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 
-from agentk.core.artifacts import SetupLayout, SolveResult  # noqa: E402
-from agentk.core.config import Fusion, SolveSettings, WarmStart, saved_config  # noqa: E402
+from agentk.core.artifacts import SolveResult  # noqa: E402
+from agentk.core.config import Fusion, saved_config  # noqa: E402
 from agentk.core.workspace import atomic_write_json  # noqa: E402
 from solve_pipeline import blending  # noqa: E402
 from solve_pipeline.automl import RaceOutcome, finish_survivors, race, revive  # noqa: E402
@@ -53,7 +51,6 @@ from solve_pipeline.cv import (  # noqa: E402
     normalise_proba, score_outputs, start_run,
 )
 from solve_pipeline.baseline_models import constant_candidate  # noqa: E402
-from solve_pipeline.dataset import BIG_FOLDS, build_features  # noqa: E402
 from solve_pipeline.finetune_plan import finetune_options  # noqa: E402
 from solve_pipeline.decoding import Decoder, choose_decoder, fit_evaluations  # noqa: E402
 from solve_pipeline.outputs import (  # noqa: E402
@@ -68,10 +65,10 @@ from solve_pipeline.submission_record import (  # noqa: E402
 from solve_pipeline.bagging import Bag  # noqa: E402
 from solve_pipeline.calibration import calibrate_run  # noqa: E402
 from solve_pipeline.improvement import bag_leaders, tune_rounds  # noqa: E402
-from solve_pipeline.validation import RANDOM, Validation, choose_validation  # noqa: E402
+from solve_pipeline.solve_inputs import SolveOptions, prepare, read_plan  # noqa: E402
+from solve_pipeline.validation import RANDOM, Validation  # noqa: E402
 from solve_pipeline.warm_start import WarmReport, ignore_configs, order_race  # noqa: E402
 
-LIGHT_MAX_ROWS = 600
 RACE_SHARE = 0.5
 TUNE_UNTIL = 0.75
 # Fine-tuning a pretrained network wins most where it applies (photos, text): it may run this far,
@@ -84,27 +81,6 @@ DECODE_UNTIL = 1.0  # the decoder search is only started when its projected metr
 DECODE_RESERVE_MAX = 0.05  # of the budget: a search dearer than this is not waited for
 HARD_STOP = 0.97  # the race's first finisher may run this far when nothing else has finished
 FINETUNE_FOLD_SLACK = 1.5  # a fine-tuning fold may run this far past its share of the estimate
-
-
-_DEFAULTS = SolveSettings()
-
-
-@dataclass(frozen=True)
-class SolveOptions:
-    """One solve's settings: a run's `SolveSettings` (or their defaults) plus what is per call."""
-
-    workspace: Path
-    light: bool = False
-    folds: int = _DEFAULTS.folds
-    seed: int = _DEFAULTS.seed
-    # None: no budget. A run's config.json always sets one; the setup's light solve never does.
-    time_budget: float | None = None
-    out: Path | None = None
-    fusion: Fusion = _DEFAULTS.fusion
-    tune: bool = _DEFAULTS.tune
-    blend_after: int = _DEFAULTS.blend_after
-    # A campaign's suggestions from its nearest solved tasks; None: a cold start.
-    warm_start: WarmStart | None = _DEFAULTS.warm_start
 
 
 @dataclass
@@ -438,65 +414,6 @@ class Solver:
             self._write_submission()
         self.state.phases["decode"] = round(self.state.elapsed(), 2)
         return report
-
-
-def read_plan(artifacts: SetupArtifacts) -> dict[str, Any]:
-    try:
-        plan = json.loads(SetupLayout(artifacts.setup_dir).plan.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return plan if isinstance(plan, dict) else {}
-
-
-def _targets(artifacts: SetupArtifacts, ids: list[str]) -> dict[str, np.ndarray]:
-    transformed = artifacts.target_map_transformed.drop_duplicates("id").set_index("id").loc[ids]
-    y: dict[str, np.ndarray] = {}
-    for spec in artifacts.targets:
-        values = pd.to_numeric(transformed[spec.column]).to_numpy(dtype=float)
-        if spec.is_classification:
-            values = values.astype(int)
-            if values.min() < 0 or values.max() >= spec.n_classes:
-                raise ValueError(f"{spec.column}: class indices outside 0..{spec.n_classes - 1}")
-        y[spec.column] = values
-    return y
-
-
-def _priors(artifacts: SetupArtifacts, y: dict[str, np.ndarray]) -> dict[str, Predictions]:
-    """Class frequencies / means, standing in for targets no candidate has predicted yet."""
-    priors = {}
-    for spec in artifacts.targets:
-        target = y[spec.column]
-        if spec.is_classification:
-            counts = np.bincount(target, minlength=spec.n_classes) / len(target)
-            oof = np.tile(normalise_proba(counts[None, :]), (len(target), 1))
-        else:
-            oof = np.full(len(target), target.mean())
-        priors[spec.column] = Predictions("prior", oof, None)
-    return priors
-
-
-def prepare(options: SolveOptions) -> tuple[SetupArtifacts, CVContext, int, Validation]:
-    setup_dir = options.workspace / "setup"
-    if setup_dir.is_dir():
-        os.chdir(setup_dir)  # generated code's contract, imports included: it runs with cwd = setup/
-    artifacts = SetupArtifacts.load(options.workspace)
-    artifacts.require_solvable()
-    ids = artifacts.train_ids
-    n_total = len(ids)
-    if options.light and len(ids) > LIGHT_MAX_ROWS:
-        rng = np.random.default_rng(options.seed)
-        keep = np.sort(rng.choice(len(ids), LIGHT_MAX_ROWS, replace=False))
-        ids = [ids[i] for i in keep]
-    features = build_features(artifacts, train_ids=ids,
-                              max_text_features=5000 if options.light else 30000,
-                              image_size=16 if options.light else 32)
-    y = _targets(artifacts, ids)
-    strata = next((y[s.column] for s in artifacts.targets if s.is_classification), None)
-    validation = RANDOM if options.light else choose_validation(features)
-    k = 2 if options.light else (min(options.folds, BIG_FOLDS) if features.big else options.folds)
-    folds = validation.folds(len(ids), k, options.seed, strata)
-    ctx = CVContext(artifacts, features, y, folds, _priors(artifacts, y), seed=options.seed, light=options.light)
-    return artifacts, ctx, n_total, validation
 
 
 def solve(options: SolveOptions) -> dict:
