@@ -12,8 +12,10 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 # torch is pinned first to the CPU build so that resolving `torch>=2.13` never pulls CUDA wheels.
+# For a GPU: `rm -rf .venv && make install TORCH="torch==2.14.1 torchvision==0.29.1"` (PyPI's CUDA builds).
+TORCH ?= torch==2.13.0
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q "torch==2.13.0"
+	$(BIN)/pip install -q $(TORCH)
 	$(BIN)/pip install -q -e ".[test,ray]"
 	# hebo 0.3.6 declares numpy<1.25 and GPy, which makes pip backtrack for many minutes; it runs
 	# with today's numpy when installed without its declared dependencies beside these.
@@ -47,7 +49,7 @@ lint: $(STAMP)
 
 # Everything, as CI runs it.
 test: lint sandbox browser
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q --durations=25 $(PYTEST_ARGS)
 
 # Unit tests only (a couple of minutes): no solver, run or bench end to end.
 test-fast: lint sandbox browser

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from agentk.core.config import Fusion, PolicyName, RunConfig, SolveSettings, deep_merge, default_of
+from agentk.core.config import Device, Fusion, PolicyName, RunConfig, SolveSettings, deep_merge, default_of
 from agentk.core.errors import AgentKError
 from agentk.core.workspace import Workspace
 
@@ -95,6 +95,7 @@ def run(
     folds: Optional[int] = typer.Option(None, "--folds", help=f"Cross-validation folds (default: {default_of(SolveSettings, 'folds')})."),
     fusion: Optional[str] = typer.Option(None, "--fusion", help=f"Late-fusion net: auto (text/image inputs only), on (tables too), off (default: {default_of(SolveSettings, 'fusion')})."),
     no_tune: bool = typer.Option(False, "--no-tune", help="Skip HEBO tuning."),
+    device: Optional[str] = typer.Option(None, "--device", help=f"Where images, text and the fusion net run: auto (a CUDA GPU when there is one), cpu, cuda (default: {default_of(SolveSettings, 'device')})."),
     seed: Optional[int] = typer.Option(None, "--seed", help=f"(default: {default_of(SolveSettings, 'seed')})"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the final line (for campaigns)."),
     as_json: bool = typer.Option(False, "--json", help="Print result.json to stdout."),
@@ -119,7 +120,7 @@ def run(
     # The switches' False means "not given" too: only a set switch changes the config.
     config = RunConfig(**_given(
         workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, seed=seed, quiet=quiet or None,
-        fusion=chosen_fusion, tune=False if no_tune else None,
+        fusion=chosen_fusion, tune=False if no_tune else None, device=_choice(Device, "--device", device),
         submit=submit or None, force_submit=force_submit or None, submit_top_k=top_k, submit_poll_s=submit_poll,
         policy=chosen_policy, llm_base_url=llm, llm_model=model, llm_token_budget=token_budget,
         credit_assignment=False if no_credit_assignment else None, unsafe_no_sandbox=unsafe_no_sandbox or None,
@@ -353,6 +354,7 @@ def campaign(
     time_budget: Optional[float] = typer.Option(None, "--time-budget", help=f"Solver seconds per task (default: {default_of(SolveSettings, 'time_budget_s'):g})."),
     total_budget: Optional[str] = typer.Option(None, "--total-budget", help="No task starts after this much wall time: 600, 90m, 8h."),
     folds: Optional[int] = typer.Option(None, "--folds", help="Cross-validation folds per task."),
+    device: Optional[str] = typer.Option(None, "--device", help=f"Where images, text and the fusion net run: auto (a CUDA GPU when there is one), cpu, cuda (default: {default_of(SolveSettings, 'device')})."),
     seed: Optional[int] = typer.Option(None, "--seed", help="The random order's seed and the runs' solver seed."),
     cold: bool = typer.Option(False, "--cold", help="No warm start from the nearest solved tasks."),
     submit: bool = typer.Option(False, "--submit", help="Submit each Kaggle task's validated submission (daily limits kept across the campaign)."),
@@ -377,7 +379,7 @@ def campaign(
     chosen_policy = _choice(PolicyName, "--policy", policy)
     run_config = _given(
         workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, seed=seed, submit=submit or None,
-        submit_top_k=top_k, submit_poll_s=submit_poll, policy=chosen_policy, llm_base_url=llm, llm_model=model,
+        device=_choice(Device, "--device", device), submit_top_k=top_k, submit_poll_s=submit_poll, policy=chosen_policy, llm_base_url=llm, llm_model=model,
         llm_token_budget=token_budget, unsafe_no_sandbox=unsafe_no_sandbox or None,
     )
     given = _given(order=order, alpha=alpha, beta=beta, r=top_r, max_attempts=max_attempts, seeds=seeds, limit=limit, workers=workers,

@@ -145,21 +145,33 @@ def _valid_candidates(workspace: Workspace, candidates: list[SubmissionCandidate
     return valid
 
 
+def _distinct_files(candidates: list[SubmissionCandidate], events: EventLog) -> list[SubmissionCandidate]:
+    """Best first, one candidate per file content: a later copy is dropped and says so."""
+    seen: dict[str, str] = {}
+    kept = []
+    for candidate in candidates:
+        digest = file_digest(candidate.path)
+        if digest in seen:
+            events.emit("kaggle_candidate_skipped", model=candidate.model, reason=f"identical to {seen[digest]}'s file")
+            continue
+        seen[digest] = candidate.model
+        kept.append(candidate)
+    return kept
+
+
 def submit_top_k(workspace: Workspace, slug: str, config: RunConfig, events: EventLog) -> dict[str, Any]:
     """Send the top-k validated candidates best-first; a used-up daily allowance or a file Kaggle
     already has ends or skips a send, never the run (the run itself has succeeded by now)."""
-    # K counts the best models, not sends: an invalid or already-sent file leaves its slot empty
-    # rather than pulling in a weaker model the user did not ask for.
-    chosen = _valid_candidates(workspace, _submission_candidates(workspace, events)[: config.submit_top_k], events)
+    # K counts the best distinct files: two models predicting the same labels (a bag and its
+    # model, often, under accuracy) are one submission, so the copy gives its slot to the next
+    # file. An invalid or already-sent file leaves its slot empty rather than pulling in a weaker
+    # model the user did not ask for.
+    distinct = _distinct_files(_submission_candidates(workspace, events), events)
+    chosen = _valid_candidates(workspace, distinct[: config.submit_top_k], events)
     metric = str(read_json_object(SetupLayout(workspace.setup).plan).get("metric"))
     reports: list[dict[str, Any]] = []
-    sent: set[str] = set()
     limit_reached: str | None = None
     for candidate in chosen:
-        digest = file_digest(candidate.path)
-        if digest in sent:  # e.g. two models predicting the same labels: one file, one submission
-            events.emit("kaggle_candidate_skipped", model=candidate.model, reason="identical to a file sent in this run")
-            continue
         try:
             report = _send(workspace, slug, config, events, candidate, metric)
         except DailyLimitReached as exc:
@@ -168,7 +180,6 @@ def submit_top_k(workspace: Workspace, slug: str, config: RunConfig, events: Eve
             events.say(f"  kaggle: daily limit reached, {candidate.model} not sent: {limit_reached}")
             break
         if report is not None:
-            sent.add(digest)
             reports.append(report)
     run = RunResult.read(workspace.result_path)  # written by the runner just before the sends
     return _kaggle_summary(reports, run.direction if run is not None else None, limit_reached)

@@ -6,6 +6,7 @@ kill resumes where the run stopped.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from dataclasses import dataclass
@@ -14,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from agentk.core.artifacts import LeaderboardPlace, MetaRecord, RunResult, SetupLayout, SolveResult, StageRecord, run_direction
-from agentk.core.config import CONFIG_FILE, PolicyName, RunConfig
+from agentk.core.config import CONFIG_FILE, Device, PolicyName, RunConfig
 from agentk.core.errors import AgentKError, SolveFailed
 from agentk.core.events import EventLog
-from agentk.core.isolation import Mounts, isolation_status
+from agentk.core.isolation import Mounts, gpu_device_files, isolation_status
 from agentk.core.sandbox import Limits, run_python
 from agentk.core.workspace import RunState, Workspace, atomic_write_json, read_json_object, workspace_for
 from agentk.core.workspace_lock import workspace_lock
@@ -209,15 +210,20 @@ def _solve(workspace: Workspace, config: RunConfig, events: EventLog) -> None:
 
 
 def _run_solver(workspace: Workspace, config: RunConfig, events: EventLog, status: Any):
+    # A GPU's device files, unless the run asked for the CPU; nothing else of /dev is new.
+    gpus = gpu_device_files() if config.solve.device != Device.CPU else ()
+    mounts = Mounts.workspace(workspace.root, write=["solve", "submissions"], read=[workspace.root / CONFIG_FILE])
     return run_python(
         # No flags: the solver takes config.solve from the workspace's config.json.
         ["-m", "solve_pipeline.solver", str(workspace.root)],
         cwd=workspace.solve,
-        # The solver stops itself at its budget; the sandbox timeout is only a backstop.
-        limits=Limits(timeout_s=config.solve.time_budget_s * 1.5 + 120),
+        # The solver stops itself at its budget; the sandbox timeout is only a backstop. CUDA
+        # reserves far more address space than any RLIMIT_AS allows: with a GPU only the cgroup's
+        # memory limit holds.
+        limits=Limits(timeout_s=config.solve.time_budget_s * 1.5 + 120, **({"memory_mb": None} if gpus else {})),
         on_stdout_line=_solver_printer(events, status),
         log_prefix=workspace.logs / "solve",
-        mounts=Mounts.workspace(workspace.root, write=["solve", "submissions"], read=[workspace.root / CONFIG_FILE]),
+        mounts=dataclasses.replace(mounts, devices=gpus),
     )
 
 
@@ -237,6 +243,8 @@ def _solver_printer(events: EventLog, status: Any = None):
             status.update(f"solving: {event.get('model')} fold {event.get('fold', 0) + 1} (elapsed {event.get('elapsed_s', 0):.0f} s)")
         if kind == "model" and event.get("score") is not None:
             events.say(f"    model {event.get('model', '?'):<16} CV {event['score']:.5f}")
+        elif kind == "device":
+            events.say(f"    [yellow]{event.get('message')}[/]")
         elif kind == "pruned":
             events.say(f"    pruned {event.get('model', '?'):<15} (weaker first fold)")
         elif kind == "trial" and status is not None:

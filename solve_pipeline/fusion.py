@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
+from solve_pipeline import device  # noqa: E402
 from solve_pipeline.baseline_models import (  # noqa: E402
     ConstantModel,
     ModelOptions,
@@ -151,15 +152,22 @@ class FusionModel(_ClassifierBase):
         self.history_: list[float] = []  # validation loss per epoch
         self.best_epoch_: int | None = None
         self.epochs_run_ = 0
+        self.device_ = torch.device("cpu")
         y = np.asarray(y)
         if len(y) == 0 or (self.spec.is_classification and len(np.unique(y)) < 2):
             self.fallback_ = ConstantModel(self.spec).fit(X, y)  # nothing to separate
             return self
-        # A private RNG stream: same seed → same weights and batches, without disturbing the
-        # caller's global torch state.
-        with torch_threads(self.options.threads), torch.random.fork_rng(devices=[]):
-            torch.manual_seed(self.options.seed)
-            self._train(X, y, X_val, y_val)
+
+        def attempt(on: torch.device, batch_factor: float) -> None:
+            self.device_, self.batch_factor_ = on, batch_factor
+            # A private RNG stream: same seed → same weights and batches, without disturbing the
+            # caller's global torch state.
+            with torch_threads(self.options.threads), torch.random.fork_rng(devices=[]):
+                torch.manual_seed(self.options.seed)
+                self.history_, self.best_epoch_, self.epochs_run_ = [], None, 0
+                self._train(X, y, X_val, y_val)
+
+        device.with_fallback("fusion net", attempt)
         return self
 
     def _train(self, X: ModalityBlocks, y: np.ndarray, X_val: ModalityBlocks | None,
@@ -180,7 +188,9 @@ class FusionModel(_ClassifierBase):
             self.y_mean_ = float(np.mean(y))
             self.y_std_ = float(np.std(y)) or 1.0
             targets = torch.as_tensor(((y - self.y_mean_) / self.y_std_).astype(np.float32))
-        self.net_ = _FusionNet(X, out_dim, s.hidden_size, s.dropout)
+        on = self.device_
+        targets = targets.to(on)
+        self.net_ = _FusionNet(X, out_dim, s.hidden_size, s.dropout).to(on)
         self.backbone_ = self.net_.backbone_name
         start_head(self.net_.head, self.spec, y)
         optimizer = self._optimizer()
@@ -189,7 +199,7 @@ class FusionModel(_ClassifierBase):
         validate = X_val is not None and y_val is not None and len(y_val) > 0
         val_inputs = self._tensors(X_val) if validate else None
         generator = torch.Generator().manual_seed(self.options.seed)
-        n, batch = len(y), s.batch_size
+        n, batch = len(y), max(1, int(s.batch_size * self.batch_factor_))
         best_loss, best_state, since_best = math.inf, None, 0
         trained_steps = 0
         for epoch in range(s.max_epochs):
@@ -202,8 +212,9 @@ class FusionModel(_ClassifierBase):
                     break
                 rows = order[start:start + batch]
                 optimizer.zero_grad()
-                output = self.net_(*_take(inputs, rows))
-                loss = loss_fn(output if self.spec.is_classification else output[:, 0], targets[rows])
+                with device.autocast(on):
+                    output = self.net_(*_take(inputs, rows, on)).float()
+                loss = loss_fn(output if self.spec.is_classification else output[:, 0], targets[rows.to(on)])
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(self.net_.parameters(), 5.0)
                 optimizer.step()
@@ -252,12 +263,14 @@ class FusionModel(_ClassifierBase):
 
     def _outputs(self, inputs: tuple) -> np.ndarray:
         self.net_.eval()
+        on = self.device_
         n = inputs[0].shape[0]
         chunks = []
-        with torch.inference_mode():
-            for start in range(0, n, PREDICT_BATCH):
-                rows = torch.arange(start, min(start + PREDICT_BATCH, n))
-                chunks.append(self.net_(*_take(inputs, rows)).double().numpy())
+        batch = PREDICT_BATCH * device.batch_scale(on)
+        with torch.inference_mode(), device.autocast(on):
+            for start in range(0, n, batch):
+                rows = torch.arange(start, min(start + batch, n))
+                chunks.append(self.net_(*_take(inputs, rows, on)).double().cpu().numpy())
         width = self.spec.n_classes if self.spec.is_classification else 1
         return np.vstack(chunks) if chunks else np.zeros((0, width))
 
@@ -285,6 +298,8 @@ class FusionModel(_ClassifierBase):
         return self._outputs(self._tensors(X))[:, 0] * self.y_std_ + self.y_mean_
 
 
-def _take(inputs: tuple, rows: Any) -> tuple:
-    return tuple(None if block is None else block[rows] for block in inputs)
+def _take(inputs: tuple, rows: Any, on: torch.device) -> tuple:
+    """The rows of each block, on the device (inputs stay in host memory: an image block of a
+    large set need not fit the GPU)."""
+    return tuple(None if block is None else block[rows].to(on, non_blocking=True) for block in inputs)
 

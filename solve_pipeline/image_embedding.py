@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import time
 import warnings
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -21,6 +23,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from solve_pipeline import device  # noqa: E402
 from solve_pipeline.image_backbones import Backbone, available_backbones, cheapest  # noqa: E402
 from solve_pipeline.torch_training import torch_threads  # noqa: E402
 from solve_pipeline.vector_cache import VectorCache, file_key  # noqa: E402
@@ -71,6 +74,30 @@ def load_rgb(path: str, px: int) -> np.ndarray | None:
         return None
 
 
+def loaded_batches(paths: Sequence[str], rows: Sequence[int], px: int, batch: int, *,
+                   prefetch: bool = False, workers: int = 4) -> Iterator[tuple[int, list[tuple[int, np.ndarray]]]]:
+    """(offset into rows, [(row, image) for the batch's readable images]) batch by batch. With
+    `prefetch` (a GPU waiting) the next batch is decoded by a thread pool while this one runs:
+    PIL releases the GIL while it decodes. On a CPU the cores are the model's, so it decodes inline."""
+    starts = range(0, len(rows), batch)
+
+    def load(start: int) -> list[tuple[int, np.ndarray]]:
+        images = [(i, load_rgb(paths[i], px)) for i in rows[start:start + batch]]
+        return [(i, x) for i, x in images if x is not None]
+
+    if not prefetch:
+        for start in starts:
+            yield start, load(start)
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending = {start: pool.submit(load, start) for start in list(starts)[:2]}
+        for position, start in enumerate(starts):
+            following = position + 2
+            if following < len(starts):
+                pending[starts[following]] = pool.submit(load, starts[following])
+            yield start, pending.pop(start).result()
+
+
 def native_px(paths: Sequence[str], sample: int = 64) -> int | None:
     """Median shorter side of a sample of the images (headers only), None when none opens."""
     from PIL import Image
@@ -98,13 +125,13 @@ def _options(backbones: list[Backbone], native: int) -> list[tuple[Backbone, int
     return options
 
 
-def _forward(module: torch.nn.Module, batch: np.ndarray, flip: bool) -> np.ndarray:
-    with torch.inference_mode():
-        tensor = torch.from_numpy(batch)
-        features = module(tensor)
+def _forward(module: torch.nn.Module, batch: np.ndarray, flip: bool, on: torch.device) -> np.ndarray:
+    with torch.inference_mode(), device.autocast(on):
+        tensor = torch.from_numpy(batch).to(on)
+        features = module(tensor).float()
         if flip:
-            features = (features + module(torch.flip(tensor, dims=[3]))) / 2
-    return features.float().numpy()
+            features = (features + module(torch.flip(tensor, dims=[3])).float()) / 2
+    return features.cpu().numpy()
 
 
 def plan_embedding(paths: Sequence[str], seconds: float, threads: int = 2,
@@ -126,8 +153,9 @@ def plan_embedding(paths: Sequence[str], seconds: float, threads: int = 2,
     assert base is not None
     probe_px = min(128, base.native_px)
     sample = [p for p in paths if p][:PROBE_IMAGES + 1]
+    on = device.current()  # the probe times the device the embedding will run on
     with torch_threads(threads):
-        module = base.load()
+        module = base.load().to(on)
         first = load_rgb(sample[0], probe_px)  # pays the decoders' one-off start-up
         began = time.monotonic()
         loaded = [x for x in (load_rgb(p, probe_px) for p in sample[1:]) if x is not None]
@@ -135,9 +163,9 @@ def plan_embedding(paths: Sequence[str], seconds: float, threads: int = 2,
         if first is None or len(loaded) < 2:
             return [], "too few images could be opened to time the backbone"
         batch = np.stack(loaded)
-        _forward(module, batch, flip=False)  # warm-up: the first call of a shape builds kernels
+        _forward(module, batch, False, on)  # warm-up: the first call of a shape builds kernels
         began = time.monotonic()
-        _forward(module, batch, flip=False)
+        _forward(module, batch, False, on)  # returns to the host: the GPU's work is done by then
         per_pixel = (time.monotonic() - began) / len(loaded) / probe_px ** 2 / base.relative_cost
     keys = [file_key(p) for p in paths if p]
     plans = []
@@ -178,26 +206,29 @@ def embed_images(paths: Sequence[str], plan: ImagePlan, *, cache_dir: Path | Non
     cache = VectorCache(cache_dir, plan.label)
     keys = [file_key(p) if p else "" for p in paths]
     todo = sorted({i for i, key in enumerate(keys) if key and key not in cache.vectors})
-    with torch_threads(threads):
-        module = plan.backbone.load() if todo else None
-        timed_from: float | None = None
-        for start in range(0, len(todo), BATCH):
-            now = time.monotonic()
-            if start == BATCH:
-                timed_from = now  # the first batch pays one-off start-up costs
-            pace = None if timed_from is None or start == BATCH else (now - timed_from) / (start - BATCH)
-            if deadline is not None and (now > deadline or
-                                         (pace is not None and now + pace * (len(todo) - start) > deadline)):
-                cache.save()
-                raise TooSlow(pace)
-            rows = todo[start:start + BATCH]
-            images = [(i, load_rgb(paths[i], plan.px)) for i in rows]
-            readable = [(i, x) for i, x in images if x is not None]
-            if readable:
-                vectors = _forward(module, np.stack([x for _, x in readable]), plan.flip_tta)
-                for (i, _), vector in zip(readable, vectors, strict=True):
-                    cache.vectors[keys[i]] = vector.astype(np.float32)
+
+    def attempt(on: torch.device, batch_factor: float) -> None:
+        left = [i for i in todo if keys[i] not in cache.vectors]  # a retry resumes
+        batch = max(1, int(BATCH * device.batch_scale(on) * batch_factor))
+        with torch_threads(threads):
+            module = plan.backbone.load().to(on)
+            timed_from: float | None = None
+            for start, readable in loaded_batches(paths, left, plan.px, batch, prefetch=on.type == "cuda"):
+                now = time.monotonic()
+                if start == batch:
+                    timed_from = now  # the first batch pays one-off start-up costs
+                pace = None if timed_from is None or start == batch else (now - timed_from) / (start - batch)
+                if deadline is not None and (now > deadline or
+                                             (pace is not None and now + pace * (len(left) - start) > deadline)):
+                    cache.save()
+                    raise TooSlow(pace)
+                if readable:
+                    vectors = _forward(module, np.stack([x for _, x in readable]), plan.flip_tta, on)
+                    for (i, _), vector in zip(readable, vectors, strict=True):
+                        cache.vectors[keys[i]] = vector.astype(np.float32)
+
     if todo:
+        device.with_fallback("image embedding", attempt)
         cache.save()
     found = [cache.vectors.get(key) for key in keys]
     present = [v for v in found if v is not None]

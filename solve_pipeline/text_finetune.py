@@ -24,6 +24,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
+from solve_pipeline import device  # noqa: E402
 from solve_pipeline.baseline_models import ConstantModel  # noqa: E402
 from solve_pipeline.dataset import FeatureSet  # noqa: E402
 from solve_pipeline.torch_training import FineTunedModel, start_head, torch_threads  # noqa: E402
@@ -147,7 +148,7 @@ def _max_length(tokenizer: Any, X: TextInputs, cap: int) -> int:
     return int(min(cap, max(MIN_LENGTH, math.ceil(np.percentile(lengths, LENGTH_QUANTILE)))))
 
 
-def _collate(encoded: _Encoded, rows: np.ndarray, pad_id: int) -> tuple[torch.Tensor, ...]:
+def _collate(encoded: _Encoded, rows: np.ndarray, pad_id: int, on: torch.device | None = None) -> tuple[torch.Tensor, ...]:
     width = max(len(encoded.ids[i]) for i in rows)
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     types = torch.zeros((len(rows), width), dtype=torch.long)
@@ -157,6 +158,8 @@ def _collate(encoded: _Encoded, rows: np.ndarray, pad_id: int) -> tuple[torch.Te
         ids[k, :n] = torch.from_numpy(encoded.ids[i])
         types[k, :n] = torch.from_numpy(encoded.types[i])
         mask[k, :n] = 1
+    if on is not None and on.type != "cpu":
+        return ids.to(on, non_blocking=True), mask.to(on, non_blocking=True), types.to(on, non_blocking=True)
     return ids, mask, types
 
 
@@ -228,8 +231,12 @@ class _Settings:
             settings.max_epochs = 1
         return settings
 
-    def batch_rows(self, max_length: int) -> int:
-        return max(1, min(self.batch_size, self.max_batch_tokens // max_length))
+    def batch_rows(self, max_length: int, token_scale: float = 1.0) -> int:
+        """Rows per batch: the batch size, fewer for long texts so a batch holds at most
+        max_batch_tokens x token_scale tokens (a GPU's free memory scales it; an out-of-memory
+        retry shrinks it, and the rows with it)."""
+        rows = self.batch_size if token_scale >= 1 else int(self.batch_size * token_scale)
+        return max(1, min(rows, int(self.max_batch_tokens * token_scale) // max_length))
 
 
 def _optimizer(net: _Net, s: _Settings) -> torch.optim.Optimizer:
@@ -263,11 +270,12 @@ class MiniLMFineTuneModel(FineTunedModel):
     """all-MiniLM-L6-v2 fine-tuned on TextInputs, following the solver's model protocol."""
 
     Settings = _Settings
+    PART = "text fine-tuning"
 
     def _targets(self, y: np.ndarray) -> torch.Tensor:
         if self.spec.is_classification:
-            return torch.as_tensor(y.astype(np.int64))
-        return torch.as_tensor(((y - self.y_mean_) / self.y_std_).astype(np.float32))
+            return torch.as_tensor(y.astype(np.int64)).to(self.device_)
+        return torch.as_tensor(((y - self.y_mean_) / self.y_std_).astype(np.float32)).to(self.device_)
 
     def _train(self, X: TextInputs, y: np.ndarray, X_val: TextInputs | None,
                y_val: np.ndarray | None) -> None:
@@ -284,9 +292,10 @@ class MiniLMFineTuneModel(FineTunedModel):
         out_dim = self.spec.n_classes if self.spec.is_classification else 1
         self.net_ = _Net(copy.deepcopy(body), out_dim, s.dropout)
         start_head(self.net_.head, self.spec, y)
+        self.net_.to(self.device_)
         optimizer = _optimizer(self.net_, s)
         rng = np.random.RandomState(self.options.seed)
-        batch = s.batch_rows(self.max_length_)
+        batch = s.batch_rows(self.max_length_, device.batch_scale(self.device_) * self.batch_factor_)
         planned = s.max_epochs * math.ceil(len(y) / batch)
         schedule = _Schedule(s.warmup_share, planned)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
@@ -344,10 +353,12 @@ class MiniLMFineTuneModel(FineTunedModel):
     def _step(self, encoded: _Encoded, rows: np.ndarray, targets: torch.Tensor,
               optimizer: torch.optim.Optimizer, loss_fn: nn.Module) -> int:
         """One optimizer step on a batch; returns the padded tokens it read."""
-        ids, mask, types = _collate(encoded, rows, self.pad_id_)
+        ids, mask, types = _collate(encoded, rows, self.pad_id_, self.device_)
         optimizer.zero_grad()
-        output = self.net_(ids, mask, types)
-        loss = loss_fn(output if self.spec.is_classification else output[:, 0], targets[torch.as_tensor(rows)])
+        with device.autocast(self.device_):
+            output = self.net_(ids, mask, types).float()
+        loss = loss_fn(output if self.spec.is_classification else output[:, 0],
+                       targets[torch.as_tensor(rows, device=self.device_)])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.net_.parameters(), 1.0)
         optimizer.step()
@@ -355,13 +366,17 @@ class MiniLMFineTuneModel(FineTunedModel):
 
 
     def _raw(self, encoded: _Encoded) -> np.ndarray:
+        return self._on_device(lambda: self._raw_on(encoded))
+
+    def _raw_on(self, encoded: _Encoded) -> np.ndarray:
         self.net_.eval()
+        on = self.device_
         width = self.spec.n_classes if self.spec.is_classification else 1
         out = np.zeros((len(encoded.ids), width))
-        with torch.inference_mode():
-            rows_per_batch = max(1, PREDICT_BATCH_TOKENS // self.max_length_)
+        with torch.inference_mode(), device.autocast(on):
+            rows_per_batch = max(1, PREDICT_BATCH_TOKENS * device.batch_scale(on) // self.max_length_)
             for rows in _sorted_batches(encoded.lengths, rows_per_batch):
-                out[rows] = self.net_(*_collate(encoded, rows, self.pad_id_)).double().numpy()
+                out[rows] = self.net_(*_collate(encoded, rows, self.pad_id_, on)).double().cpu().numpy()
         return out
 
     def _loss(self, encoded: _Encoded, y: np.ndarray) -> float:
@@ -413,7 +428,7 @@ class _Pace:
     forward: float  # seconds per padded token, inference only
 
 
-_PACES: dict[tuple[int, int], _Pace] = {}
+_PACES: dict[tuple[int, int, str], _Pace] = {}
 
 
 def _probe_pace(encoded: _Encoded, threads: int, seed: int = 0) -> _Pace:
@@ -422,35 +437,41 @@ def _probe_pace(encoded: _Encoded, threads: int, seed: int = 0) -> _Pace:
     tokenizer, body = _pretrained()
     pad_id = int(tokenizer.pad_token_id or 0)
     rng = np.random.RandomState(seed)
-    batch = _Settings().batch_rows(int(encoded.lengths.max()))
+    on = device.current()  # the probe times the device the fine-tuning will run on
+    batch = _Settings().batch_rows(int(encoded.lengths.max()), device.batch_scale(on))
     picked = rng.choice(len(encoded.ids), size=min(3 * batch, len(encoded.ids)), replace=False)
     picked = picked[np.argsort(encoded.lengths[picked], kind="stable")]
     parts = [part for part in np.array_split(picked, 3) if len(part)]
     warm, timed = parts[len(parts) // 2], [parts[0], parts[-1]]
     with torch_threads(threads), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        net = _Net(copy.deepcopy(body), 2, 0.1)
+        net = _Net(copy.deepcopy(body), 2, 0.1).to(on)
         optimizer = _optimizer(net, _Settings())
 
         def step(rows: np.ndarray) -> int:
-            ids, mask, types = _collate(encoded, rows, pad_id)
+            ids, mask, types = _collate(encoded, rows, pad_id, on)
             optimizer.zero_grad()
-            net(ids, mask, types).logsumexp(dim=1).mean().backward()
+            with device.autocast(on):
+                output = net(ids, mask, types).float()
+            output.logsumexp(dim=1).mean().backward()
             optimizer.step()
             return int(ids.numel())
 
         step(warm)
+        device.synchronize()
         started, tokens = time.monotonic(), 0
         for rows in timed:
             tokens += step(rows)
+        device.synchronize()
         train = (time.monotonic() - started) / tokens
         net.eval()
         started, tokens = time.monotonic(), 0
-        with torch.inference_mode():
+        with torch.inference_mode(), device.autocast(on):
             for rows in timed:
-                ids, mask, types = _collate(encoded, rows, pad_id)
+                ids, mask, types = _collate(encoded, rows, pad_id, on)
                 net(ids, mask, types)
                 tokens += int(ids.numel())
+        device.synchronize()
         forward = (time.monotonic() - started) / tokens
     return _Pace(train=train, forward=forward)
 
@@ -468,7 +489,7 @@ def estimate_finetune_seconds(features: FeatureSet, n_rows: int, epochs: float, 
     tokenizer, _ = _pretrained()
     max_length = _max_length(tokenizer, sample, MAX_LENGTH_CAP)
     encoded = _encode(tokenizer, sample, max_length)
-    key = (max(1, threads), max_length)
+    key = (max(1, threads), max_length, device.current().type)
     if key not in _PACES:
         _PACES[key] = _probe_pace(encoded, threads)
     pace = _PACES[key]

@@ -5,14 +5,18 @@ class prior, and for the fine-tuned pretrained networks the whole fit protocol a
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 from torch import nn
 
+from solve_pipeline import device
 from solve_pipeline.baseline_models import ConstantModel, ModelOptions, _ClassifierBase
 from solve_pipeline.setup_modules import TargetSpec
+
+T = TypeVar("T")
 
 
 class torch_threads:  # noqa: N801 - used like a function: `with torch_threads(2):`
@@ -45,6 +49,7 @@ class FineTunedModel(_ClassifierBase):
     `Settings` (with `from_params(params, light)`) and write `_train`."""
 
     Settings: Any
+    PART: str = "fine-tuning"  # its name in the device record
 
     def __init__(self, spec: TargetSpec, options: ModelOptions | None = None,
                  params: dict[str, Any] | None = None) -> None:
@@ -57,17 +62,38 @@ class FineTunedModel(_ClassifierBase):
         self.history_: list[float] = []  # validation loss per evaluation
         self.best_epoch_: int | None = None
         self.epochs_run_ = 0.0  # fractional when the deadline cut an epoch short
+        self.device_ = torch.device("cpu")
         y = np.asarray(y)
         deadline = self.options.deadline
         if len(y) == 0 or (self.spec.is_classification and len(np.unique(y)) < 2) or \
                 (deadline is not None and time.monotonic() > deadline):
             self.fallback_ = ConstantModel(self.spec).fit(X, y)  # nothing to learn or no time
             return self
-        with torch_threads(self.options.threads), torch.random.fork_rng(devices=[]):
-            # A private RNG stream: same seed → same dropout masks, without disturbing the caller.
-            torch.manual_seed(self.options.seed)
-            self._train(X, y, X_val, y_val)
+
+        def attempt(on: torch.device, batch_factor: float) -> None:
+            self.device_, self.batch_factor_ = on, batch_factor
+            with torch_threads(self.options.threads), torch.random.fork_rng(devices=[]):
+                # A private RNG stream: same seed → same dropout masks, without disturbing the caller.
+                torch.manual_seed(self.options.seed)
+                self.history_, self.best_epoch_, self.epochs_run_ = [], None, 0.0
+                self._train(X, y, X_val, y_val)
+
+        device.with_fallback(self.PART, attempt)
         return self
 
     def _train(self, X: Any, y: np.ndarray, X_val: Any, y_val: np.ndarray | None) -> None:
+        """Fit on `self.device_` with batches `self.batch_factor_` times the settings' size."""
         raise NotImplementedError
+
+    def _on_device(self, predict: Callable[[], T]) -> T:
+        """A prediction on the device the net trained on; out of GPU memory, on the CPU instead."""
+        try:
+            return predict()
+        except (torch.cuda.OutOfMemoryError, RuntimeError) as error:
+            if self.device_.type != "cuda" or not device.is_out_of_memory(error):
+                raise
+            torch.cuda.empty_cache()
+            self.device_ = torch.device("cpu")
+            self.net_.to(self.device_)
+            device.record(self.PART, self.device_)
+            return predict()

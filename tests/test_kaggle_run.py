@@ -100,8 +100,15 @@ def test_run_submits_top_k_best_first(fake_kaggle, solved_titanic: Path, tmp_pat
     # The best candidate's file is the final submission, byte for byte (one formatter path).
     assert (ws / "titanic" / ranked[0]["path"]).read_bytes() == (ws / "titanic" / "submissions" / "submission.csv").read_bytes()
 
+    # Top-k counts distinct files: a model whose file repeats a better one's (a bag predicting its
+    # model's labels) gives its slot to the next file.
+    distinct: dict[bytes, dict] = {}
+    for c in ranked:
+        distinct.setdefault((ws / "titanic" / c["path"]).read_bytes(), c)
+    assert len(distinct) >= 3, "titanic's solve should offer at least three different files"
+    firsts = list(distinct.values())
     kaggle = json.loads((ws / "titanic" / "result.json").read_text())["kaggle"]
-    assert [s["model"] for s in kaggle["submissions"]] == [c["model"] for c in ranked[:2]]
+    assert [s["model"] for s in kaggle["submissions"]] == [c["model"] for c in firsts[:2]]
     assert len(fake_kaggle.submissions) == 2 and all(s.public is not None for s in fake_kaggle.submissions)
     assert [s.description for s in fake_kaggle.submissions] == [s["message"] for s in kaggle["submissions"]]
     publics = [s["public_score"] for s in kaggle["submissions"]]
@@ -113,12 +120,11 @@ def test_run_submits_top_k_best_first(fake_kaggle, solved_titanic: Path, tmp_pat
 
     # Again, with one more candidate: a copy of the third file under another model's name. The two
     # already sent are refused by the ledger, the copy is the same file as the third: one new send.
-    # The third is the best file Kaggle does not have yet (two models may predict the same labels).
-    sent_files = {(ws / "titanic" / c["path"]).read_bytes() for c in ranked[:2]}
-    third = next(c for c in ranked[2:] if (ws / "titanic" / c["path"]).read_bytes() not in sent_files)
+    # The third distinct file is the best one Kaggle does not have yet.
+    third = firsts[2]
     copy = ws / "titanic" / "submissions" / "candidates" / "copycat.csv"
     copy.write_bytes((ws / "titanic" / third["path"]).read_bytes())
-    solve["candidates"] = ranked[:2] + [third, {**third, "model": "copycat", "path": "submissions/candidates/copycat.csv"}]
+    solve["candidates"] = firsts[:2] + [third, {**third, "model": "copycat", "path": "submissions/candidates/copycat.csv"}]
     (ws / "titanic" / "solve" / "solve_result.json").write_text(json.dumps(solve))
     again = run_top_k(ws, 4)
     assert again.exit_code == 0, again.output[-2000:]
@@ -127,7 +133,7 @@ def test_run_submits_top_k_best_first(fake_kaggle, solved_titanic: Path, tmp_pat
     assert len(fake_kaggle.submissions) == 3
     skipped = [json.loads(line) for line in (ws / "titanic" / "logs" / "events.jsonl").read_text().splitlines()]
     skipped = [e for e in skipped if e.get("event") == "kaggle_candidate_skipped"]
-    assert {e["model"] for e in skipped} >= {ranked[0]["model"], ranked[1]["model"], "copycat"}
+    assert {e["model"] for e in skipped} >= {firsts[0]["model"], firsts[1]["model"], "copycat"}
 
 
 def test_run_stops_cleanly_at_the_daily_limit(fake_kaggle, solved_titanic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -208,6 +208,22 @@ def test_hebo_trials_and_a_blend_are_drawn_from_their_records(copy: Path) -> Non
     assert "linear at 0.96; the weighted blend scored 0.97 in nested CV." in re.sub(r"\s+", " ", blend_part)
 
 
+def test_the_page_says_where_torch_work_ran(copy: Path) -> None:
+    """A GPU run's device record (solve_pipeline/device.py's summary), laid into this run's record:
+    the page names the device, each part's and every fallback."""
+    path = copy / "solve" / "solve_result.json"
+    record = json.loads(path.read_text())
+    assert record["device"]["choice"] == "auto"  # every solve records it; this one ran no torch part
+    record["device"] = {"choice": "auto", "used": "cuda (NVIDIA H100 80GB HBM3)",
+                        "parts": {"text fine-tuning": "cuda", "image maps": "cpu"},
+                        "notes": ["device: image maps ran out of GPU memory at 1/4 of the batch; on the CPU instead"]}
+    path.write_text(json.dumps(record))
+    html = re.sub(r"\s+", " ", write_run_report(copy).read_text())
+    line = html[html.index('id="device"'):]
+    assert line.startswith('id="device">Device: torch work ran on cuda (NVIDIA H100 80GB HBM3) (asked for auto): '
+                           "image maps on cpu, text fine-tuning on cuda. device: image maps ran out of GPU memory"), line[:300]
+
+
 def test_agentk_report_prints_the_page_and_refuses_a_folder_without_a_run(copy: Path, tmp_path: Path) -> None:
     proc = agentk("report", str(copy), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

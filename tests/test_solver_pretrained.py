@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from solver_workspaces import check_solved, run_solver, shapes_workspace, tweets_workspace
 
@@ -27,6 +28,11 @@ def test_images_get_a_pretrained_family_and_a_resumed_run_reuses_the_embeddings(
     assert result["finetune"]["runs"][0]["model"] == "image_finetune", result["finetune"]
     assert result["cv"]["image_finetune"] > result["cv"]["constant"]
     assert list((workspace / "solve" / "cache" / "image_maps").iterdir())
+    if not torch.cuda.is_available():  # the record says what ran where
+        record = result["device"]
+        assert (record["choice"], record["used"], record["notes"]) == ("auto", "cpu", [])
+        assert {"image embedding", "image maps", "image fine-tuning"} <= set(record["parts"])
+        assert set(record["parts"].values()) == {"cpu"}
     cached = list((workspace / "solve" / "cache" / "image_embeddings").glob("*.npz"))
     assert len(cached) == 1
     stamp = cached[0].stat().st_mtime_ns
@@ -39,8 +45,14 @@ def test_images_get_a_pretrained_family_and_a_resumed_run_reuses_the_embeddings(
 
 def test_minilm_is_fine_tuned_when_the_probe_says_it_fits(tmp_path: Path) -> None:
     workspace = tweets_workspace(tmp_path / "tweets")
-    result, events = run_solver(workspace, "--time-budget", "90", "--folds", "2", "--no-tune")
+    # Asking for CUDA where there is none is no dead end: the CPU runs it, and the record says so.
+    result, events = run_solver(workspace, "--time-budget", "90", "--folds", "2", "--no-tune", "--device", "cuda")
     check_solved(workspace, result, events)
+    if not torch.cuda.is_available():
+        assert result["device"]["choice"] == "cuda" and result["device"]["used"] == "cpu"
+        assert result["device"]["parts"]["text fine-tuning"] == "cpu"
+        assert [e["message"] for e in events if e["event"] == "device"] == result["device"]["notes"]
+        assert len(result["device"]["notes"]) == 1 and "no CUDA device" in result["device"]["notes"][0]
     plan = next(e for e in events if e["event"] == "finetune_plan")
     assert plan["notes"] and plan["notes"][0].startswith("text: MiniLM fine-tuning"), plan
     run = result["finetune"]["runs"][0]

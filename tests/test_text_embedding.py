@@ -111,7 +111,7 @@ def test_the_projection_gives_up_on_a_tiny_budget(monkeypatch: pytest.MonkeyPatc
 def test_embeddings_are_kept_on_disk_and_a_cut_off_run_keeps_what_it_finished(tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     first = embed_texts(SHORT, max_seconds=300, cache_dir=tmp_path)
-    assert first is not None and (tmp_path / f"{text_embedding.CACHE_LABEL}.npz").is_file()
+    assert first is not None and (tmp_path / f"{text_embedding.CACHE_LABELS['cpu']}.npz").is_file()
     # Everything is cached: no time is needed at all, and the vectors are the same.
     again = embed_texts(list(reversed(SHORT)), max_seconds=1e-9, cache_dir=tmp_path)
     assert again is not None and np.array_equal(again, first[::-1])
@@ -119,7 +119,7 @@ def test_embeddings_are_kept_on_disk_and_a_cut_off_run_keeps_what_it_finished(tm
     monkeypatch.setattr(text_embedding, "EMBED_CHUNK_PIECES", 16)
     fresh = [f"sentence number {i} about something else entirely" for i in range(12)]
     assert embed_texts(fresh, max_seconds=1e-6, cache_dir=tmp_path / "cut") is None
-    kept = VectorCache(tmp_path / "cut", text_embedding.CACHE_LABEL).vectors
+    kept = VectorCache(tmp_path / "cut", text_embedding.CACHE_LABELS["cpu"]).vectors
     assert 1 <= len(kept) < len(fresh)
     complete = embed_texts(fresh, max_seconds=300, cache_dir=tmp_path / "cut")
     assert complete is not None

@@ -276,6 +276,8 @@ class SolveResult(BaseModel):
     # (seconds since the solver started, best validation score so far), one point per improvement.
     timeline: list[tuple[float, float]] = []
     warm_start: dict[str, Any] | None = None  # a campaign's suggestions: what was used, what ignored and why
+    # Where torch work ran: {choice, used, parts: {part: cpu|cuda}, notes: [fallback lines]}.
+    device: dict[str, Any] | None = None
 
     @classmethod
     def path_in(cls, solve_dir: Path) -> Path:

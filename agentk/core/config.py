@@ -15,6 +15,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 CONFIG_FILE = "config.json"  # in the workspace root
 
 
+class Device(StrEnum):
+    """Where torch work runs: auto = a CUDA GPU when torch sees one, else the CPU."""
+
+    AUTO = "auto"
+    CPU = "cpu"
+    CUDA = "cuda"
+
+
 class Fusion(StrEnum):
     """The late-fusion net: auto = only with text or image inputs; on = tables too."""
 
@@ -66,6 +74,7 @@ class SolveSettings(BaseModel):
     fusion: Fusion = Fusion.AUTO
     tune: bool = True  # HEBO tuning of the race's best affordable family
     blend_after: int = Field(3, ge=2, description="fewest complete solutions worth blending")
+    device: Device = Device.AUTO  # images, text and the fusion net; tables stay on the CPU
     warm_start: WarmStart | None = None  # set by a campaign from its task memory
 
 

@@ -44,15 +44,17 @@ class IsolationStatus:
 
 @dataclass(frozen=True)
 class Mounts:
-    """What a sandboxed child may see: `read` folders or files read-only, `write` folders writable.
-    Paths keep their absolute location inside, so arguments naming them stay valid."""
+    """What a sandboxed child may see: `read` folders or files read-only, `write` folders writable,
+    `devices` device files usable (a GPU's). Paths keep their absolute location inside, so
+    arguments naming them stay valid."""
 
     read: tuple[Path, ...] = ()
     write: tuple[Path, ...] = ()
+    devices: tuple[Path, ...] = ()
 
     @staticmethod
-    def of(read: Iterable[Path] = (), write: Iterable[Path] = ()) -> Mounts:
-        return Mounts(tuple(Path(p) for p in read), tuple(Path(p) for p in write))
+    def of(read: Iterable[Path] = (), write: Iterable[Path] = (), devices: Iterable[Path] = ()) -> Mounts:
+        return Mounts(tuple(Path(p) for p in read), tuple(Path(p) for p in write), tuple(Path(p) for p in devices))
 
     @staticmethod
     def workspace(root: Path, *, write: Iterable[str], read: Iterable[Path] = ()) -> Mounts:
@@ -60,6 +62,18 @@ class Mounts:
         to read, the named subfolders to write; never its logs, state or LLM cache."""
         root = Path(root)
         return Mounts.of(read=[root / "raw", root / "setup", *read], write=[root / name for name in write])
+
+
+# The device files CUDA opens: one per GPU (nvidia0, nvidia1, ...), the control device, unified
+# memory and its tools, mode setting, and the capability files of MIG slices.
+_GPU_DEVICE_GLOBS = ("nvidia[0-9]*", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset",
+                     "nvidia-caps/*")
+
+
+def gpu_device_files(dev: Path = Path("/dev")) -> tuple[Path, ...]:
+    """The NVIDIA device files present under `dev` (none on a machine without a GPU)."""
+    found = {path for pattern in _GPU_DEVICE_GLOBS for path in Path(dev).glob(pattern)}
+    return tuple(sorted(found))
 
 
 def bwrap_executable() -> str | None:
@@ -104,6 +118,8 @@ def bwrap_argv(command: Sequence[str], *, cwd: Path, mounts: Mounts, bwrap: str 
         "--hostname", "sandbox",
         "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
     ]
+    for device in mounts.devices:  # a fresh /dev has none of the GPU's files
+        argv += ["--dev-bind", str(device), str(device)]
     for path in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         argv += _system_path(path)
     for name in _ETC_FILES:

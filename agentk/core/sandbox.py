@@ -181,7 +181,7 @@ def run_python(
     cmd = [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, *_limit_args(limits, isolated), "-u", *args]
     if isolated:
         mounts = mounts or Mounts()
-        cmd = bwrap_argv(cmd, cwd=cwd, mounts=Mounts(mounts.read, (*mounts.write, cwd)))
+        cmd = bwrap_argv(cmd, cwd=cwd, mounts=dataclasses.replace(mounts, write=(*mounts.write, cwd)))
     jail = open_jail(limits.max_processes or default_max_processes(), limits.total_memory_mb or _default_total_mb())
     # bubblewrap must outlive a timeout's SIGINT and SIGTERM (its death kills the namespace before
     # Python has printed where it was stuck): it starts with both ignored, the trampoline restores

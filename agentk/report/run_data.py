@@ -384,6 +384,7 @@ class SolverData(_Record):
     selection: Selection | NotAvailable
     finetune_notes: list[str] = []
     warm_start: dict[str, Any] | None = None
+    device: dict[str, Any] | None = None  # where torch work ran (solve_pipeline/device.py's summary)
 
 
 def read_solver(root: Path) -> SolverData | NotAvailable:
@@ -409,7 +410,7 @@ def _solver(root: Path, result: SolveResult) -> SolverData:
         timeline=section("the timeline", lambda: _timeline(result, events)),
         selection=section("the selection record", lambda: _selection(result)),
         finetune_notes=[str(n) for n in finetune.get("notes") or []] + ([str(finetune["skipped"])] if finetune.get("skipped") else []),
-        warm_start=result.warm_start,
+        warm_start=result.warm_start, device=result.device,
     )
 
 

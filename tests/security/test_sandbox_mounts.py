@@ -83,3 +83,17 @@ def test_the_rest_of_the_disk_is_not_there(tmp_path: Path) -> None:
     assert not seen[str(secret)]["exists"]
     assert not seen[str(Path.home() / ".bashrc")]["exists"]
     assert not seen["/etc/passwd"]["exists"]
+
+
+def test_device_files_appear_only_when_named(tmp_path: Path) -> None:
+    """A GPU's device files reach the solver this way; a device bubblewrap's own /dev leaves out
+    (the userspace-filesystem one, present on most Linux machines) stands in for them."""
+    named = next((Path(p) for p in ("/dev/fuse", "/dev/kvm", "/dev/loop-control") if Path(p).exists()), None)
+    if named is None:
+        pytest.skip("no device file outside bubblewrap's minimal /dev exists here")
+    root = workspace(tmp_path)
+    hidden = probe(root / "solve", Mounts.workspace(root, write=["solve"]), named)
+    assert hidden[str(named)]["exists"] is False
+    plain = Mounts.workspace(root, write=["solve"])
+    shown = probe(root / "solve", Mounts(plain.read, plain.write, devices=(named,)), named)
+    assert shown[str(named)]["exists"] is True
