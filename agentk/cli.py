@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 import traceback
 from enum import StrEnum
 from pathlib import Path
@@ -58,8 +60,10 @@ def _choice(kind: type[Choice], flag: str, value: str | None) -> Choice | None:
         _fail(f"{flag} must be {', '.join(names[:-1])} or {names[-1]}, not {value!r}")
 
 
-def _guard(action):
-    """Run a command body: known errors become one line; unknown ones one line plus a log file."""
+def _guard(action, workspace_root: Path | None = None):
+    """Run a command body: known errors become one line; unknown ones (agentk's own bugs) one line
+    plus the traceback in a log file, under the workspace root's _logs/ (else the user's cache),
+    never in whatever folder the command was started from."""
     try:
         return action()
     except AgentKError as exc:
@@ -69,9 +73,20 @@ def _guard(action):
     except typer.Exit:
         raise
     except Exception as exc:  # noqa: BLE001 - the user gets one line, the traceback goes to a file
-        log = Path.cwd() / "agentk-crash.log"
-        log.write_text(traceback.format_exc(), encoding="utf-8")
+        log = _crash_log(workspace_root)
         _fail(f"internal error: {type(exc).__name__}: {exc} (traceback in {log})", code=1)
+
+
+def _crash_log(workspace_root: Path | None) -> Path:
+    folder = Path(workspace_root) / "_logs" if workspace_root is not None else Path.home() / ".cache" / "agentk"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        log = folder / f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+        log.write_text(traceback.format_exc(), encoding="utf-8")
+        return log
+    except OSError:  # nowhere writable: the traceback still reaches the user, on stderr
+        sys.stderr.write(traceback.format_exc())
+        return Path("stderr")
 
 
 def _over_base(path: Path, flags: RunConfig) -> RunConfig:
@@ -110,6 +125,7 @@ def run(
     no_credit_assignment: bool = typer.Option(False, "--no-credit-assignment", help="After a failed meta check, rewrite every covered stage."),
     unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help="Run LLM-written code even where no sandbox (bubblewrap) can be made."),
     leaderboard: Optional[Path] = typer.Option(None, "--leaderboard", help="A Kaggle leaderboard CSV to place the test score on (default: the competition's leaderboard.csv, if any)."),
+    metric: Optional[str] = typer.Option(None, "--metric", help="For data without a competition page (a folder of files, a zip): the metric, e.g. rmse, auc, accuracy (default: assumed from the data, and said)."),
     config_json: Optional[Path] = typer.Option(None, "--config-json", hidden=True, help="For campaigns: a RunConfig JSON file as the base (a warm start has no flag); the other flags override it."),
 ) -> None:
     """Set up and solve one competition, write a validated submission, grade it when answers exist."""
@@ -124,13 +140,13 @@ def run(
         submit=submit or None, force_submit=force_submit or None, submit_top_k=top_k, submit_poll_s=submit_poll,
         policy=chosen_policy, llm_base_url=llm, llm_model=model, llm_token_budget=token_budget,
         credit_assignment=False if no_credit_assignment else None, unsafe_no_sandbox=unsafe_no_sandbox or None,
-        leaderboard=leaderboard.resolve() if leaderboard is not None else None,
+        leaderboard=leaderboard.resolve() if leaderboard is not None else None, metric=metric,
     ))
     if leaderboard is not None and not leaderboard.is_file():
         _fail(f"leaderboard file not found: {leaderboard}")
     if config_json is not None:
         config = _guard(lambda: _over_base(config_json, config))
-    outcome = _guard(lambda: run_competition(source, config))
+    outcome = _guard(lambda: run_competition(source, config), config.workspace_root)
     if as_json:
         console.print_json(json.dumps(outcome.result.to_json()))
     elif quiet:
@@ -185,6 +201,7 @@ def submit(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Submit a locally validated file to Kaggle, wait for its score and place it on the leaderboard."""
+    from agentk.core.workspace_lock import workspace_lock
     from agentk.kaggle.reference import parse_competition_reference
     from agentk.publish import submit_run
 
@@ -192,7 +209,12 @@ def submit(
         slug = parse_competition_reference(competition)
         if slug is None:
             raise AgentKError(f"not a Kaggle competition: {competition}")
-        return submit_run(Workspace(_root(workspace_root).resolve() / slug), slug, file=file, message=message, force=force)
+        workspace = Workspace(_root(workspace_root).resolve() / slug)
+        if not workspace.root.is_dir():  # nothing to lock, and no folder to leave behind
+            return submit_run(workspace, slug, file=file, message=message, force=force)
+        # A run of this competition may be writing the files being sent (or sending them itself).
+        with workspace_lock(workspace.root):
+            return submit_run(workspace, slug, file=file, message=message, force=force)
 
     report = _guard(body)
     if as_json:

@@ -52,7 +52,7 @@ def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
         raise AgentKError("--submit needs a Kaggle competition (a URL or slug), not a local folder")
     if slug is not None:
         source = fetch_source(slug, Path(config.workspace_root).resolve() / "_kaggle", quiet=config.quiet)
-    competition = load_competition(source)
+    competition = load_competition(source, metric=config.metric)
     workspace = workspace_for(config.workspace_root, competition.id)
     # One run per workspace from setup to submit: a second one would mix its files into ours.
     with workspace_lock(workspace.root):

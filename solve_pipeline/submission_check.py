@@ -111,7 +111,7 @@ def _is_probability_layout(sample: pd.DataFrame) -> bool:
 
 
 def _value_problems(submission: pd.DataFrame, sample: pd.DataFrame | None, id_column: str | None = None,
-                    echoed: Sequence[str] = ()) -> list[str]:
+                    echoed: Sequence[str] = (), probabilities: bool | None = None) -> list[str]:
     problems = []
     for column in submission.columns:
         values = submission[column]
@@ -135,7 +135,9 @@ def _value_problems(submission: pd.DataFrame, sample: pd.DataFrame | None, id_co
             if len(bad):
                 problems.append(f"column {column!r}: {len(bad)} non-numeric value(s) where the sample "
                                 f"is numeric ({_examples(bad.tolist())})")
-    if sample is not None and _is_probability_layout(sample):
+    # Unknown (None): a sample of numbers within [0, 1] in several columns reads as class
+    # probabilities; a setup that knows its targets are values (two counts) says False.
+    if sample is not None and (probabilities if probabilities is not None else _is_probability_layout(sample)):
         for column in [c for c in sample.columns[1:] if c in submission.columns]:
             numbers = _numeric(submission[column])
             outside = numbers[(numbers < 0) | (numbers > 1)]
@@ -153,13 +155,15 @@ def validate_submission(
     expected_columns: Sequence[str] | None = None,
     id_column: str | None = None,
     echoed: Sequence[str] = (),
+    probabilities: bool | None = None,
 ) -> list[str]:
     """Problems with a submission file; an empty list means it is valid.
 
     With a sample submission, its columns, ids (first column, in order) and value types are the
     reference. Without one, `expected_columns` and `expected_ids` are, when given. Ids are in
     `id_column` (default: the first column; a submission may put its prediction first).
-    `echoed` columns repeat test inputs and may be blank where those are.
+    `echoed` columns repeat test inputs and may be blank where those are. `probabilities`: whether
+    the value columns are class probabilities, checked to lie in [0, 1] (None: read from the sample).
     """
     try:
         submission = _read_text_csv(Path(submission_path))
@@ -190,5 +194,5 @@ def validate_submission(
             problems.append(f"{len(submission)} row(s), expected {len(expected_ids)}")
         key = id_column if id_column in submission.columns else submission.columns[0]
         problems += _id_problems(submission[key], expected_ids)
-    problems += _value_problems(submission, sample, id_column, echoed)
+    problems += _value_problems(submission, sample, id_column, echoed, probabilities)
     return problems

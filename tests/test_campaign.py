@@ -62,6 +62,11 @@ def test_a_campaign_over_a_folder_survives_kill_9_and_remembers_both_kinds(tiny_
     for key in ("tumours-a", "tumours-b", "notes", "solved", "gave_up"):
         assert key in shown.stdout
     assert "next: nothing" in shown.stdout
+    # The workspace root lists its campaigns, with their counts.
+    listed = agentk("campaign", "status", str(campaign.parent.parent), cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    row = next(line for line in listed.stdout.splitlines() if campaign.name in line)
+    assert [cell.strip() for cell in row.split("│") if cell.strip()] == [campaign.name, "3", "2", "1", "0", "3"], row
 
     # Run again: everything has ended, nothing is redone.
     again = agentk(*args, cwd=tmp_path)

@@ -74,3 +74,25 @@ def test_bench_over_seeds_reports_stage_success_and_pass_at_k(tmp_path: Path) ->
     assert summary["runs"] == 2 and summary["setups_passed"] == 2
     assert summary["pass_at"]["1"] == 1.0 and summary["pass_at"]["10"] is None
     assert set(summary["stage_success"]) >= {"plan", "metric"} and all(v == 1.0 for v in summary["stage_success"].values())
+
+
+def test_an_internal_error_is_one_line_and_its_trace_lands_in_the_workspace_logs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """agentk's own bug (here a planted one) is the only thing called an internal error; its
+    traceback goes under the workspace root, not into the folder the user ran from."""
+    import agentk.runner
+    from typer.testing import CliRunner
+
+    from agentk.cli import app
+
+    def broken(source, config):
+        raise ZeroDivisionError("planted")
+
+    monkeypatch.setattr(agentk.runner, "run_competition", broken)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["run", "anything", "-w", str(tmp_path / "ws")])
+    assert result.exit_code == 1
+    assert "internal error: ZeroDivisionError: planted" in result.output
+    [log] = (tmp_path / "ws" / "_logs").glob("crash-*.log")
+    assert "ZeroDivisionError: planted" in log.read_text() and str(log) in result.output.replace("\n", "")
+    assert not list(tmp_path.glob("agentk-crash*"))

@@ -150,6 +150,20 @@ def test_run_stops_cleanly_at_the_daily_limit(fake_kaggle, solved_titanic: Path,
     assert kaggle["best_public"] == kaggle["submissions"][0]["public_score"] is not None
 
 
+def test_submit_waits_for_no_one_while_a_run_holds_the_workspace(fake_kaggle, solved_titanic: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`agentk submit` takes the workspace's lock: while a run holds it, one line and nothing sent."""
+    from agentk.core.workspace_lock import workspace_lock
+
+    monkeypatch.chdir(tmp_path)
+    with workspace_lock(solved_titanic / "titanic"):
+        busy = invoke("submit", "titanic", "-w", str(solved_titanic))
+    assert busy.exit_code != 0 and "workspace in use" in busy.output and not fake_kaggle.submissions
+    sent = invoke("submit", "titanic", "-w", str(solved_titanic))
+    assert sent.exit_code == 0, sent.output
+    assert len(fake_kaggle.submissions) == 1
+
+
 def test_submit_needs_a_kaggle_source(tmp_path: Path) -> None:
     shared = Path(__file__).resolve().parents[2] / "shared" / "competitions" / "titanic"
     result = invoke("run", str(shared), "--submit", "-w", str(tmp_path / "ws"))

@@ -14,6 +14,9 @@ from agentk.core.metrics import MetricGuess, detect_metric, evaluation_section, 
     [
         ("Submissions are evaluated on the micro-averaged F1 score.", "micro_f1"),
         ("Submissions are evaluated using the F1 score (micro).", "micro_f1"),
+        ("Submissions are evaluated on the micro averaged [F1 score](https://en.wikipedia.org/wiki/F1_score).",
+         "micro_f1"),
+        ("Submissions are scored on MeanFScore, which at Kaggle is actually a micro-averaged F1-score.", "micro_f1"),
         ("Submissions are evaluated on the weighted F1 score.", "weighted_f1"),
         ("Submissions are evaluated on the macro F1 score.", "macro_f1"),
         ("Submissions are evaluated on the mean F1 score across all classes.", "macro_f1"),
@@ -56,6 +59,10 @@ def test_names_in_an_evaluation_section(sentence: str, expected: str) -> None:
         ("Submissions are evaluated on the weighted categorization accuracy.", "weighted accuracy"),
         ("This competition uses a Weighted Root Mean Squared Scaled Error (RMSSE).", "scaled error (RMSSE/MASE)"),
         ("We use two evaluation metrics, and average them: AUC and accuracy.", "a combination of metrics"),
+        ("The metric is designed to reflect both the accuracy and certainty of each prediction.",
+         "a confidence-weighted likelihood (Laplace log likelihood)"),
+        ("Submissions are evaluated on a modified version of the Laplace Log Likelihood.",
+         "a confidence-weighted likelihood (Laplace log likelihood)"),
     ],
 )
 def test_metrics_the_registry_lacks_abstain_with_their_name(sentence: str, unsupported: str) -> None:

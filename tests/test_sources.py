@@ -317,7 +317,9 @@ def test_errors_for_missing_or_unrecognised_folders(tmp_path: Path) -> None:
 def test_errors_for_incomplete_local_folders(tmp_path: Path) -> None:
     (tmp_path / "no_desc" / "data").mkdir(parents=True)
     (tmp_path / "no_desc" / "data" / "train.csv").write_text("id,y\n1,2\n")
-    assert "description.md is missing" in load_error(tmp_path / "no_desc")
+    # data/ without a page is a competition too: its page says none came (tests/test_sources_bare.py).
+    bare = load_competition(tmp_path / "no_desc")
+    assert bare.grading is None and bare.id == "no_desc"
     assert "missing or empty" in load_error(make_local(tmp_path / "no_data"))
     (tmp_path / "prepared").mkdir()
     assert "public/" in load_error(tmp_path / "prepared")

@@ -145,3 +145,13 @@ def test_the_solver_accepts_blanks_its_formatter_writes_itself(titanic: pd.DataF
     assert "submission_problems" not in capsys.readouterr().out
     check_against_formatter(artifacts, write(frame.astype({"Survived": float}).assign(Survived=np.nan), tmp_path / "b.csv"))
     assert "column 'Survived'" in capsys.readouterr().out
+
+
+def test_values_in_a_zero_one_sample_are_no_probabilities_when_the_setup_says_so(tmp_path: Path) -> None:
+    """Two count targets whose sample holds 0 and 1 placeholders look like class probabilities; a
+    setup that knows its targets are values says so, and counts above 1 are then fine."""
+    ids = pd.DataFrame({"id": [str(i) for i in range(20)]})
+    sample = write(ids.assign(casual=0, registered=1), tmp_path / "sample.csv")
+    counts = write(ids.assign(casual=np.arange(20) * 3.5, registered=np.arange(20) + 40), tmp_path / "counts.csv")
+    assert any("outside [0, 1]" in p for p in validate_submission(counts, sample_path=sample))
+    assert validate_submission(counts, sample_path=sample, probabilities=False) == []

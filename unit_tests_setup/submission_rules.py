@@ -16,7 +16,10 @@ def validate_against_setup(workspace: Workspace, submission: Path, plan: dict) -
     # Columns repeating test inputs (the plan may name them) keep the test's missing cells.
     echoed = [c for c in plan.get("echo_columns") or [] if isinstance(c, str)]
     if sample is not None:
-        return validate_submission(submission, sample_path=sample, id_column=plan.get("id_column"), echoed=echoed)
+        # Targets the plan calls values (two counts, say) are no probabilities, whatever the sample shows.
+        probabilities = False if plan.get("task_type") == "regression" else None
+        return validate_submission(submission, sample_path=sample, id_column=plan.get("id_column"), echoed=echoed,
+                                   probabilities=probabilities)
     columns = plan.get("submission_columns")
     if not isinstance(columns, list) or not columns or "..." in columns:
         return ["there is no sample submission and plan.json names no complete submission_columns"]

@@ -4,6 +4,7 @@ options with the ones it last ran with, and drive it; or show its status."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from rich.console import RenderableType
 from agentk.campaign.driver import CampaignDriver
 from agentk.campaign.options import CAMPAIGNS_DIR, CampaignOptions, default_name, parse_duration
 from agentk.campaign.state import CampaignFolder, CampaignState
+from agentk.core.campaign_record import TaskStatus
 from agentk.campaign.status import render_status
 from agentk.core.config import RunConfig, deep_merge
 from agentk.core.errors import AgentKError
@@ -69,10 +71,37 @@ def run_campaign_command(specs: list[str], *, name: str | None, campaign_dir: Pa
 
 
 def campaign_status(path: Path) -> RenderableType:
+    """One campaign's tasks, decisions and next pick; given a workspace root (or its _campaigns
+    folder), the campaigns under it, one line each."""
     folder = CampaignFolder(Path(path))
     state = folder.load()
     if state is None:
-        raise AgentKError(f"no campaign in {path} (no state.json)")
+        listed = _campaigns_under(Path(path))
+        if listed is not None:
+            return listed
+        raise AgentKError(f"no campaign in {path} (no state.json, and no campaigns under {path / CAMPAIGNS_DIR})")
     options = CampaignOptions.model_validate(state.options) if state.options else CampaignOptions()
     events = EventLog(None, quiet=True)
     return render_status(folder, state, CampaignDriver(folder, options, events).preview(state))
+
+
+def _campaigns_under(root: Path) -> RenderableType | None:
+    """A table of the campaigns in root/_campaigns (or root itself when it is that folder)."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    base = root if root.name == CAMPAIGNS_DIR else root / CAMPAIGNS_DIR
+    found = [(child, CampaignFolder(child).load()) for child in sorted(base.iterdir())] if base.is_dir() else []
+    found = [(child, state) for child, state in found if state is not None]
+    if not found:
+        return None
+    table = Table(title=f"{len(found)} campaign(s)")
+    for column in ("campaign", "tasks", "solved", "failed", "pending", "rounds"):
+        table.add_column(column)
+    for child, state in found:
+        counts = Counter(task.status for task in state.tasks.values())
+        table.add_row(child.name, str(len(state.tasks)), str(counts[TaskStatus.SOLVED]),
+                      str(counts[TaskStatus.FAILED] + counts[TaskStatus.GAVE_UP]), str(counts[TaskStatus.PENDING]),
+                      str(state.round))
+    return Group(table, Text(f"one campaign: agentk campaign status {base}/NAME"))

@@ -99,6 +99,8 @@ class RunConfig(BaseModel):
     submit_poll_s: float = Field(10.0, gt=0)
     # A leaderboard CSV the grader places the test score on (None: the competition's own, if any).
     leaderboard: Path | None = None
+    # The metric of data that came without a competition page (a folder of files, a zip).
+    metric: str | None = None
 
     @model_validator(mode="before")
     @classmethod

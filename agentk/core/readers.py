@@ -17,8 +17,9 @@ import json
 import re
 import zipfile
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
+import numpy as np
 import pandas as pd
 from charset_normalizer import from_bytes
 
@@ -30,6 +31,10 @@ FileKind = Literal["table", "image", "archive", "text", "other"]
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")
 _SNIFF_BYTES = 64 * 1024
+# How far a file's head may grow to hold a few records of a very wide table; a file with no line
+# break that far in is no table of rows.
+_WIDE_SNIFF_BYTES = 8 * 2**20
+_SCAN_CHUNK = 16 * 2**20
 _DELIMITERS = ",\t;|"
 _DECIMAL_COMMA = re.compile(r"^[+-]?\d+,\d+$")
 _PLAIN_NUMBER = re.compile(r"^[+-]?\d+$")
@@ -39,14 +44,26 @@ class UnreadableTable(Exception):
     """The file is not a table any reader understands; the message is one line."""
 
 
+def _read_head(fh: IO[bytes]) -> bytes:
+    """The first _SNIFF_BYTES, or more, up to _WIDE_SNIFF_BYTES, until three records' worth of
+    lines are in: a table 20,000 columns wide has a header longer than the usual window."""
+    head = fh.read(_SNIFF_BYTES)
+    while head.count(b"\n") < 3 and len(head) < _WIDE_SNIFF_BYTES:
+        more = fh.read(len(head))
+        if not more:
+            break
+        head += more
+    return head
+
+
 def _head(path: Path) -> bytes:
     with open(path, "rb") as fh:
-        return fh.read(_SNIFF_BYTES)
+        return _read_head(fh)
 
 
 def _gunzip_head(path: Path) -> bytes:
     with gzip.open(path, "rb") as fh:
-        return fh.read(_SNIFF_BYTES)
+        return _read_head(fh)
 
 
 def file_kind(path: Path) -> FileKind:
@@ -220,9 +237,26 @@ def _one_column_delimiter(text: str) -> str | None:
     return next((c for c in "\x1f\x1e\x1d\x1c" if c not in text), None)
 
 
+def _longest_record(data: bytes) -> int:
+    """The longest stretch between line breaks, in bytes, found in chunks (no copy of the data)."""
+    view = np.frombuffer(data, dtype=np.uint8)
+    longest, last = 0, -1
+    for start in range(0, len(view), _SCAN_CHUNK):
+        breaks = np.flatnonzero(view[start:start + _SCAN_CHUNK] == 10) + start
+        if breaks.size:
+            longest = max(longest, int(breaks[0]) - last - 1, int(np.diff(breaks).max(initial=1)) - 1)
+            last = int(breaks[-1])
+    return max(longest, len(view) - last - 1)
+
+
 def _read_delimited(data: bytes, nrows: int | None) -> pd.DataFrame:
+    # A record longer than any table's (a 150 MB line of fields) would make the parser hold
+    # millions of fields at once: tens of GB for one file. Refused before parsing.
+    if len(data) > _WIDE_SNIFF_BYTES and _longest_record(data) > _WIDE_SNIFF_BYTES:
+        raise UnreadableTable(f"a record runs over {_WIDE_SNIFF_BYTES >> 20} MB without a line break: "
+                              "not a table of rows")
     text = _decode(data)
-    sniffed = _delimiter(text[:_SNIFF_BYTES])
+    sniffed = _delimiter(text[:max(_SNIFF_BYTES, _nth_line_end(text, 3))])
     one_column = _one_column_delimiter(text) if sniffed is None else None
     delimiter = sniffed or one_column or ","
     frame = pd.read_csv(io.StringIO(text), sep=delimiter, dtype=str, keep_default_na=False, na_filter=False,
@@ -232,6 +266,17 @@ def _read_delimited(data: bytes, nrows: int | None) -> pd.DataFrame:
     if delimiter == ";" or one_column is not None:
         frame = _undo_decimal_comma(frame)
     return frame
+
+
+def _nth_line_end(text: str, n: int) -> int:
+    """Where the n-th line ends (within the wide sniffing window), so a wide table's delimiter is
+    sniffed on whole records."""
+    end = -1
+    for _ in range(n):
+        end = text.find("\n", end + 1, _WIDE_SNIFF_BYTES)
+        if end < 0:
+            return min(len(text), _WIDE_SNIFF_BYTES)
+    return end + 1
 
 
 def _undo_decimal_comma(frame: pd.DataFrame) -> pd.DataFrame:
@@ -280,6 +325,8 @@ def read_table(path: str | Path, nrows: int | None = None) -> pd.DataFrame:
             frame = _read_delimited(_raw_bytes(path), nrows)
     except UnreadableTable:
         raise
+    except RecursionError:  # JSON nested deeper than Python's stack: no table a person would read
+        raise UnreadableTable(f"cannot read {path.name}: nested too deeply to be a table") from None
     except (ValueError, OSError, EOFError, ImportError, pd.errors.ParserError, json.JSONDecodeError) as exc:
         raise UnreadableTable(f"cannot read {path.name}: {' '.join(str(exc).split())[:200]}") from exc
     return frame.head(nrows) if nrows is not None else frame

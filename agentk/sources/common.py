@@ -7,6 +7,7 @@ import hashlib
 import os
 import shutil
 import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -18,7 +19,7 @@ from agentk.core.metrics import get_metric
 from agentk.sources.base import GradingFacts
 
 # Bump when what prepare() writes changes, so older preparations are redone.
-PREPARE_VERSION = "1"
+PREPARE_VERSION = "2"
 MARKER_NAME = ".prepared"
 DESCRIPTION_NAME = "description.md"
 
@@ -97,41 +98,81 @@ def find_test_csv(folder: Path) -> Path | None:
 # ---------------------------------------------------------------- copying and fingerprints
 
 
-def copy_tree(src: Path, dst: Path, skip: Iterable[Path] = ()) -> list[str]:
+@dataclass
+class CopyNotes:
+    """What copy_tree left out or changed, as paths relative to the copied folder."""
+
+    outside: list[str] = field(default_factory=list)  # links out of the folder
+    broken: list[str] = field(default_factory=list)  # dangling links and link loops
+    renamed: list[str] = field(default_factory=list)  # "old -> new" for names that were not UTF-8
+
+    def warnings(self, shown: str) -> list[str]:
+        """One line per kind of change, for the user (empty when the copy is exact)."""
+        lines = []
+        for items, what in ((self.outside, f"symbolic link(s) pointing outside {shown}/"),
+                            (self.broken, "broken symbolic link(s) (dangling or looping)")):
+            if items:
+                lines.append(f"not copied: {len(items)} {what} ({_listed(items, shown)})")
+        if self.renamed:
+            lines.append(f"renamed: {len(self.renamed)} file name(s) that were not UTF-8, read as Latin-1 "
+                         f"({_listed(self.renamed, shown)})")
+        return lines
+
+
+def _listed(items: list[str], shown: str) -> str:
+    return ", ".join(f"{shown}/{name}" for name in items[:5]) + (" ..." if len(items) > 5 else "")
+
+
+def utf8_name(name: str) -> str:
+    """A file name as text: a name whose bytes are not UTF-8 (os.listdir gives it with surrogate
+    escapes, which no UTF-8 file, log or CSV can hold) is read as cp1252, else Latin-1, the way
+    such names were written on Windows and old Linux systems."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        raw = os.fsencode(name)
+        try:
+            return raw.decode("cp1252")
+        except UnicodeDecodeError:
+            return raw.decode("latin-1")
+
+
+def copy_tree(src: Path, dst: Path, skip: Iterable[Path] = ()) -> CopyNotes:
     """Copy file contents only: shared competition folders are often read-only, and copying
     their permissions would leave a raw/ folder that can be neither written into nor deleted.
 
     Symbolic links are followed only while they stay inside `src` (resolved once, so `src`
-    itself may be a link): a link out of it (data/passwd -> /etc/passwd) is not copied and its
-    path relative to `src` is returned. Sockets, pipes and devices are never read.
+    itself may be a link): a link out of it (data/passwd -> /etc/passwd), a dangling link and a
+    link loop are not copied and are listed in the notes. Sockets, pipes and devices are never
+    read. A name that is not UTF-8 is copied under its Latin-1 reading (and listed).
     """
     root = Path(src).resolve()
     skipped = {Path(p).resolve() for p in skip}
-    outside: list[str] = []
+    notes = CopyNotes()
 
     def copy_dir(real: Path, rel: Path, out: Path, ancestors: frozenset[Path]) -> None:
         out.mkdir(parents=True, exist_ok=True)
         for entry in sorted(real.iterdir()):
-            target = entry.resolve()
+            name = utf8_name(entry.name)
+            if name != entry.name:
+                notes.renamed.append(f"{(rel / name).as_posix()}")
+            try:
+                target = entry.resolve(strict=True)
+            except (OSError, RuntimeError):  # dangling (FileNotFoundError) or a loop (ELOOP, RuntimeError)
+                notes.broken.append((rel / name).as_posix())
+                continue
             if not target.is_relative_to(root):
-                outside.append((rel / entry.name).as_posix())
+                notes.outside.append((rel / name).as_posix())
             elif target in skipped or target in ancestors:  # a link back up would copy forever
                 continue
             elif target.is_dir():
-                copy_dir(target, rel / entry.name, out / entry.name, ancestors | {target})
+                copy_dir(target, rel / name, out / name, ancestors | {target})
             elif target.is_file():
-                shutil.copyfile(target, out / entry.name)
+                shutil.copyfile(target, out / name)
 
     copy_dir(root, Path(), Path(dst), frozenset({root}))
-    return outside
-
-
-def links_outside_warning(outside: list[str], shown: str) -> list[str]:
-    """One warning for every link left out of the agent's copy (empty list when none)."""
-    if not outside:
-        return []
-    listed = ", ".join(f"{shown}/{name}" for name in outside[:5]) + (" ..." if len(outside) > 5 else "")
-    return [f"not copied: {len(outside)} symbolic link(s) pointing outside {shown}/ ({listed})"]
+    return notes
 
 
 def require_inside(path: Path, shown: str) -> Path:
@@ -145,9 +186,9 @@ def require_inside(path: Path, shown: str) -> Path:
 def fingerprint(files: Iterable[Path], trees: Iterable[Path], extra: str = "") -> str:
     """Hash of whole small files plus sizes/mtimes of every file in the trees: cheap even for
     thousands of images, and changes whenever the source does."""
-    digest = hashlib.sha256(f"{PREPARE_VERSION}\n{extra}\n".encode())
+    digest = hashlib.sha256(f"{PREPARE_VERSION}\n{extra}\n".encode("utf-8", "surrogateescape"))
     for path in files:
-        digest.update(f"file {path}\n".encode())
+        digest.update(f"file {path}\n".encode("utf-8", "surrogateescape"))
         digest.update(path.read_bytes() if path.is_file() else b"<missing>")
     for tree in trees:
         for dirpath, dirnames, filenames in os.walk(tree):
@@ -157,7 +198,8 @@ def fingerprint(files: Iterable[Path], trees: Iterable[Path], extra: str = "") -
                 # A dangling link has no target to stat: its own entry stands in.
                 stat = path.stat() if path.exists() else path.lstat()
                 rel = (Path(dirpath) / name).relative_to(tree)
-                digest.update(f"{tree}:{rel}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+                # surrogateescape: a name that is not UTF-8 hashes by its own bytes.
+                digest.update(f"{tree}:{rel}:{stat.st_size}:{stat.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
 
@@ -230,6 +272,27 @@ def _registry_direction(metric: str, where: str) -> bool:
         return bool(get_metric(metric).higher_is_better)
     except Exception as exc:  # unknown metric or registry unavailable: the TOML must say it
         raise SourceError(f"{where} needs 'higher_is_better' (metric {metric!r}: {_one_line(exc)})") from exc
+
+
+def decode_text(raw: bytes) -> str:
+    """Bytes of a text file as a person's editor would show them: UTF-8 (with or without a byte
+    order mark), else cp1252 (Windows' Western default), else Latin-1, which reads any byte;
+    Windows and old Mac line ends become newlines."""
+    for encoding in ("utf-8-sig", "cp1252"):
+        try:
+            text = raw.decode(encoding)
+            break
+        except UnicodeDecodeError:
+            continue
+    else:
+        text = raw.decode("latin-1")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_description(path: Path, shown: str) -> str:
+    """The competition page's text, whatever its encoding (see decode_text); a link out of its
+    folder is refused."""
+    return decode_text(require_inside(path, shown).read_bytes())
 
 
 def title_from_description(text: str, fallback: str) -> str:

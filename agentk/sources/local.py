@@ -46,7 +46,7 @@ def load_local(root: Path) -> Competition:
     meta = config.get("competition", {})
     comp_id = str(meta.get("id") or root.name)
     fallback_title = common.humanise(comp_id)
-    text = common.require_inside(description, common.DESCRIPTION_NAME).read_text()
+    text = common.read_description(description, common.DESCRIPTION_NAME)
     title = str(meta.get("title") or common.title_from_description(text, fallback_title))
     grading_table = config.get("grading")
     grading = common.parse_grading(grading_table, TOML_NAME) if grading_table else None
@@ -143,7 +143,7 @@ def _copy_preparer(root: Path, stamp_files: list[Path]) -> Callable[[Path], list
         warnings: list[str] = []
 
         def build(out: Path) -> None:
-            warnings.extend(common.links_outside_warning(common.copy_tree(root / "data", out / "data"), "data"))
+            warnings.extend(common.copy_tree(root / "data", out / "data").warnings("data"))
             (out / common.DESCRIPTION_NAME).write_bytes(_description_bytes(root))
 
         stamp = common.fingerprint(stamp_files, [root / "data"], extra=f"local-copy {root.resolve()}")
@@ -164,7 +164,7 @@ def _split_preparer(
             # Other files (data_description.txt, image folders) go as they are; the original
             # test and sample are replaced by the held-out versions.
             replaced = [p for p in (split.train, split.test, split.sample) if p is not None]
-            warnings.extend(common.links_outside_warning(common.copy_tree(root / "data", data_out, skip=replaced), "data"))
+            warnings.extend(common.copy_tree(root / "data", data_out, skip=replaced).warnings("data"))
             kept, held = _split_rows(split)
             common.write_csv_exact(kept, data_out / split.train.name)
             test_columns = _test_columns(split, list(kept.columns), grading)
@@ -183,7 +183,8 @@ def _split_preparer(
 
 
 def _description_bytes(root: Path) -> bytes:
-    return common.require_inside(root / common.DESCRIPTION_NAME, common.DESCRIPTION_NAME).read_bytes()
+    # Written as UTF-8 whatever the source's encoding: every reader downstream reads UTF-8.
+    return common.read_description(root / common.DESCRIPTION_NAME, common.DESCRIPTION_NAME).encode("utf-8")
 
 
 def _split_rows(split: _Split) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -27,7 +27,7 @@ def load_mlebench(prepared: Path) -> Competition:
         raise SourceError(f"{public} is missing: an MLE-bench prepared folder needs public/ and private/")
     comp_id = prepared.parent.name if prepared.name == "prepared" else prepared.name
     description = _find_description(prepared)
-    text = common.require_inside(description, str(description.relative_to(prepared))).read_text()
+    text = common.read_description(description, str(description.relative_to(prepared)))
     answers = _find_answers(prepared / "private")
     sample = common.find_sample_csv(public)
 
@@ -80,9 +80,9 @@ def _preparer(prepared: Path, public: Path, description: Path) -> Callable[[Path
         warnings: list[str] = []
 
         def build(out: Path) -> None:
-            outside = common.copy_tree(public, out / "data", skip=[public / common.DESCRIPTION_NAME])
-            warnings.extend(common.links_outside_warning(outside, "public"))
-            (out / common.DESCRIPTION_NAME).write_bytes(description.read_bytes())
+            notes = common.copy_tree(public, out / "data", skip=[public / common.DESCRIPTION_NAME])
+            warnings.extend(notes.warnings("public"))
+            (out / common.DESCRIPTION_NAME).write_bytes(common.read_description(description, common.DESCRIPTION_NAME).encode("utf-8"))
 
         stamp = common.fingerprint([description], [public], extra=f"mlebench {prepared.resolve()}")
         common.build_atomically(Path(raw_dir), stamp, build)

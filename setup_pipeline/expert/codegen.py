@@ -37,7 +37,9 @@ def _read(facts: DataFacts, split: str, drop_missing_targets: bool) -> str:
     if drop_missing_targets:
         lines.append(f"    present = (frame[{_label_columns(facts)!r}].apply(lambda c: c.str.strip()) != '').all(axis=1)")
         lines.append("    frame = frame[present].reset_index(drop=True)  # rows without a target teach nothing")
-    if id_column:
+    if split == "train" and facts.train_ids_by_position:
+        lines.append("    ids = pd.Series([f'train_{i}' for i in range(len(frame))], index=frame.index)  # the key repeats")
+    elif id_column:
         lines.append(f"    ids = frame[{id_column!r}].astype(str).str.strip()")
     elif split == "test" and facts.sample_submission:
         lines += [f"    ids = read_table(RAW / {facts.sample_submission!r})[{facts.id_column!r}].astype(str).str.strip()",

@@ -54,6 +54,8 @@ class DataFacts(BaseModel):
     id_column: str
     train_id_column: str | None
     test_id_column: str | None  # None: test rows are matched to the sample by order
+    # The train key repeats (a text keying rows, some twice): train rows are numbered instead.
+    train_ids_by_position: bool = False
     echo_columns: dict[str, str] = Field(default_factory=dict)  # submission column -> test column repeated
     test_row_id_start: int | None = None  # no key and no sample: test ids number the rows from here
     top_k: int | None = None  # ranking metrics (MAP@K): how many labels a row lists
@@ -127,6 +129,7 @@ class _Inspection(ImageLayouts):
         self.assumptions: list[str] = []
         self.evidence: dict[str, str] = {}
         self.test_row_start: int | None = None
+        self.train_ids_by_position = False
 
     # ------------------------------------------------------------ files
 
@@ -204,6 +207,7 @@ class _Inspection(ImageLayouts):
             train_table=roles.train, test_table=roles.test,
             sample_submission=roles.sample,
             id_column=id_column, train_id_column=train_id, test_id_column=test_id,
+            train_ids_by_position=self.train_ids_by_position,
             echo_columns=echo, test_row_id_start=self.test_row_start, top_k=self.top_k, row_files=row_files,
             submission_format=fmt, targets=targets, submission_columns=columns,
             tabular_columns=tabular, text_columns=text_cols, image=image,
@@ -270,6 +274,13 @@ class _Inspection(ImageLayouts):
         train_id = roles.train_key if roles.train_key in train_cols else (_match(test_id or id_column, train_cols) if train_cols else None)
         if self.train_df is not None and train_id is None:
             self.notes.append(f"train has no {id_column!r} column: train rows are identified by position")
+        if self.train_df is not None and train_id is not None:
+            repeated = int(self.train_df[train_id].astype(str).str.strip().duplicated().sum())
+            if repeated:
+                # Train rows need no unique key: only test rows must be matched to the submission.
+                self.train_ids_by_position = True
+                self.assume(f"ids: {repeated} train row(s) repeat another's {train_id!r}; train rows are "
+                            f"numbered by position, and {train_id!r} still names the test rows")
         return id_column, train_id, test_id
 
     # ------------------------------------------------------------ targets
@@ -283,7 +294,8 @@ class _Inspection(ImageLayouts):
                  test_id: str | None) -> tuple[str, list[TargetFact], list[str]]:
         train_cols = list(self.train_df.columns) if self.train_df is not None else []
         test_cols = list(self.test_df.columns) if self.test_df is not None else []
-        only_train = [c for c in train_cols if c not in test_cols and c not in (train_id, test_id)]
+        in_test = set(test_cols)
+        only_train = [c for c in train_cols if c not in in_test and c not in (train_id, test_id)]
         if not header:
             if not only_train:
                 raise ExpertDeclined("no sample submission or submission example, and train has no column "
@@ -417,9 +429,11 @@ class _Inspection(ImageLayouts):
             return [], []
         skip = {train_id, test_id, *targets, *self.dropped}
         train_cols, test_cols = list(self.train_df.columns), list(self.test_df.columns)
-        for c in (c for c in train_cols if c not in test_cols and c not in skip):
+        # Sets for the membership tests: lists made a 20,000-column table quadratic.
+        in_train, in_test = set(train_cols), set(test_cols)
+        for c in (c for c in train_cols if c not in in_test and c not in skip):
             self.dropped[c] = "in train but not in test: not available at prediction time"
-        for c in (c for c in test_cols if c not in train_cols and c not in skip):
+        for c in (c for c in test_cols if c not in in_train and c not in skip):
             self.dropped[c] = "in test but not in train: nothing to learn it from"
         tabular, text = [], []
         if train_id and train_id == test_id and train_id in test_cols and self._is_timestamp(self.train_df[train_id]):
@@ -429,7 +443,7 @@ class _Inspection(ImageLayouts):
         elif train_id and train_id == test_id and train_id in test_cols and self._is_text(self.train_df[train_id]):
             text.append(train_id)
             self.notes.append(f"the key column {train_id!r} is free text: also used as a feature")
-        for c in (c for c in train_cols if c in test_cols and c not in skip):
+        for c in (c for c in train_cols if c in in_test and c not in skip):
             (text if self._is_text(self.train_df[c]) else tabular).append(c)
         return tabular, text
 

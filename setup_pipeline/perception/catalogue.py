@@ -21,6 +21,7 @@ from agentk.core.errors import ArchiveError
 from agentk.core.readers import IMAGE_EXTENSIONS, FileKind, UnreadableTable, file_kind, read_table
 
 UNPACKED_SUFFIX = "_unpacked"
+MAX_NESTING = 4  # archives inside archives, unpacked level by level
 _LIMITS = ArchiveLimits(max_total_bytes=20 * 2**30)  # an archive inside the data is one file of it
 _TABLE_BYTES_LIMIT = 2 * 2**30  # bigger tables are listed, not read, during perception
 
@@ -84,18 +85,27 @@ def unpack_archives(data: Path, notes: list[str], skipped: list[str] | None = No
         notes.append(f"skipped {line}")
         skipped.append(line)
 
-    for path in _walk(data):
-        if path.name.lower().endswith(IMAGE_EXTENSIONS) or file_kind(path) != "archive":
-            continue
-        dest = path.with_name(path.name.split(".")[0] + UNPACKED_SUFFIX)
-        if dest.exists():
-            continue
-        try:
-            extract_zip(path, dest, _LIMITS)
-            notes.append(f"unpacked {path.relative_to(data)} into {dest.relative_to(data)}/")
-        except (ArchiveError, OSError) as exc:
-            shutil.rmtree(dest, ignore_errors=True)
-            skip(path, exc)
+    # An archive inside an archive (a download of zipped tables, zipped again) is unpacked too, to
+    # MAX_NESTING levels, every level checked alike and all of them sharing one size cap.
+    left = _LIMITS.max_total_bytes
+    for _level in range(MAX_NESTING):
+        unpacked = False
+        for path in _walk(data):
+            if path.name.lower().endswith(IMAGE_EXTENSIONS) or file_kind(path) != "archive":
+                continue
+            dest = path.with_name(path.name.split(".")[0] + UNPACKED_SUFFIX)
+            if dest.exists():
+                continue
+            try:
+                written = extract_zip(path, dest, _LIMITS.model_copy(update={"max_total_bytes": max(left, 0)}))
+                left -= sum(p.stat().st_size for p in written if p.is_file())
+                notes.append(f"unpacked {path.relative_to(data)} into {dest.relative_to(data)}/")
+                unpacked = True
+            except (ArchiveError, OSError) as exc:
+                shutil.rmtree(dest, ignore_errors=True)
+                skip(path, exc)
+        if not unpacked:
+            break
     for path in _walk(data):
         if path.suffix.lower() == ".gz" and file_kind(path) == "other" and not path.with_suffix("").exists():
             try:
@@ -125,7 +135,11 @@ def build_catalogue(raw: Path) -> Catalogue:
         try:
             frame = read_table(path)
         except UnreadableTable as exc:
+            # Named in the summary too: when the unreadable file was the training table, the one
+            # error line must say which file and why.
+            why = str(exc).removeprefix(f"cannot read {path.name}: ")
             catalogue.notes.append(str(exc))
+            catalogue.skipped.append(f"{path.relative_to(raw).as_posix()} — {why}")
             continue
         if frame.columns.empty:
             continue

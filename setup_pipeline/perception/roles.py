@@ -25,6 +25,8 @@ from setup_pipeline.perception.tables import (
 _SAMPLE_WORDS = ("sample", "submission", "submit", "example", "template")
 _TEST_WORDS = ("test", "score", "predict", "eval", "holdout", "unlabel")
 _TRAIN_WORDS = ("train", "label", "learn", "fit")
+# Wider tables look for keys in one vectorised pass (columns_with).
+WIDE_COLUMNS = 1000
 
 
 @dataclass
@@ -56,6 +58,7 @@ class _Decider:
         self.header_hint = header_hint
         self.roles = Roles()
         self._value_cache: dict[tuple[int, str], set[str]] = {}
+        self._cells_cache: dict[int, pd.Series] = {}
         self.image_names = {p.stem for p in catalogue.images} | {p.name for p in catalogue.images}
         per_folder: dict = {}
         for p in catalogue.images:
@@ -70,6 +73,18 @@ class _Decider:
             if is_unique(table.frame, column) and overlap(self.values(table, column), self.image_names) >= MATCH:
                 return column
         return None
+
+    def columns_with(self, table: Logical, values: set[str]) -> list[str]:
+        """The columns of `table` that may share values with `values`: all of a table of usual
+        width; of a very wide one only those holding one of them as written, found in one pass
+        over the table rather than a set of values per column (20,000 columns took minutes)."""
+        if len(table.columns) <= WIDE_COLUMNS:
+            return table.columns
+        key = id(table)
+        if key not in self._cells_cache:  # every cell in one column: one hash pass, not one per column
+            self._cells_cache[key] = pd.Series(table.frame.to_numpy(dtype=object).ravel())
+        hits = self._cells_cache[key].isin(values).to_numpy().reshape(table.frame.shape).any(axis=0)
+        return [column for column, hit in zip(table.columns, hits) if hit]
 
     def values(self, table: Logical, column: str) -> set[str]:
         key = (id(table), column)
@@ -90,7 +105,7 @@ class _Decider:
                 continue
             mine = self.values(table, column)
             for other in others:
-                for theirs in other.columns:
+                for theirs in self.columns_with(other, mine):
                     if other.frame[theirs].astype(str).str.strip().nunique() < 0.5 * len(mine):
                         continue
                     share = overlap(mine, self.values(other, theirs))
@@ -153,7 +168,7 @@ class _Decider:
                 keys = self.values(sample, key)
                 prediction = [c for c in sample.columns if c != key]
                 for table in [t for t in rest if not self.labels_every_row(t, prediction)]:
-                    for column in table.columns:
+                    for column in self.columns_with(table, keys):
                         share = overlap(keys, self.values(table, column))
                         if keys_agree(key, column, share):
                             candidates.append((table, column, share))
@@ -164,7 +179,7 @@ class _Decider:
                     """Sample columns this table fills with other values than the sample's: the
                     answers of training rows (restarting ids match train too). Echoes agree."""
                     table, column, _ = c
-                    return sum(1 for p in prediction if p in table.columns and not blank_for(table, column, keys, p)
+                    return sum(1 for p in prediction if p in table.column_set and not blank_for(table, column, keys, p)
                                and not agrees(sample, key, table, column, p))
 
                 def rank(c: tuple[Logical, str, float]) -> tuple:
@@ -229,15 +244,15 @@ class _Decider:
         # the table holding it is train's features, not a table of answers alone (y_train).
         features = [c for c in test.columns if c != test_key] or list(test.columns)
         def rank(table: Logical) -> tuple:
-            shared = sum(1 for c in features if c in table.columns)
-            extra = sum(1 for c in table.columns if c not in test.columns)
+            shared = sum(1 for c in features if c in table.column_set)
+            extra = len(table.column_set - test.column_set)
             keyed = bool(test_key and match_column(table.columns, test_key))
             return (shared, extra > 0, keyed, table.shows(_TRAIN_WORDS), len(table.frame))
         pool = sorted(rest, key=rank, reverse=True)
         if not pool:
             return None
         best = pool[0]
-        if features and not any(c in best.columns for c in features) and not (test_key and match_column(best.columns, test_key)):
+        if features and not any(c in best.column_set for c in features) and not (test_key and match_column(best.columns, test_key)):
             return None
         return best
 
@@ -246,7 +261,7 @@ class _Decider:
         """A table holding the training answers apart from the features: joined on the key, or row-aligned."""
         test_columns = set(test.columns) if test is not None else set()
         for table in rest:
-            own = [c for c in table.columns if c not in test_columns and c not in train.columns]
+            own = [c for c in table.columns if c not in test_columns and c not in train.column_set]
             if not own:
                 continue
             if train_key is not None:
@@ -308,12 +323,12 @@ class _Decider:
         if train_key is None and roles.key:
             train_key = match_column(train.columns, roles.key)
         roles.train_key = train_key
-        targets_here = [c for c in train.columns if test is None or c not in test.columns]
+        targets_here = [c for c in train.columns if test is None or c not in test.column_set]
         if not [c for c in targets_here if c != train_key]:
             beside = self.answers_beside(train, test, train_key, others)
             if beside is not None:
                 table, their_key, our_key = beside
-                columns = [c for c in table.columns if c != their_key and c not in train.columns]
+                columns = [c for c in table.columns if c != their_key and c not in train.column_set]
                 if their_key is not None and our_key is not None:
                     roles.train.joins.append(Join(file=table.files, on=our_key, other_on=their_key, columns=columns))
                     self.say(f"training answers: {' + '.join(table.files)}, joined on {our_key!r}")
@@ -385,7 +400,7 @@ class _Decider:
         if test is None:
             return []
         names = [c for c in (self.roles.header or []) if c != self.roles.key and c != "..."]
-        named = [c for c in names if c in test.columns]
+        named = [c for c in names if c in test.column_set]
         if sample is not None and test_key is not None:
             rows = test.frame[test_key].astype(str).str.strip().isin(self.values(sample, self.roles.key)).to_numpy()
             if rows.all() or not rows.any():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import PurePosixPath
 
 import numpy as np
@@ -26,9 +27,16 @@ class Logical:
     def name(self) -> str:
         return self.files[0].lower()
 
-    @property
+    # Cached: the frame is never replaced, and listing 20,000 columns on every use (in loops
+    # over columns) made a wide table's perception quadratic.
+    @cached_property
     def columns(self) -> list[str]:
         return list(self.frame.columns)
+
+    @cached_property
+    def column_set(self) -> frozenset[str]:
+        """For membership tests (`in columns` is a scan)."""
+        return frozenset(self.frame.columns)
 
     def values(self, column: str) -> set[str]:
         cells = self.frame[column].astype(str).str.strip()

@@ -84,6 +84,10 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _p(None, r"global average precision", "global average precision (GAP)"),
     _p(None, r"percentile (distance )?errors?|haversine|great circle distance", "distance error"),
     _p(None, r"\bbleu\b|\brouge\b|levenshtein|edit distance|word error rate", "text similarity"),
+    # A score of a prediction and its stated uncertainty (OSIC's Laplace log likelihood): naming
+    # its accuracy part alone would be a wrong name.
+    _p(None, r"laplace log ?likelihood|(accuracy|error) and (the )?(certainty|confidence|uncertainty) of",
+       "a confidence-weighted likelihood (Laplace log likelihood)"),
     # Registry metrics, specific before general.
     _p("rmsle", r"root mean squared? log(arithmic)? error|\brmsle\b"),
     _p("rmse_log", r"(root mean squared? error|\brmse\b)( \(rmse\))? (between|of|on) (the )?(natural )?log"),
@@ -164,7 +168,8 @@ def _plain(text: str) -> tuple[str, list[int]]:
     chars: list[str] = []
     offsets: list[int] = []
     for i, char in enumerate(blanked):
-        char = " " if char in "-_‐–—*`$\\{}|#" or char.isspace() else char.lower()[0]
+        # Brackets too: a markdown link's text ("micro averaged [F1 score](...)") reads as prose.
+        char = " " if char in "-_‐–—*`$\\{}|#[]" or char.isspace() else char.lower()[0]
         if char == " " and (not chars or chars[-1] == " "):
             continue
         chars.append(char)

@@ -1,0 +1,127 @@
+"""Odd but legitimate competitions end in a valid submission, never a traceback: texts holding
+carriage returns, a train set keyed by a text that repeats, a very wide table, an unreadable
+extra file beside the real tables. Each is made here, tiny and real."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.integration
+
+AGENTK = [sys.executable, "-m", "agentk.cli"]
+SOLVE = ["--time-budget", "5", "--folds", "2"]
+WORDS = ("storm", "flood", "sunny", "calm", "fire", "quiet", "smoke", "breeze", "quake", "picnic")
+
+
+def run(source: Path, tmp_path: Path) -> dict:
+    proc = subprocess.run([*AGENTK, "run", str(source), "-w", str(tmp_path / "ws"), *SOLVE],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / "ws" / source.name / "result.json").read_text())
+    assert result["valid_submission"] and result["error"] is None, result
+    return result
+
+
+def competition(root: Path, page: str, files: dict[str, pd.DataFrame | str]) -> Path:
+    (root / "data").mkdir(parents=True)
+    (root / "description.md").write_text(page)
+    for name, content in files.items():
+        path = root / "data" / name
+        if isinstance(content, str):
+            path.write_text(content)
+        elif name.endswith(".json"):
+            path.write_text(json.dumps(content.to_dict("records")))
+        else:
+            content.to_csv(path, index=False)
+    return root
+
+
+def sentences(rng: np.random.Generator, n: int) -> tuple[list[str], np.ndarray]:
+    labels = rng.integers(0, 2, n)
+    texts = [" ".join(rng.choice(WORDS[:5] if y else WORDS[5:], 6)) for y in labels]
+    return texts, labels
+
+
+def test_texts_with_carriage_returns_round_trip_through_the_maps(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    texts, labels = sentences(rng, 120)
+    # Windows line ends, a lone carriage return and a lone newline inside the texts.
+    texts = [t.replace(" ", ["\r\n", "\r", "\n", " "][i % 4], 1) for i, t in enumerate(texts)]
+    train = pd.DataFrame({"id": range(80), "text": texts[:80], "label": labels[:80]})
+    test = pd.DataFrame({"id": range(80, 120), "text": texts[80:]})
+    source = competition(tmp_path / "crlf-texts", "# Weather words\n\n## Evaluation\n\nSubmissions are evaluated on accuracy.\n",
+                         {"train.json": train, "test.json": test,
+                          "sample_submission.csv": pd.DataFrame({"id": test["id"], "label": 0})})
+    result = run(source, tmp_path)
+    assert result["metric"] == "accuracy" and result["validation_score"] > 0.8
+
+
+def test_a_train_set_keyed_by_a_text_that_repeats(tmp_path: Path) -> None:
+    """No id column: the submission names the text; a few texts occur twice in train."""
+    rng = np.random.default_rng(1)
+    texts, labels = sentences(rng, 150)
+    train = pd.DataFrame({"phrase": texts[:100] + texts[:4], "sentiment": np.r_[labels[:100], labels[:4]]})
+    test = pd.DataFrame({"phrase": texts[100:]})
+    source = competition(tmp_path / "phrases", "# Phrases\n\n## Evaluation\n\nSubmissions are evaluated on accuracy.\n",
+                         {"train.csv": train, "test.csv": test,
+                          "sample_submission.csv": pd.DataFrame({"phrase": test["phrase"], "sentiment": 0})})
+    run(source, tmp_path)
+    submission = pd.read_csv(tmp_path / "ws" / "phrases" / "submissions" / "submission.csv")
+    assert submission["phrase"].tolist() == test["phrase"].tolist()
+
+
+def test_a_very_wide_table(tmp_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    # The header alone (~90 KB) is longer than the 64 KB a file's kind is first sniffed from, and
+    # every step over columns must stay linear (20,000 columns measured 4 minutes, setup and all).
+    n, width = 100, 6_000
+    values = rng.integers(0, 3, size=(n, width)).astype(np.int8)
+    frame = pd.DataFrame(values, columns=[f"feature_{j:05d}" for j in range(width)])
+    frame.insert(0, "id", range(n))
+    target = (values[:, 0] + values[:, 1] > 2).astype(int)
+    train, test = frame.iloc[:70].assign(target=target[:70]), frame.iloc[70:]
+    source = competition(tmp_path / "wide", "# Wide\n\n## Evaluation\n\nSubmissions are evaluated on accuracy.\n",
+                         {"train.csv": train, "test.csv": test,
+                          "sample_submission.csv": pd.DataFrame({"id": test["id"], "target": 0})})
+    run(source, tmp_path)
+
+
+def test_an_unreadable_extra_file_beside_the_tables_is_skipped(tmp_path: Path) -> None:
+    shared = Path(__file__).resolve().parents[2] / "shared" / "competitions" / "titanic"
+    source = tmp_path / "titanic"
+    (source / "data").mkdir(parents=True)
+    for path in (shared / "data").iterdir():
+        (source / "data" / path.name).write_bytes(path.read_bytes())
+    (source / "description.md").write_bytes((shared / "description.md").read_bytes())
+    (source / "data" / "extra.json").write_text("[" * 200_000 + "]" * 200_000)
+    result = run(source, tmp_path)
+    assert result["metric"] == "accuracy"
+
+
+def test_a_train_file_that_is_one_enormous_line_is_named_in_one_error_line(tmp_path: Path) -> None:
+    """A header, then 40 MB of fields with no line break: refused before parsing (pandas would
+    hold millions of fields at once), and the one error line says which file and why."""
+    shared = Path(__file__).resolve().parents[2] / "shared" / "competitions" / "titanic"
+    source = tmp_path / "broken"
+    (source / "data").mkdir(parents=True)
+    for name in ("test.csv", "gender_submission.csv"):
+        (source / "data" / name).write_bytes((shared / "data" / name).read_bytes())
+    (source / "description.md").write_bytes((shared / "description.md").read_bytes())
+    chunk = (",".join(str(i % 1000) for i in range(100_000)) + ",").encode()
+    with open(source / "data" / "train.csv", "wb") as out:
+        out.write(b"PassengerId,Survived,Pclass,Name,Sex,Age,SibSp,Parch,Ticket,Fare,Cabin,Embarked\n")
+        for _ in range(40_000_000 // len(chunk) + 1):
+            out.write(chunk)
+    proc = subprocess.run([*AGENTK, "run", str(source), "-w", str(tmp_path / "ws"), *SOLVE],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "data/train.csv" in errors[0] and "without a line break" in errors[0], proc.stderr[-2000:]

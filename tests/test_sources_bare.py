@@ -1,0 +1,128 @@
+"""What a user has on disk is a competition: the zip `kaggle competitions download` leaves, a
+folder of its CSVs (with or without data/), with the metric from --metric or assumed and said;
+and the odd files a source may hold (a page in cp1252 with Windows line ends, names that are not
+UTF-8, link loops and dangling links, zips inside zips) never end in a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from agentk.core.metrics.detection import infer_metric
+from agentk.core.metrics.registry import _REGISTERED
+from agentk.core.errors import SourceError
+from agentk.sources import load_competition
+from agentk.sources.bare import evaluation_sentence
+from setup_pipeline.perception.catalogue import build_catalogue
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "competitions"
+TITANIC = SHARED / "titanic" / "data"
+AGENTK = [sys.executable, "-m", "agentk.cli"]
+SOLVE = ["--time-budget", "5", "--folds", "2"]
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*AGENTK, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def kaggle_zip(path: Path) -> Path:
+    """What `kaggle competitions download -c titanic` writes: the three CSVs, zipped flat."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for csv in sorted(TITANIC.iterdir()):
+            archive.write(csv, csv.name)
+    return path
+
+
+def result_of(ws: Path, name: str) -> dict:
+    return json.loads((ws / name / "result.json").read_text())
+
+
+@pytest.mark.integration
+def test_the_downloaded_zip_is_a_competition_with_its_metric_assumed_and_said(tmp_path: Path) -> None:
+    archive = kaggle_zip(tmp_path / "titanic.zip")
+    proc = run_cli("run", str(archive), "-w", str(tmp_path / "ws"), *SOLVE, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = result_of(tmp_path / "ws", "titanic")
+    assert result["valid_submission"] and result["error"] is None
+    page = (tmp_path / "ws" / "titanic" / "raw" / "description.md").read_text()
+    assert "No competition page came with these files (the archive titanic.zip)" in page
+    assert any("metric" in line for line in result["assumptions"]), result["assumptions"]
+    assert "Survived" in (tmp_path / "ws" / "titanic" / "submissions" / "submission.csv").read_text().splitlines()[0]
+
+
+@pytest.mark.integration
+def test_a_folder_of_csvs_with_the_metric_given(tmp_path: Path) -> None:
+    folder = tmp_path / "titanic"
+    shutil.copytree(TITANIC, folder)
+    proc = run_cli("run", str(folder), "--metric", "auc", "-w", str(tmp_path / "ws"), *SOLVE, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = result_of(tmp_path / "ws", "titanic")
+    assert result["valid_submission"] and result["metric"] == "auc"
+    assert not any(line.startswith("metric") for line in result["assumptions"]), result["assumptions"]
+
+
+def test_metric_words_that_cannot_apply_are_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / "titanic"
+    shutil.copytree(TITANIC, folder)
+    with pytest.raises(SourceError, match="not a metric agentk computes"):
+        load_competition(folder, metric="vibes")
+    with pytest.raises(SourceError, match="has one, and its evaluation section decides"):
+        load_competition(SHARED / "titanic", metric="auc")
+    (tmp_path / "notes.txt").write_text("not a zip")
+    with pytest.raises(SourceError, match="not a zip archive"):
+        load_competition(tmp_path / "notes.txt")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SourceError, match="is not a competition folder"):
+        load_competition(tmp_path / "empty")
+
+
+def test_every_registry_metric_can_be_stated_on_the_page() -> None:
+    for metric in _REGISTERED:
+        assert infer_metric(evaluation_sentence(metric.name)).name == metric.name, metric.name
+
+
+def test_a_page_in_cp1252_with_windows_line_ends_reaches_the_agent_as_utf8(tmp_path: Path) -> None:
+    source = tmp_path / "comp"
+    shutil.copytree(TITANIC, source / "data")
+    (source / "description.md").write_bytes("# Café survival\r\n\r\nPrédire qui a survécu.\r\n".encode("cp1252"))
+    competition = load_competition(source)
+    assert competition.title == "Café survival"
+    competition.prepare(tmp_path / "raw")
+    assert (tmp_path / "raw" / "description.md").read_text(encoding="utf-8") == \
+        "# Café survival\n\nPrédire qui a survécu.\n"
+
+
+def test_odd_names_and_links_are_copied_or_named_never_fatal(tmp_path: Path) -> None:
+    source = tmp_path / "comp"
+    shutil.copytree(TITANIC, source / "data")
+    (source / "description.md").write_text("# Titanic\n")
+    data = source / "data"
+    os.symlink("loop_b", data / "loop_a")
+    os.symlink("loop_a", data / "loop_b")
+    os.symlink("gone.csv", data / "dangling.csv")
+    (data / os.fsdecode("caf\xe9.txt".encode("latin-1"))).write_text("a note")
+    warnings = load_competition(source).prepare(tmp_path / "raw")
+    copied = {p.name for p in (tmp_path / "raw" / "data").iterdir()}
+    assert {"train.csv", "test.csv", "gender_submission.csv", "café.txt"} <= copied
+    assert not copied & {"loop_a", "loop_b", "dangling.csv"}
+    assert any("3 broken symbolic link(s)" in w for w in warnings), warnings
+    assert any(w.startswith("renamed: 1 file name(s) that were not UTF-8") for w in warnings), warnings
+
+
+def test_a_zip_inside_a_zip_is_unpacked_level_by_level(tmp_path: Path) -> None:
+    inner = kaggle_zip(tmp_path / "inner.zip")
+    outer = tmp_path / "raw" / "data" / "download.zip"
+    outer.parent.mkdir(parents=True)
+    with zipfile.ZipFile(outer, "w") as archive:
+        archive.write(inner, "tables/inner.zip")
+    catalogue = build_catalogue(tmp_path / "raw")
+    names = sorted(t.name for t in catalogue.tables)
+    assert names == ["gender_submission.csv", "test.csv", "train.csv"], (names, catalogue.notes)
+    assert sum(note.startswith("unpacked") for note in catalogue.notes) == 2
