@@ -16,6 +16,7 @@ from typing import Any
 
 from agentk.core.artifacts import LeaderboardPlace, MetaRecord, RunResult, SetupLayout, SolveResult, StageRecord, run_direction
 from agentk.core.config import CONFIG_FILE, Device, PolicyName, RunConfig
+from agentk.core.disk_quota import quota_mb
 from agentk.core.errors import AgentKError, SolveFailed
 from agentk.core.events import EventLog
 from agentk.core.isolation import Mounts, gpu_device_files, isolation_status
@@ -220,7 +221,8 @@ def _run_solver(workspace: Workspace, config: RunConfig, events: EventLog, statu
         # The solver stops itself at its budget; the sandbox timeout is only a backstop. CUDA
         # reserves far more address space than any RLIMIT_AS allows: with a GPU only the cgroup's
         # memory limit holds.
-        limits=Limits(timeout_s=config.solve.time_budget_s * 1.5 + 120, **({"memory_mb": None} if gpus else {})),
+        limits=Limits(timeout_s=config.solve.time_budget_s * 1.5 + 120, max_written_mb=quota_mb(workspace.raw),
+                      **({"memory_mb": None} if gpus else {})),
         on_stdout_line=_solver_printer(events, status),
         log_prefix=workspace.logs / "solve",
         mounts=dataclasses.replace(mounts, devices=gpus),

@@ -6,6 +6,7 @@ cover. Every attempt is logged; state is saved after every transition so a kille
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import time
@@ -14,6 +15,7 @@ from typing import Callable
 
 from agentk.core.artifacts import SetupLayout
 from agentk.core.config import SetupBudget
+from agentk.core.disk_quota import quota_mb
 from agentk.core.errors import SetupFailed
 from agentk.core.events import EventLog
 from agentk.core.isolation import Mounts
@@ -127,7 +129,7 @@ class SetupMDP:
         result = run_python(
             [target.name],
             cwd=self.ws.setup,
-            limits=Limits(timeout_s=self.budget.stage_timeout_s),
+            limits=Limits(timeout_s=self.budget.stage_timeout_s, max_written_mb=self.disk_quota_mb),
             log_prefix=self.ws.logs / f"stage_{spec.name}",
             mounts=Mounts.workspace(self.ws.root, write=["setup"]),
         )
@@ -135,6 +137,11 @@ class SetupMDP:
         if not result.ok:
             return [f"{target.name} failed: {result.error_summary()}"]
         return spec.check(self.check_ctx)
+
+    @functools.cached_property
+    def disk_quota_mb(self) -> int:
+        """What one stage's code may write into setup/: from the data's size (disk_quota.py)."""
+        return quota_mb(self.ws.raw)
 
     # ---- meta checks ----------------------------------------------------------------------
 

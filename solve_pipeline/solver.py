@@ -281,8 +281,11 @@ class Solver:
         """Pretrained networks fine-tuned end to end, when their timed estimate fits before
         tuning's end; tuning then gets what is left. Each fold is capped near its estimate."""
         began = time.monotonic()
-        options, notes = finetune_options(self.ctx.features, len(self.ctx.folds),
-                                          self.at(FINETUNE_UNTIL) - time.monotonic())
+        try:
+            options, notes = finetune_options(self.ctx.features, len(self.ctx.folds),
+                                              self.at(FINETUNE_UNTIL) - time.monotonic())
+        except Exception as error:  # noqa: BLE001 - a network that cannot load costs its option, not the solve
+            options, notes = [], [f"fine-tuning unavailable: {type(error).__name__}: {str(error)[:200]}"]
         emit("finetune_plan", notes=notes, probe_s=round(time.monotonic() - began, 2))
         report: dict[str, Any] = {"notes": notes, "runs": []}
         for option in options:

@@ -458,6 +458,11 @@ def _probe_pace(encoded: _Encoded, threads: int, seed: int = 0) -> _Pace:
             return int(ids.numel())
 
         step(warm)
+        if on.type == "cuda":
+            # Each new batch shape costs a GPU its kernel choices once: warm every timed shape,
+            # or the probe prices those one-off costs as the pace (a 5 s fine-tuning read 340 s).
+            for rows in timed:
+                step(rows)
         device.synchronize()
         started, tokens = time.monotonic(), 0
         for rows in timed:
@@ -465,8 +470,12 @@ def _probe_pace(encoded: _Encoded, threads: int, seed: int = 0) -> _Pace:
         device.synchronize()
         train = (time.monotonic() - started) / tokens
         net.eval()
-        started, tokens = time.monotonic(), 0
         with torch.inference_mode(), device.autocast(on):
+            if on.type == "cuda":
+                for rows in timed:
+                    net(*_collate(encoded, rows, pad_id, on))
+            device.synchronize()
+            started, tokens = time.monotonic(), 0
             for rows in timed:
                 ids, mask, types = _collate(encoded, rows, pad_id, on)
                 net(ids, mask, types)

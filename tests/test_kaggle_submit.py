@@ -69,3 +69,16 @@ def test_leaderboard_download_and_position(kaggle_client: KaggleClient, tmp_path
     assert (tmp_path / "titanic.zip").is_file()
     position = leaderboard_position(0.80, board, higher_is_better=True)
     assert position.rank == 7 and position.medal == "silver"
+
+
+def test_a_stalled_upload_fails_with_one_line_instead_of_hanging(fake_kaggle, tmp_path: Path) -> None:
+    """The server takes longer to answer the upload than the stall allowance: the attempt is
+    abandoned with a line naming the timeout (a timeout is not retried)."""
+    from agentk.kaggle import KaggleClient, KaggleError, RetryPolicy
+
+    client = KaggleClient(retry=RetryPolicy(attempts=2, base_delay_s=0.01, max_delay_s=0.05), upload_stall_s=0.5)
+    path = _submission(fake_kaggle, tmp_path)
+    assert client.upload_deadline_s(path) < 1.0
+    fake_kaggle.delay["StartSubmissionUpload"] = 5.0
+    with pytest.raises(KaggleError, match="submitting to titanic"):
+        client.submit("titanic", path, "stalled")

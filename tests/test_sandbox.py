@@ -325,3 +325,47 @@ def test_parent_keyboard_interrupt_kills_the_group_and_reraises(tmp_path: Path) 
     finally:
         signal.signal(signal.SIGINT, previous)
     assert stops_beating(tmp_path / "grandchild.beat") and stops_beating(tmp_path / "child.beat")
+
+
+def test_a_child_writing_past_its_disk_quota_is_stopped_and_says_why(tmp_path: Path) -> None:
+    """Many small files (each under RLIMIT_FSIZE) past the cap on the folders' growth: stopped
+    within a watch interval or two; files there before the run do not count."""
+    (tmp_path / "earlier.bin").write_bytes(b"x" * (3 << 20))  # a resumed run's own files
+    body = """
+        import time
+        for i in range(400):
+            open(f"part{i}.bin", "wb").write(b"y" * (1 << 20))
+            time.sleep(0.02)
+        print("wrote everything")
+    """
+    result = run_python([write_script(tmp_path, body)], cwd=tmp_path,
+                        limits=Limits(timeout_s=60, grace_s=1.0, max_written_mb=20))
+    assert not result.ok and result.written_over_mb == 20
+    assert "wrote everything" not in result.stdout
+    assert result.error_summary().startswith("stopped: it wrote more than 20 MB into its folders")
+    assert len(list(tmp_path.glob("part*.bin"))) < 400
+
+    calm = run_python(["-c", "open('small.bin', 'wb').write(b'z' * 1024)"], cwd=tmp_path,
+                      limits=Limits(timeout_s=60, max_written_mb=20))
+    assert calm.ok and calm.written_over_mb is None
+
+
+def test_the_disk_quota_follows_the_data(tmp_path: Path) -> None:
+    from agentk.core.disk_quota import QUOTA_FACTOR, QUOTA_FLOOR_MB, quota_mb
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "small.csv").write_bytes(b"a" * 1000)
+    assert quota_mb(tmp_path / "data") == QUOTA_FLOOR_MB
+    with open(tmp_path / "data" / "big.bin", "wb") as handle:
+        handle.truncate(300 << 20)  # sparse: counts by size, costs no disk
+    assert quota_mb(tmp_path / "data") == QUOTA_FACTOR * ((300 << 20) + 1000) >> 20
+
+
+def test_the_disk_watch_counts_each_folder_once(tmp_path: Path) -> None:
+    from agentk.core.disk_quota import DiskWatch
+
+    inner = tmp_path / "solve" / "cache"
+    inner.mkdir(parents=True)
+    watch = DiskWatch([tmp_path / "solve", tmp_path / "solve", inner], cap_mb=1)
+    (inner / "a.bin").write_bytes(b"q" * 5000)
+    assert watch.folders == [(tmp_path / "solve").resolve()] and watch.written() == 5000

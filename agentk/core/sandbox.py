@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO
 
 from agentk.core.cgroups import open_jail
+from agentk.core.disk_quota import DiskWatch
 from agentk.core.isolation import Mounts, bwrap_argv, isolation_status, python_path
 from agentk.core.processes import group_alive
 from agentk.core.secrets import is_secret_name, redact
@@ -53,6 +54,8 @@ class Limits:
     max_file_mb: int | None = 16384
     # All the child's processes together (a cgroup, where one can be made). None: 85% of the RAM.
     total_memory_mb: int | None = None
+    # What the child may add to its writable folders, all files together (disk_quota.py); None: no cap.
+    max_written_mb: int | None = None
     max_output_chars: int = 200_000
     grace_s: float = 5.0
 
@@ -65,17 +68,21 @@ class ExecutionResult:
     elapsed_s: float
     timed_out: bool
     timeout_s: float | None = None  # the limit that was hit, so the summary names it, not elapsed
+    written_over_mb: int | None = None  # the disk quota it passed, when it was stopped for that
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
+        return self.returncode == 0 and not self.timed_out and self.written_over_mb is None
 
     def error_summary(self, max_lines: int = 30) -> str:
         """What went wrong, short enough to feed back to a policy; empty when ok."""
         if self.ok:
             return ""
         head: list[str] = []
-        if self.timed_out:
+        if self.written_over_mb is not None:
+            head.append(f"stopped: it wrote more than {self.written_over_mb} MB into its folders "
+                        "(the sandbox's disk quota, from the data's size)")
+        elif self.timed_out:
             head.append(f"timed out after {self.timeout_s or self.elapsed_s:g} s")
         elif self.returncode is not None and self.returncode < 0:
             # Most often the OOM killer (SIGKILL) or the CPU limit (SIGXCPU).
@@ -102,7 +109,14 @@ _FIXED = {
     "TRANSFORMERS_OFFLINE": "1",
     # Bounds the per-thread 64 MB arena reservations that otherwise eat the RLIMIT_AS budget.
     "MALLOC_ARENA_MAX": "4",
+    # The sandbox's user has no passwd entry (/etc/passwd is not shown): getpass.getuser() reads
+    # these first. Without them torch's compile cache (imported by transformers on a GPU machine)
+    # raised KeyError: 'getpwuid(): uid not found', and the second import failed for good.
+    "USER": "sandbox",
+    "LOGNAME": "sandbox",
 }
+
+
 def scrubbed_env(extra: Mapping[str, str] | None = None, *, home: Path | None = None) -> dict[str, str]:
     """An allow-listed environment for a child; HOME is `home` (default: the current directory)
     so credential files under the real home (~/.kaggle/kaggle.json) are not found.
@@ -190,8 +204,9 @@ def run_python(
     if isolated or jail is not None:
         cmd = ["/bin/sh", "-c", f'{script} && exec "$@"', "sh", *cmd]
     start = time.monotonic()
+    watched = [cwd, *(mounts.write if mounts is not None else ())]
     try:
-        result = _run(cmd, cwd, env, limits, on_stdout_line, log_prefix, start)
+        result = _run(cmd, cwd, env, limits, on_stdout_line, log_prefix, start, watched)
     finally:
         if jail is not None:
             jail.close()
@@ -204,6 +219,7 @@ def run_python(
 def _run(
     cmd: list[str], cwd: Path, env: dict[str, str], limits: Limits,
     on_stdout_line: Callable[[str], None] | None, log_prefix: Path | None, start: float,
+    watched: list[Path],
 ) -> ExecutionResult:
     out = _Capture(limits.max_output_chars)
     err = _Capture(limits.max_output_chars)
@@ -217,6 +233,9 @@ def _run(
         threading.Thread(target=_pump_chunks, args=(proc.stderr, err), daemon=True),
     ]
     timed_out = False
+    quota = DiskWatch(watched, limits.max_written_mb) if limits.max_written_mb is not None else None
+    if quota is not None:
+        quota.start(lambda: _kill_group(proc.pid, signal.SIGKILL))
     try:
         for reader in readers:
             reader.start()
@@ -233,6 +252,9 @@ def _run(
         _kill_group(proc.pid, signal.SIGKILL)
         proc.wait()
         raise
+    finally:
+        if quota is not None:
+            quota.stop()
     elapsed = time.monotonic() - start
     for reader in readers:
         # Only a process that escaped the group (setsid) can still hold the pipe; give up on it
@@ -244,6 +266,7 @@ def _run(
     result = ExecutionResult(
         returncode=proc.returncode, stdout=redact(out.text()), stderr=redact(err.text()), elapsed_s=elapsed,
         timed_out=timed_out, timeout_s=limits.timeout_s if timed_out else None,
+        written_over_mb=quota.cap_mb if quota is not None and quota.exceeded else None,
     )
     if log_prefix is not None:
         log_prefix = Path(log_prefix)

@@ -42,6 +42,8 @@ from agentk.kaggle.retry import RetryPolicy, call_kaggle
 T = TypeVar("T")
 _MAX_PAGES = 100  # listing pages; a competition with more than 20,000 files is not one we can solve
 _LIMIT_WORDS = ("limit", "allowance", "maximum number")
+# The slowest upload still called alive: below it, an upload is a stall.
+UPLOAD_MIN_BYTES_PER_S = 256 * 1024
 
 
 class KaggleClient:
@@ -52,6 +54,7 @@ class KaggleClient:
         sleep: Callable[[float], None] = time.sleep,
         timeout_s: float = 120.0,
         upload_timeout_s: float = 1800.0,
+        upload_stall_s: float = 120.0,
         download: DownloadSettings | None = None,
         archive_limits: ArchiveLimits | None = None,
     ) -> None:
@@ -64,6 +67,7 @@ class KaggleClient:
         # Each API call is bounded so a hung connection cannot stall a whole run; an upload gets longer.
         self.timeout_s = timeout_s
         self.upload_timeout_s = upload_timeout_s
+        self.upload_stall_s = upload_stall_s
         self._sleep = sleep
         self._api: Any = None
 
@@ -222,7 +226,7 @@ class KaggleClient:
             return self.api.competition_submit(str(file), message, slug, quiet=True)
 
         try:
-            result = self._call(f"submitting to {slug}", slug, once, timeout_s=self.upload_timeout_s)
+            result = self._call(f"submitting to {slug}", slug, once, timeout_s=self.upload_deadline_s(file))
         except KaggleError as exc:
             if any(word in str(exc).lower() for word in _LIMIT_WORDS):
                 raise DailyLimitReached(f"no submissions left today for {slug}: {exc}") from None
@@ -232,6 +236,11 @@ class KaggleClient:
         if result.message == self.api.COMPETITION_SUBMIT_UPLOAD_FAILED_MESSAGE or not result.ref:
             raise SubmissionFailed(f"Kaggle did not accept the upload of {file.name} to {slug}: {result.message}")
         return SubmissionRecord(int(result.ref), file.name, message, "pending", None, None, started)
+
+    def upload_deadline_s(self, file: Path) -> float:
+        """How long one upload attempt may take: a stall allowance plus the file at a slow but
+        live rate, within the overall cap, so a stalled upload of a small CSV fails in minutes."""
+        return min(self.upload_timeout_s, self.upload_stall_s + file.stat().st_size / UPLOAD_MIN_BYTES_PER_S)
 
     def submissions(self, slug: str) -> list[SubmissionRecord]:
         """This team's submissions, newest first (the first page Kaggle returns, up to 100)."""

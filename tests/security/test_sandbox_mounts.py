@@ -97,3 +97,12 @@ def test_device_files_appear_only_when_named(tmp_path: Path) -> None:
     plain = Mounts.workspace(root, write=["solve"])
     shown = probe(root / "solve", Mounts(plain.read, plain.write, devices=(named,)), named)
     assert shown[str(named)]["exists"] is True
+
+
+def test_the_sandbox_user_has_a_name_without_a_passwd_entry(tmp_path: Path) -> None:
+    """uid 1000 has no passwd entry inside (/etc/passwd is not shown); libraries that ask who runs
+    them (torch's compile cache, through getpass) get a name rather than a KeyError."""
+    code = "import getpass, os, pwd\ntry:\n    pwd.getpwuid(os.getuid()); print('entry')\nexcept KeyError:\n    print('no entry')\nprint(getpass.getuser())"
+    result = run_python(["-c", code], cwd=tmp_path, limits=Limits(timeout_s=60))
+    assert result.ok, result.stderr
+    assert result.stdout.split() == ["no", "entry", "sandbox"]
