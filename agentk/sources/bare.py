@@ -25,9 +25,16 @@ def is_archive(path: Path) -> bool:
     return path.is_file() and file_kind(path) == "archive"
 
 
+def _holds_a_competition(folder: Path) -> bool:
+    return any((folder / name).exists() for name in ("description.md", "data", "public", "prepared"))
+
+
 def has_data_files(folder: Path) -> bool:
     """Whether a folder holds a competition's data without its page: a non-empty data/, or a table
-    or an archive of them at the top (a folder of competitions holds only folders and notes)."""
+    or an archive of them at the top. A folder of competitions (a child holding one) is not one,
+    whatever tables sit beside them (medal thresholds, a leaderboard)."""
+    if any(child.is_dir() and _holds_a_competition(child) for child in folder.iterdir()):
+        return False
     data = folder / "data"
     if data.is_dir():
         return any(not p.name.startswith(".") for p in data.iterdir())
