@@ -48,7 +48,8 @@ def _read_head(fh: IO[bytes]) -> bytes:
     """The first _SNIFF_BYTES, or more, up to _WIDE_SNIFF_BYTES, until three records' worth of
     lines are in: a table 20,000 columns wide has a header longer than the usual window."""
     head = fh.read(_SNIFF_BYTES)
-    while head.count(b"\n") < 3 and len(head) < _WIDE_SNIFF_BYTES:
+    # Only text grows: a binary file per row (audio, arrays) has NUL bytes early and no lines.
+    while head.count(b"\n") < 3 and len(head) < _WIDE_SNIFF_BYTES and b"\x00" not in head[:4096]:
         more = fh.read(len(head))
         if not more:
             break
