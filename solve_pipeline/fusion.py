@@ -31,7 +31,7 @@ from solve_pipeline.baseline_models import (  # noqa: E402
 from solve_pipeline.fusion_inputs import ModalityBlocks, fusion_matrices  # noqa: E402
 from solve_pipeline.registry import FUSION_DEFAULTS, NN_DEFAULTS  # noqa: E402
 from solve_pipeline.setup_modules import TargetSpec  # noqa: E402
-from solve_pipeline.torch_training import start_head, torch_threads  # noqa: E402
+from solve_pipeline.torch_training import fit_on_device, start_head  # noqa: E402
 
 __all__ = ["FusionModel", "ModalityBlocks", "fusion_matrices"]
 
@@ -158,16 +158,7 @@ class FusionModel(_ClassifierBase):
             self.fallback_ = ConstantModel(self.spec).fit(X, y)  # nothing to separate
             return self
 
-        def attempt(on: torch.device, batch_factor: float) -> None:
-            self.device_, self.batch_factor_ = on, batch_factor
-            # A private RNG stream: same seed → same weights and batches, without disturbing the
-            # caller's global torch state.
-            with torch_threads(self.options.threads), torch.random.fork_rng(devices=[]):
-                torch.manual_seed(self.options.seed)
-                self.history_, self.best_epoch_, self.epochs_run_ = [], None, 0
-                self._train(X, y, X_val, y_val)
-
-        device.with_fallback("fusion net", attempt)
+        fit_on_device(self, "fusion net", lambda: self._train(X, y, X_val, y_val))
         return self
 
     def _train(self, X: ModalityBlocks, y: np.ndarray, X_val: ModalityBlocks | None,

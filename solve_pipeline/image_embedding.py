@@ -98,6 +98,23 @@ def loaded_batches(paths: Sequence[str], rows: Sequence[int], px: int, batch: in
             yield start, pending.pop(start).result()
 
 
+def paced_batches(paths: Sequence[str], rows: Sequence[int], px: int, batch: int, deadline: float | None,
+                  prefetch: bool) -> Iterator[list[tuple[int, np.ndarray]]]:
+    """loaded_batches that watch their own pace: TooSlow (with the pace) as soon as the deadline
+    passes or the pace so far says it cannot be met, checked before every batch from the third
+    on (the first pays one-off start-up costs, so it is not timed)."""
+    timed_from: float | None = None
+    for start, readable in loaded_batches(paths, rows, px, batch, prefetch=prefetch):
+        now = time.monotonic()
+        if start == batch:
+            timed_from = now
+        pace = None if timed_from is None or start == batch else (now - timed_from) / (start - batch)
+        if deadline is not None and (now > deadline or
+                                     (pace is not None and now + pace * (len(rows) - start) > deadline)):
+            raise TooSlow(pace)
+        yield readable
+
+
 def native_px(paths: Sequence[str], sample: int = 64) -> int | None:
     """Median shorter side of a sample of the images (headers only), None when none opens."""
     from PIL import Image
@@ -212,20 +229,15 @@ def embed_images(paths: Sequence[str], plan: ImagePlan, *, cache_dir: Path | Non
         batch = max(1, int(BATCH * device.batch_scale(on) * batch_factor))
         with torch_threads(threads):
             module = plan.backbone.load().to(on)
-            timed_from: float | None = None
-            for start, readable in loaded_batches(paths, left, plan.px, batch, prefetch=on.type == "cuda"):
-                now = time.monotonic()
-                if start == batch:
-                    timed_from = now  # the first batch pays one-off start-up costs
-                pace = None if timed_from is None or start == batch else (now - timed_from) / (start - batch)
-                if deadline is not None and (now > deadline or
-                                             (pace is not None and now + pace * (len(left) - start) > deadline)):
-                    cache.save()
-                    raise TooSlow(pace)
-                if readable:
-                    vectors = _forward(module, np.stack([x for _, x in readable]), plan.flip_tta, on)
-                    for (i, _), vector in zip(readable, vectors, strict=True):
-                        cache.vectors[keys[i]] = vector.astype(np.float32)
+            try:
+                for readable in paced_batches(paths, left, plan.px, batch, deadline, prefetch=on.type == "cuda"):
+                    if readable:
+                        vectors = _forward(module, np.stack([x for _, x in readable]), plan.flip_tta, on)
+                        for (i, _), vector in zip(readable, vectors, strict=True):
+                            cache.vectors[keys[i]] = vector.astype(np.float32)
+            except TooSlow:
+                cache.save()  # what was embedded is kept for the next option or run
+                raise
 
     if todo:
         device.with_fallback("image embedding", attempt)

@@ -33,7 +33,7 @@ from solve_pipeline.baseline_models import ConstantModel  # noqa: E402
 from solve_pipeline.dataset import FeatureSet  # noqa: E402
 from solve_pipeline.image_backbones import Backbone, available_backbones, cheapest  # noqa: E402
 from solve_pipeline import device  # noqa: E402
-from solve_pipeline.image_embedding import ImagePlan, TooSlow, loaded_batches  # noqa: E402
+from solve_pipeline.image_embedding import ImagePlan, TooSlow, paced_batches  # noqa: E402
 from solve_pipeline.vector_cache import file_key  # noqa: E402
 from solve_pipeline.torch_training import FineTunedModel, start_head, torch_threads  # noqa: E402
 
@@ -131,15 +131,7 @@ def trunk_maps(paths: Sequence[str], plan: ImagePlan, k: int = DEFAULT_K, *, cac
         module = _module(plan.backbone, on)
         batch = max(1, int(TRUNK_BATCH * device.batch_scale(on) * batch_factor))
         with torch_threads(threads), torch.inference_mode(), device.autocast(on):
-            timed_from: float | None = None
-            for start, readable in loaded_batches(paths, left, plan.px, batch, prefetch=on.type == "cuda"):
-                now = time.monotonic()
-                if start == batch:
-                    timed_from = now  # the first batch pays one-off start-up costs
-                pace = None if timed_from is None or start == batch else (now - timed_from) / (start - batch)
-                if deadline is not None and (now > deadline or
-                                             (pace is not None and now + pace * (len(left) - start) > deadline)):
-                    raise TooSlow(pace)
+            for readable in paced_batches(paths, left, plan.px, batch, deadline, prefetch=on.type == "cuda"):
                 if not readable:
                     continue
                 rgb = torch.from_numpy(np.stack([x for _, x in readable])).to(on)

@@ -44,6 +44,22 @@ def start_head(head: nn.Linear, spec: TargetSpec, y: np.ndarray) -> None:
             bias.zero_()
 
 
+def fit_on_device(model: Any, part: str, train: Callable[[], None]) -> None:
+    """`train()` on the solve's device with device.py's out-of-memory fallback: each attempt sets
+    `model.device_` and `model.batch_factor_`, starts the fit's record afresh, and runs in the
+    model's thread scope on a private RNG stream (same seed, same weights and dropout masks,
+    without disturbing the caller's torch state)."""
+
+    def attempt(on: torch.device, batch_factor: float) -> None:
+        model.device_, model.batch_factor_ = on, batch_factor
+        with torch_threads(model.options.threads), torch.random.fork_rng(devices=[]):
+            torch.manual_seed(model.options.seed)
+            model.history_, model.best_epoch_, model.epochs_run_ = [], None, 0
+            train()
+
+    device.with_fallback(part, attempt)
+
+
 class FineTunedModel(_ClassifierBase):
     """A pretrained network fine-tuned under the solver's model protocol; subclasses name their
     `Settings` (with `from_params(params, light)`) and write `_train`."""
@@ -70,15 +86,7 @@ class FineTunedModel(_ClassifierBase):
             self.fallback_ = ConstantModel(self.spec).fit(X, y)  # nothing to learn or no time
             return self
 
-        def attempt(on: torch.device, batch_factor: float) -> None:
-            self.device_, self.batch_factor_ = on, batch_factor
-            with torch_threads(self.options.threads), torch.random.fork_rng(devices=[]):
-                # A private RNG stream: same seed → same dropout masks, without disturbing the caller.
-                torch.manual_seed(self.options.seed)
-                self.history_, self.best_epoch_, self.epochs_run_ = [], None, 0.0
-                self._train(X, y, X_val, y_val)
-
-        device.with_fallback(self.PART, attempt)
+        fit_on_device(self, self.PART, lambda: self._train(X, y, X_val, y_val))
         return self
 
     def _train(self, X: Any, y: np.ndarray, X_val: Any, y_val: np.ndarray | None) -> None:
