@@ -3,90 +3,33 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-import time
-import traceback
-from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, Optional, TypeVar
+from typing import TYPE_CHECKING, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from agentk.cli_common import choice, console, fail, fmt, given, guard
 from agentk.core.config import Device, Fusion, PolicyName, RunConfig, SolveSettings, deep_merge, default_of
 from agentk.core.errors import AgentKError
 from agentk.core.workspace import Workspace
 
 if TYPE_CHECKING:
-    from agentk.core.artifacts import RunResult
+    from agentk.core.results import RunResult
 
 # Each command imports what it runs inside its body: the runner, grader and bench pull in pandas
 # and scipy (about 2.5 s on 2 cores), which `agentk --help` and a mistyped flag should not wait for.
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="agentk: an autonomous Kaggle competitor.")
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
 
 # Options default to None, "not given": RunConfig's defaults are the only ones (the help shows them).
 WorkspaceRoot = typer.Option(None, "--workspace-root", "-w",
                              help=f"Where workspaces are created (default: {default_of(RunConfig, 'workspace_root')}).")
-Choice = TypeVar("Choice", bound=StrEnum)
-
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    err_console.print(f"[red]error:[/] {message}", soft_wrap=True)
-    raise typer.Exit(code)
-
-
-def _given(**values: Any) -> dict[str, Any]:
-    """The options the user passed; RunConfig fills in the rest."""
-    return {name: value for name, value in values.items() if value is not None}
 
 
 def _root(workspace_root: Path | None) -> Path:
-    return RunConfig(**_given(workspace_root=workspace_root)).workspace_root
-
-
-def _choice(kind: type[Choice], flag: str, value: str | None) -> Choice | None:
-    """The named member, or one line saying which values the flag takes."""
-    if value is None:
-        return None
-    try:
-        return kind(value)
-    except ValueError:
-        names = [member.value for member in kind]
-        _fail(f"{flag} must be {', '.join(names[:-1])} or {names[-1]}, not {value!r}")
-
-
-def _guard(action, workspace_root: Path | None = None):
-    """Run a command body: known errors become one line; unknown ones (agentk's own bugs) one line
-    plus the traceback in a log file, under the workspace root's _logs/ (else the user's cache),
-    never in whatever folder the command was started from."""
-    try:
-        return action()
-    except AgentKError as exc:
-        _fail(str(exc))
-    except KeyboardInterrupt:
-        _fail("interrupted; run the same command again to resume", code=130)
-    except typer.Exit:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the user gets one line, the traceback goes to a file
-        log = _crash_log(workspace_root)
-        _fail(f"internal error: {type(exc).__name__}: {exc} (traceback in {log})", code=1)
-
-
-def _crash_log(workspace_root: Path | None) -> Path:
-    folder = Path(workspace_root) / "_logs" if workspace_root is not None else Path.home() / ".cache" / "agentk"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        log = folder / f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
-        log.write_text(traceback.format_exc(), encoding="utf-8")
-        return log
-    except OSError:  # nowhere writable: the traceback still reaches the user, on stderr
-        sys.stderr.write(traceback.format_exc())
-        return Path("stderr")
+    return RunConfig(**given(workspace_root=workspace_root)).workspace_root
 
 
 def _over_base(path: Path, flags: RunConfig) -> RunConfig:
@@ -131,27 +74,27 @@ def run(
     """Set up and solve one competition, write a validated submission, grade it when answers exist."""
     from agentk.runner import run_competition
 
-    chosen_policy = _choice(PolicyName, "--policy", policy)
-    chosen_fusion = _choice(Fusion, "--fusion", fusion)
+    chosen_policy = choice(PolicyName, "--policy", policy)
+    chosen_fusion = choice(Fusion, "--fusion", fusion)
     # The switches' False means "not given" too: only a set switch changes the config.
-    config = RunConfig(**_given(
+    config = RunConfig(**given(
         workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, seed=seed, quiet=quiet or None,
-        fusion=chosen_fusion, tune=False if no_tune else None, device=_choice(Device, "--device", device),
+        fusion=chosen_fusion, tune=False if no_tune else None, device=choice(Device, "--device", device),
         submit=submit or None, force_submit=force_submit or None, submit_top_k=top_k, submit_poll_s=submit_poll,
         policy=chosen_policy, llm_base_url=llm, llm_model=model, llm_token_budget=token_budget,
         credit_assignment=False if no_credit_assignment else None, unsafe_no_sandbox=unsafe_no_sandbox or None,
         leaderboard=leaderboard.resolve() if leaderboard is not None else None, metric=metric,
     ))
     if leaderboard is not None and not leaderboard.is_file():
-        _fail(f"leaderboard file not found: {leaderboard}")
+        fail(f"leaderboard file not found: {leaderboard}")
     if config_json is not None:
-        config = _guard(lambda: _over_base(config_json, config))
-    outcome = _guard(lambda: run_competition(source, config), config.workspace_root)
+        config = guard(lambda: _over_base(config_json, config))
+    outcome = guard(lambda: run_competition(source, config), config.workspace_root)
     if as_json:
         console.print_json(json.dumps(outcome.result.to_json()))
     elif quiet:
         r = outcome.result
-        console.print(f"{r.competition_id}: valid={r.valid_submission} validation={_fmt(r.validation_score)} test={_fmt(r.test_score)} → {r.submission_path}", soft_wrap=True)
+        console.print(f"{r.competition_id}: valid={r.valid_submission} validation={fmt(r.validation_score)} test={fmt(r.test_score)} → {r.submission_path}", soft_wrap=True)
     else:
         _print_result(outcome.result)
 
@@ -176,11 +119,11 @@ def grade(
         # The competition's own leaderboard file (MLE-bench keeps one) unless another is given.
         return grade_file(submission, loaded, leaderboard or loaded.leaderboard_path)
 
-    report = _guard(body)
+    report = guard(body)
     if as_json:
         console.print_json(json.dumps(report.to_dict()))
     else:
-        line = f"{report.competition_id}: {report.metric} = {_fmt(report.score)}" if report.valid else f"{report.competition_id}: invalid submission: {report.error}"
+        line = f"{report.competition_id}: {report.metric} = {fmt(report.score)}" if report.valid else f"{report.competition_id}: invalid submission: {report.error}"
         console.print(line)
         if report.valid and report.answers_missing:
             console.print(f"note: {grade_note(report)}")
@@ -216,11 +159,11 @@ def submit(
         with workspace_lock(workspace.root):
             return submit_run(workspace, slug, file=file, message=message, force=force)
 
-    report = _guard(body)
+    report = guard(body)
     if as_json:
         console.print_json(json.dumps(report))
         return
-    console.print(f"submission {report['ref']}: {report['status']}, public score {_fmt(report['public_score'])}, private score {_fmt(report['private_score'])}")
+    console.print(f"submission {report['ref']}: {report['status']}, public score {fmt(report['public_score'])}, private score {fmt(report['private_score'])}")
     if report["leaderboard"]:
         lb = report["leaderboard"]
         console.print(f"rank {lb['rank']}/{lb['n_teams']}, beats {lb['percentile']:.1%} of teams, medal: {lb['medal'] or 'none'}")
@@ -234,8 +177,8 @@ def leaderboard(
     workspace_root: Optional[Path] = WorkspaceRoot,
 ) -> None:
     """Download the public leaderboard and place a score on it (rank, percentile, medal)."""
-    from agentk.core.artifacts import RunResult
     from agentk.core.metrics.direction import Direction
+    from agentk.core.results import RunResult
     from agentk.grading import leaderboard_position
     from agentk.kaggle.client import KaggleClient
     from agentk.kaggle.reference import parse_competition_reference
@@ -258,10 +201,10 @@ def leaderboard(
             ours = direction.best_score(e.record.public_score for e in ledger_for(workspace).entries())
         return board, ours, (leaderboard_position(ours, board, direction.higher_is_better) if ours is not None else None)
 
-    board, ours, position = _guard(body)
+    board, ours, position = guard(body)
     console.print(f"{len(board)} teams on the public leaderboard")
     if position is not None:
-        console.print(f"score {_fmt(ours)}: rank {position.rank}/{position.n_teams}, beats {position.percentile:.1%} of teams, medal: {position.medal or 'none'}")
+        console.print(f"score {fmt(ours)}: rank {position.rank}/{position.n_teams}, beats {position.percentile:.1%} of teams, medal: {position.medal or 'none'}")
 
 
 @app.command()
@@ -287,74 +230,22 @@ def bench(
     """Run competitions and print setup attempts per stage, time to a valid submission and scores;
     with rivals, agentk against LightGBM defaults and AutoGluon side by side; with --campaign, the
     orders of a campaign and warm vs cold solver starts."""
-    from agentk.bench.medal_thresholds import read_thresholds
-    from agentk.bench.run import (
-        compare, expand_sources, parse_rivals, place_medals, render_comparison, render_seed_table, render_table,
-        run_bench, summarise_seeds, summary_line,
-    )
+    from agentk.bench.command import bench_campaigns, bench_competitions
 
-    chosen_policy = _choice(PolicyName, "--policy", policy)
+    run_config = given(time_budget_s=time_budget, folds=folds, policy=choice(PolicyName, "--policy", policy),
+                       llm_base_url=llm, llm_model=model)
     if campaign:
         if rivals is not None or seeds > 1 or splits > 1:
-            _fail("--campaign runs campaigns, not rivals, seeds or splits: leave out --rivals, --seeds and --splits")
-        _bench_campaign(sources or [], workspace_root, output, orders, warm_vs_cold, _given(
-            time_budget_s=time_budget, folds=folds, policy=chosen_policy, llm_base_url=llm, llm_model=model))
+            fail("--campaign runs campaigns, not rivals, seeds or splits: leave out --rivals, --seeds and --splits")
+        if not bench_campaigns(sources or [], workspace_root, output, orders, warm_vs_cold, run_config):
+            raise typer.Exit(1)  # no order solved anything: the bench measured nothing
         return
     if autogluon_python is not None and not autogluon_python.is_file():
-        _fail(f"--autogluon-python: no such file: {autogluon_python}")
-    chosen = _guard(lambda: parse_rivals(rivals))
-    thresholds = _guard(lambda: read_thresholds(medals)) if medals is not None else None
-    config = RunConfig(**_given(workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, quiet=True,
-                                policy=chosen_policy, llm_base_url=llm, llm_model=model))
-    rows = _guard(lambda: run_bench(expand_sources(sources or []), config, seeds=seeds, rivals=chosen, splits=splits, autogluon_python=autogluon_python))
-    if thresholds is not None:
-        place_medals(rows, thresholds)
-    # Piped output has no terminal width; keep the table's columns unwrapped for logs and notes.
-    out = console if console.is_terminal else Console(highlight=False, width=200)
-    out.print(render_table(rows))
-    summaries = summarise_seeds(rows) if seeds > 1 else []
-    if summaries:
-        out.print(render_seed_table(summaries))
-    comparisons = compare(rows) if chosen or splits > 1 else []
-    if comparisons:
-        out.print(render_comparison(comparisons))
-        if chosen:
-            out.print(summary_line(comparisons))
-    if output is not None:
-        if seeds == 1 and splits == 1:
-            data: object = rows  # the shape bench has always written
-        else:
-            data = {"runs": rows, **({"summaries": summaries} if summaries else {}), "comparison": comparisons}
-        output.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
-    if seeds == 1 and not all(r["valid_submission"] for r in rows):
+        fail(f"--autogluon-python: no such file: {autogluon_python}")
+    run_config = {**given(workspace_root=workspace_root, quiet=True), **run_config}
+    if not bench_competitions(sources or [], run_config, seeds=seeds, rivals=rivals, splits=splits,
+                              autogluon_python=autogluon_python, medals=medals, output=output):
         raise typer.Exit(1)
-
-
-def _bench_campaign(sources: list[str], workspace_root: Path, output: Path | None, orders: str | None,
-                    warm_vs_cold: bool, run_config: dict[str, Any]) -> None:
-    """`agentk bench --campaign`: the campaigns, their tables, bench.json and the bench's page in
-    ROOT/campaign-bench/, and --output's JSON under "campaign"."""
-    from agentk.bench.campaign_bench import (
-        parse_orders, render_figure14, render_warm_cold, run_campaign_bench, write_bench_page,
-    )
-    from agentk.bench.run import expand_sources
-
-    chosen = _guard(lambda: parse_orders(orders))
-    # The campaign's pool reads folders, folders of them and task files itself; none: the demo.
-    specs = sources or _guard(lambda: expand_sources([]))
-    result = _guard(lambda: run_campaign_bench(specs, run_config, chosen, warm_vs_cold, workspace_root))
-    out = console if console.is_terminal else Console(highlight=False, width=200)
-    out.print(render_figure14(result))
-    for note in result.notes:
-        out.print(f"note: {note}", soft_wrap=True)
-    if result.warm_vs_cold is not None:
-        out.print(render_warm_cold(result.warm_vs_cold))
-    if output is not None:
-        output.write_text(json.dumps({"campaign": result.model_dump(mode="json")}, indent=2), encoding="utf-8")
-    page, warning = write_bench_page(workspace_root)
-    out.print(f"report: {page}" if page is not None else f"warning: {warning}", soft_wrap=True, markup=False)
-    if not any(row.solved for row in result.orders):
-        raise typer.Exit(1)  # no order solved anything: the bench measured nothing
 
 
 @app.command()
@@ -395,18 +286,18 @@ def campaign(
     sources = list(sources or [])
     if sources[:1] == ["status"]:
         if len(sources) != 2:
-            _fail("usage: agentk campaign status CAMPAIGN_DIR")
-        console.print(_guard(lambda: campaign_status(Path(sources[1]))))
+            fail("usage: agentk campaign status CAMPAIGN_DIR")
+        console.print(guard(lambda: campaign_status(Path(sources[1]))))
         return
-    chosen_policy = _choice(PolicyName, "--policy", policy)
-    run_config = _given(
+    chosen_policy = choice(PolicyName, "--policy", policy)
+    run_config = given(
         workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, seed=seed, submit=submit or None,
-        device=_choice(Device, "--device", device), submit_top_k=top_k, submit_poll_s=submit_poll, policy=chosen_policy, llm_base_url=llm, llm_model=model,
+        device=choice(Device, "--device", device), submit_top_k=top_k, submit_poll_s=submit_poll, policy=chosen_policy, llm_base_url=llm, llm_model=model,
         llm_token_budget=token_budget, unsafe_no_sandbox=unsafe_no_sandbox or None,
     )
-    given = _given(order=order, alpha=alpha, beta=beta, r=top_r, max_attempts=max_attempts, seeds=seeds, limit=limit, workers=workers,
-                   ray_address=ray_address, total_budget=total_budget, seed=seed, warm_start=False if cold else None)
-    state = _guard(lambda: run_campaign_command(sources, name=name, campaign_dir=campaign_dir, run_config=run_config, given=given))
+    campaign_options = given(order=order, alpha=alpha, beta=beta, r=top_r, max_attempts=max_attempts, seeds=seeds, limit=limit,
+                             workers=workers, ray_address=ray_address, total_budget=total_budget, seed=seed, warm_start=False if cold else None)
+    state = guard(lambda: run_campaign_command(sources, name=name, campaign_dir=campaign_dir, run_config=run_config, given=campaign_options))
     if not state.by_status(TaskStatus.SOLVED):
         raise typer.Exit(1)  # a campaign that solved nothing did not do its job
 
@@ -421,11 +312,11 @@ def demo(
     from agentk.sources.demo import make_demo_competition
 
     def body():
-        config = RunConfig(**_given(workspace_root=workspace_root, time_budget_s=time_budget))
+        config = RunConfig(**given(workspace_root=workspace_root, time_budget_s=time_budget))
         source = make_demo_competition(Path(config.workspace_root).resolve() / "_sources" / "demo")
         return run_competition(source, config)
 
-    _print_result(_guard(body).result)
+    _print_result(guard(body).result)
 
 
 @app.command()
@@ -449,7 +340,7 @@ def report(
 
         return write_run_report(path)
 
-    console.print(str(_guard(body)), soft_wrap=True, markup=False)
+    console.print(str(guard(body)), soft_wrap=True, markup=False)
 
 
 def _report_kind(path: Path) -> str:
@@ -468,26 +359,22 @@ def _report_kind(path: Path) -> str:
     return "campaign" if is_campaign(path) else "run"
 
 
-def _fmt(value: object) -> str:
-    return f"{value:.5f}" if isinstance(value, (int, float)) else "—"
-
-
 def _print_result(result: RunResult) -> None:
     table = Table(title=f"agentk · {result.competition_id}", show_header=False)
     passed = sum(1 for s in result.setup.values() if s.passed)
     attempts = sum(s.attempts for s in result.setup.values())
     table.add_row("setup stages passed", f"{passed}/{len(result.setup)} ({attempts} attempts)")
     table.add_row("metric", str(result.metric))
-    table.add_row("validation score", _fmt(result.validation_score))
+    table.add_row("validation score", fmt(result.validation_score))
     note = result.test_score_note
-    table.add_row("test score", _fmt(result.test_score) + (f" ({note})" if note else ""))
+    table.add_row("test score", fmt(result.test_score) + (f" ({note})" if note else ""))
     table.add_row("model", str(result.model))
     table.add_row("time", f"{result.elapsed_s:.1f} s")
     table.add_row("submission", str(result.submission_path))
     kaggle = result.kaggle
     if kaggle:
         table.add_row("kaggle submissions", str(len(kaggle["submissions"])) + (" (daily limit reached)" if kaggle["daily_limit_reached"] else ""))
-        table.add_row("kaggle best public", f"{_fmt(kaggle['best_public'])} ({kaggle['best_model'] or '—'})")
+        table.add_row("kaggle best public", f"{fmt(kaggle['best_public'])} ({kaggle['best_model'] or '—'})")
     console.print(table)
 
 

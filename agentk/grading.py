@@ -13,13 +13,14 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from agentk.core.errors import GradingError, InvalidSubmissionError
 from agentk.core.metrics import (
+    Direction,
     Metric,
     UnknownMetricError,
     get_metric,
@@ -36,7 +37,7 @@ class LeaderboardPosition:
     rank: int  # 1 + number of teams strictly better
     n_teams: int
     percentile: float  # fraction of teams strictly worse than us
-    medal: str | None  # "gold" | "silver" | "bronze" | None
+    medal: Literal["gold", "silver", "bronze"] | None
     gold_threshold: float
     silver_threshold: float
     bronze_threshold: float
@@ -290,9 +291,10 @@ def leaderboard_position(score: float, leaderboard: pd.DataFrame, higher_is_bett
     if len(scores) == 0:
         raise GradingError("leaderboard has no scores")
     n_teams = len(scores)
-    ordered = np.sort(scores)[::-1] if higher_is_better else np.sort(scores)
-    n_better = int((scores > score).sum() if higher_is_better else (scores < score).sum())
-    n_worse = int((scores < score).sum() if higher_is_better else (scores > score).sum())
+    direction = Direction(higher_is_better)
+    ordered = direction.ranked(scores.tolist(), key=lambda s: s)
+    n_better = sum(direction.better(s, score) for s in ordered)
+    n_worse = sum(direction.better(score, s) for s in ordered)
     rank = n_better + 1
     gold, silver, bronze = medal_ranks(n_teams)
     medal = "gold" if rank <= gold else "silver" if rank <= silver else "bronze" if rank <= bronze else None

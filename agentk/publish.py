@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentk.core.artifacts import RunResult, SetupLayout, SolveResult
+from agentk.core.artifacts import SetupLayout
 from agentk.core.errors import AgentKError
 from agentk.core.metrics.direction import Direction
+from agentk.core.results import RunResult, SolveResult
 from agentk.core.workspace import Workspace, read_json_object
 from agentk.grading import leaderboard_position
 from agentk.kaggle.client import KaggleClient

@@ -14,12 +14,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from agentk.core.artifacts import LeaderboardPlace, MetaRecord, RunResult, SetupLayout, SolveResult, StageRecord, run_direction
+from agentk.core.artifacts import SetupLayout
 from agentk.core.config import CONFIG_FILE, Device, PolicyName, RunConfig
 from agentk.core.disk_quota import quota_mb
 from agentk.core.errors import AgentKError, SolveFailed
 from agentk.core.events import EventLog
 from agentk.core.isolation import Mounts, gpu_device_files, isolation_status
+from agentk.core.results import LeaderboardPlace, MetaRecord, RunResult, SolveResult, StageRecord, run_direction
 from agentk.core.sandbox import Limits, run_python
 from agentk.core.workspace import RunState, Workspace, atomic_write_json, read_json_object, workspace_for
 from agentk.core.workspace_lock import workspace_lock
@@ -138,7 +139,10 @@ def _write_report(workspace: Workspace, events: EventLog) -> None:
 def _experience_store(config: RunConfig, events: EventLog) -> Any:
     """The experience memory shared by every run under this workspace root (None if unavailable)."""
     try:
-        return ExperienceStore(Path(config.workspace_root).resolve() / "_memory" / "experience.lance")
+        store = ExperienceStore(Path(config.workspace_root).resolve() / "_memory" / "experience.lance")
+        # An LLM's prompts read the memory from the first failure on: a broken store turns the
+        # memory off here rather than failing a stage. The expert only writes to it, at the end.
+        return store if _policy_choice(config) == PolicyName.EXPERT else store.open()
     except (ImportError, EmbeddingUnavailable, OSError) as exc:
         events.emit("memory_unavailable", reason=f"{type(exc).__name__}: {exc}")
         return None
@@ -157,11 +161,15 @@ def _remember(memory: Any, competition_id: str, workspace: Workspace, events: Ev
     events.emit("memory_ingested", experiences=added)
 
 
+def _policy_choice(config: RunConfig) -> PolicyName:
+    configured = llm_configured(config.llm_base_url, config.llm_model)
+    return config.policy or (PolicyName.HYBRID if configured else PolicyName.EXPERT)
+
+
 def _policy(config: RunConfig, workspace: Workspace, memory: Any = None, competition_id: str = "") -> tuple[Policy, Blame | None]:
     """The expert alone, or with an LLM served by vLLM or any OpenAI-compatible server."""
 
-    configured = llm_configured(config.llm_base_url, config.llm_model)
-    choice = config.policy or (PolicyName.HYBRID if configured else PolicyName.EXPERT)
+    choice = _policy_choice(config)
     if choice == PolicyName.EXPERT:
         return ExpertPolicy(), None
     _require_sandbox_for_llm_code(config)

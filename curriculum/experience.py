@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +68,17 @@ class ExperienceStore:
         else:
             self.db_dir, self.table_name = path, TABLE
         self.embedder: Embedder = embedder or MiniLMEmbedder()
-        self._db = connect(self.db_dir)
-        self._table = self._db.create_table(self.table_name, schema=self._schema(), exist_ok=True)
+
+    @cached_property
+    def _table(self) -> Any:
+        # Opened on first use: loading lancedb takes seconds, and an expert run whose stages all
+        # pass at the first attempt never reads or writes the memory.
+        return connect(self.db_dir).create_table(self.table_name, schema=self._schema(), exist_ok=True)
+
+    def open(self) -> ExperienceStore:
+        """Open the table now, so that a broken store fails here rather than at first use."""
+        _ = self._table
+        return self
 
     def _schema(self) -> Any:
         import pyarrow as pa

@@ -8,10 +8,11 @@ Equation 7 scores a candidate task T against the task memory:
                − β · e^(−λ)      (λ = rounds since T last failed; no term if T never failed)
 
 so the next task is the one most like what was solved and least like what failed, in what it is
-about (the description) and in how hard its data looks (the tree, weighted by α), with a task that
-has just failed held back for a while (β) and then let back in. A task's own RAG⁻ entries are not
-counted in its RAG⁻ terms: its failures are the recency term's business, which decays; counting
-them as well (at similarity 1) would bar it for good.
+about (the description) and in how hard its data looks (the tree, weighted by α). A task's own
+RAG⁻ entries count in its RAG⁻ terms (at similarity 1), so a task that failed ranks behind the
+tasks that have not failed and comes back once they are done; among the failed ones the recency
+term (β, decaying with the rounds since the failure) holds back the most recent. A task's own
+RAG⁺ entries are left out of its RAG⁺ terms.
 
 Every function here is pure: vectors and counts in, a `Choice` out, with each candidate's score
 and terms so the campaign can log why it chose.
@@ -57,7 +58,7 @@ class CurriculumParams(BaseModel):
 
 
 @dataclass(frozen=True)
-class Candidate:
+class TaskCandidate:
     task_id: str
     complexity: float
     vectors: TaskVectors | None = None  # needed by the curriculum order only
@@ -111,7 +112,7 @@ def _cosines(vector: Sequence[float], matrix: np.ndarray) -> np.ndarray:
 
 
 def equation7_terms(
-    candidate: Candidate, positives: Sequence[Remembered], negatives: Sequence[Remembered], params: CurriculumParams, round: int
+    candidate: TaskCandidate, positives: Sequence[Remembered], negatives: Sequence[Remembered], params: CurriculumParams, round_number: int
 ) -> dict[str, float]:
     """Each term of equation 7 for one candidate (already weighted and signed), plus `score`."""
     if candidate.vectors is None:
@@ -131,7 +132,7 @@ def equation7_terms(
     own_failures = [e.round for e in negatives if e.task_id == candidate.task_id]
     penalty = 0.0
     if own_failures:
-        rounds_since = max(0, round - max(own_failures))
+        rounds_since = max(0, round_number - max(own_failures))
         penalty = params.beta * math.exp(-rounds_since)
     terms = {
         "positive_description": term(pos, "description"),
@@ -144,25 +145,25 @@ def equation7_terms(
     return terms
 
 
-def _seeded(seed: int, round: int) -> random.Random:
+def _seeded(seed: int, round_number: int) -> random.Random:
     # Derived, not drawn from a generator that lives across rounds: a resumed campaign at round k
     # makes the same draw as the run that was killed at round k.
-    digest = hashlib.sha256(f"{seed}:{round}".encode()).digest()
+    digest = hashlib.sha256(f"{seed}:{round_number}".encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
 def choose(
     order: Order | str,
-    candidates: Sequence[Candidate],
+    candidates: Sequence[TaskCandidate],
     positives: Sequence[Remembered],
     negatives: Sequence[Remembered],
     params: CurriculumParams | None = None,
     *,
     seed: int = 0,
-    round: int = 0,
+    round_number: int = 0,
 ) -> Choice:
     """The next task under `order`. `candidates` are the tasks still to do, in the campaign's
-    order; `round` is the number of the step being decided (0 for the first)."""
+    order; `round_number` is the number of the step being decided (0 for the first)."""
     order = Order(order)
     params = params or CurriculumParams()
     if not candidates:
@@ -171,7 +172,7 @@ def choose(
     if len(set(ids)) != len(ids):
         raise ValueError("candidate task ids must be unique")
     terms = {
-        c.task_id: equation7_terms(c, positives, negatives, params, round)
+        c.task_id: equation7_terms(c, positives, negatives, params, round_number)
         for c in candidates
         if c.vectors is not None
     }
@@ -185,8 +186,8 @@ def choose(
         reason = "fixed order: the first task not done yet, in the order given"
     elif order is Order.RANDOM:
         ranked = list(candidates)
-        _seeded(seed, round).shuffle(ranked)
-        reason = f"random order: a shuffle seeded by seed {seed} and round {round}"
+        _seeded(seed, round_number).shuffle(ranked)
+        reason = f"random order: a shuffle seeded by seed {seed} and round {round_number}"
     elif order is Order.HEURISTIC:
         ranked = sorted(candidates, key=lambda c: (c.complexity, position[c.task_id]))
         reason = f"heuristic order: the simplest directory tree (complexity {ranked[0].complexity:g})"
@@ -200,7 +201,7 @@ def choose(
         ranked = sorted(candidates, key=lambda c: (-round_score(terms[c.task_id]["score"]), c.complexity, position[c.task_id]))
         best = ranked[0].task_id
         failed = [e.round for e in negatives if e.task_id == best]
-        since = round - max(failed) if failed else None
+        since = round_number - max(failed) if failed else None
         reason = _curriculum_reason(best, terms[best], len(positives), len(negatives), since)
 
     ranking = [

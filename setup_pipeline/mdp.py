@@ -10,7 +10,6 @@ import functools
 import hashlib
 import json
 import time
-from dataclasses import dataclass
 from typing import Callable
 
 from agentk.core.artifacts import SetupLayout
@@ -28,15 +27,6 @@ from unit_tests_setup.context import CheckContext
 
 # (meta error, [(stage, its code)]) -> which stages caused it, and why
 Blame = Callable[[str, list[tuple[str, str]]], Verdict]
-
-
-@dataclass(frozen=True)
-class Attempt:
-    stage: str
-    attempt: int
-    passed: bool
-    problems: list[str]
-    elapsed_s: float
 
 
 class SetupMDP:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Literal
 
 from agentk.core.metrics.direction import Direction
-from solve_pipeline.baseline_models import Candidate
+from solve_pipeline.baseline_models import ModelCandidate
 from solve_pipeline.cv import CandidateRun, CVContext, emit, finish_run, fit_fold, start_run
 
 # Blending needs three solutions (Agent K's blend_after), so halving never leaves fewer.
@@ -30,7 +30,7 @@ BIG_PACE_SHARE = 0.5  # a family whose remaining folds are projected this cheap 
 @dataclass
 class RaceEntry:
     family: str
-    status: str  # finished | pruned | failed | skipped | out_of_time
+    status: Literal["finished", "pruned", "failed", "skipped", "out_of_time"]
     first_fold_score: float | None = None
     seconds: float = 0.0
     reason: str | None = None
@@ -50,10 +50,10 @@ class RaceOutcome:
     entries: list[RaceEntry]
     pruned: list[CandidateRun]  # pruned or stopped by the deadline: finished later if time is left
     # Families the race's time ran out before: started later, in race order, if time is left.
-    unstarted: list[Candidate] = field(default_factory=list)
+    unstarted: list[ModelCandidate] = field(default_factory=list)
 
 
-def race(candidates: list[Candidate], ctx: CVContext, deadline: float, higher_is_better: bool,
+def race(candidates: list[ModelCandidate], ctx: CVContext, deadline: float, higher_is_better: bool,
          on_finished: Callable[[CandidateRun], None], hard_deadline: float | None = None) -> RaceOutcome:
     """Run the race until every survivor finishes or the deadline passes.
 
@@ -67,7 +67,7 @@ def race(candidates: list[Candidate], ctx: CVContext, deadline: float, higher_is
     # (boosting keeps the trees it has), which is how a slow family loses on a small budget.
     box = max(RUNG_ONE_MIN_S, 0.5 * (deadline - time.monotonic()) / max(len(candidates), 1))
     paced = False
-    unstarted: list[Candidate] = []
+    unstarted: list[ModelCandidate] = []
     for candidate in candidates:
         # The first family with usable features sets the pace: one whose features cannot be
         # built (no pretrained network, no text) passes the role on.

@@ -281,7 +281,7 @@ def tree_matrices(features: FeatureSet, seed: int = 0) -> tuple[np.ndarray, np.n
 POWER_FIT_ROWS = 20000  # Yeo-Johnson's lambdas are fitted on a sample this size at most
 
 
-def _scaled_dense(train: np.ndarray, test: np.ndarray, power: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def scaled_dense(train: np.ndarray, test: np.ndarray, power: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Median-impute, log-compress skewed non-negative columns (or, with `power`, Yeo-Johnson
     every column towards a normal shape), standardize, add NaN flags."""
     both = np.vstack([train, test]).astype(np.float64)
@@ -325,7 +325,7 @@ def tabular_linear_blocks(features: FeatureSet, power: bool = False) -> tuple[li
     train: list[Matrix] = []
     test: list[Matrix] = []
     if dense_cols:
-        a, b = _scaled_dense(features.tab_train[:, dense_cols], features.tab_test[:, dense_cols], power=power)
+        a, b = scaled_dense(features.tab_train[:, dense_cols], features.tab_test[:, dense_cols], power=power)
         train.append(sparse.csr_matrix(a))
         test.append(sparse.csr_matrix(b))
     if cat_cols:
@@ -364,7 +364,7 @@ def _linear_c(features: FeatureSet) -> float:
 
 
 @dataclass(frozen=True)
-class Candidate:
+class ModelCandidate:
     """A named model family with the matrix builder it reads."""
 
     name: str
@@ -372,10 +372,10 @@ class Candidate:
     make: Callable[[TargetSpec, ModelOptions, FeatureSet], Model]
 
 
-def constant_candidate() -> Candidate:
+def constant_candidate() -> ModelCandidate:
     """Class frequencies or the mean: the solver's first submission, before any race family."""
 
     def constant_matrices(features: FeatureSet, seed: int) -> tuple:
         return np.zeros((features.n_train, 1)), np.zeros((features.n_test, 1))
 
-    return Candidate("constant", constant_matrices, lambda s, o, f: ConstantModel(s, o))
+    return ModelCandidate("constant", constant_matrices, lambda s, o, f: ConstantModel(s, o))

@@ -21,6 +21,9 @@ import numpy as np
 from scipy.optimize import minimize
 
 from agentk.core.artifacts import Task
+from agentk.core.metrics.direction import Direction
+from agentk.core.metrics.functions import class_log_loss
+from solve_pipeline.folds import make_folds
 
 Method = Literal["best_single", "weighted", "stack", "mlp"]
 _EPS = 1e-7
@@ -61,11 +64,7 @@ def _layout(pred: np.ndarray, task: Task) -> np.ndarray:
 def _surrogate_loss(pred: np.ndarray, y: np.ndarray, task: Task) -> float:
     if task == "regression":
         return float(np.mean((pred - y) ** 2))
-    if task == "binary":
-        p = np.clip(pred, _EPS, 1 - _EPS)
-        return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
-    p = np.clip(pred[np.arange(len(y)), y.astype(int)], _EPS, 1.0)
-    return float(-np.mean(np.log(p)))
+    return class_log_loss(y, pred)
 
 
 def _combine(preds: list[np.ndarray], weights: np.ndarray) -> np.ndarray:
@@ -181,16 +180,6 @@ class _MLPBlender:
         return full[:, 1] if self.task == "binary" else full
 
 
-def _splits(y: np.ndarray, task: Task, folds: int, seed: int) -> list:
-    from sklearn.model_selection import KFold, StratifiedKFold
-
-    if task != "regression" and np.bincount(y.astype(int)).min() >= folds:
-        splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    else:
-        splitter = KFold(n_splits=folds, shuffle=True, random_state=seed)
-    return list(splitter.split(np.zeros(len(y)), y))
-
-
 def blend(solutions: list[Solution], y: np.ndarray, task: Task,
           score_fn: Callable[[np.ndarray, np.ndarray], float], higher_is_better: bool,
           blend_after: int = 3, folds: int = 5, seed: int = 0, deadline: float | None = None) -> BlendResult:
@@ -212,8 +201,10 @@ def blend(solutions: list[Solution], y: np.ndarray, task: Task,
             raise ValueError(f"solution {s.name!r} has predictions of mismatched shape")
 
     single = {s.name: float(score_fn(y, oof)) for s, oof in zip(solutions, oofs, strict=True)}
-    sign = 1.0 if higher_is_better else -1.0
-    best = max(range(len(solutions)), key=lambda i: sign * single[solutions[i].name])
+    direction = Direction(higher_is_better)
+    # A solution the metric could not score (NaN) never stands as the best; when none scores, the first.
+    best = direction.best(range(len(solutions)), key=lambda i: single[solutions[i].name])
+    best = 0 if best is None else best
     result = BlendResult("best_single", single[solutions[best].name], single, None,
                          oofs[best], tests[best])
     if len(solutions) < blend_after:
@@ -222,7 +213,7 @@ def blend(solutions: list[Solution], y: np.ndarray, task: Task,
         return result  # one class: every solution already predicts it; nothing to weigh
 
     n_classes = oofs[0].shape[1] if task == "multiclass" else (2 if task == "binary" else 0)
-    splits = _splits(y, task, folds, seed)
+    splits = make_folds(len(y), folds, seed, None if task == "regression" else y)
     features = _stack_features(oofs, task)
     nested = {"weighted": np.zeros_like(oofs[0]), "stack": np.zeros_like(oofs[0]), "mlp": np.zeros_like(oofs[0])}
     active = list(nested)
@@ -275,8 +266,8 @@ def blend(solutions: list[Solution], y: np.ndarray, task: Task,
 
     full_weights = fit_weights(oofs, y, task, deadline)
     result.weights = {s.name: float(w) for s, w in zip(solutions, full_weights, strict=True)}
-    winner = max(result.blend_scores, key=lambda name: sign * result.blend_scores[name])
-    if sign * result.blend_scores[winner] <= sign * result.score:
+    winner = direction.best(result.blend_scores, key=lambda name: result.blend_scores[name])
+    if winner is None or not direction.better(result.blend_scores[winner], result.score):
         return result
 
     if winner == "weighted":

@@ -17,9 +17,10 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from agentk.core.artifacts import prediction_frame as build_prediction_frame
 from agentk.core.metrics.direction import Direction
-from solve_pipeline.baseline_models import Candidate, ModelOptions
+from agentk.core.metrics.functions import class_log_loss
+from agentk.core.predictions import prediction_frame as build_prediction_frame
+from solve_pipeline.baseline_models import ModelCandidate, ModelOptions
 from solve_pipeline.dataset import FeatureSet
 from solve_pipeline.decoding import Decoder
 from solve_pipeline.setup_modules import SetupArtifacts, TargetSpec
@@ -35,24 +36,6 @@ def emit(event: str, **fields: object) -> None:
     """One JSON line on stdout; NaN becomes null so every line is strict JSON."""
     clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in fields.items()}
     print(json.dumps({"event": event, **clean}, default=str), flush=True)
-
-
-def make_folds(n_rows: int, folds: int, seed: int, strata: np.ndarray | None) -> list[tuple]:
-    """Stratified folds when the classes allow it; plain shuffled KFold otherwise."""
-    from sklearn.model_selection import KFold, StratifiedKFold
-
-    k = max(2, min(folds, n_rows))
-    if strata is not None:
-        counts = np.bincount(strata.astype(int))
-        counts = counts[counts > 0]
-        # StratifiedKFold only refuses when no class can fill k folds; rarer classes are merely
-        # spread thinly (some folds' training then lacks them, which the models tolerate).
-        if len(counts) > 1 and counts.max() >= k:
-            splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                return list(splitter.split(np.zeros(n_rows), strata))
-    return list(KFold(n_splits=k, shuffle=True, random_state=seed).split(np.zeros(n_rows)))
 
 
 @dataclass
@@ -131,8 +114,8 @@ def surrogate_loss(ctx: CVContext, rows: np.ndarray, outputs: dict[str, np.ndarr
     for spec in ctx.targets:
         y, pred = ctx.y[spec.column][rows], outputs[spec.column]
         if spec.is_classification:
-            picked = normalise_proba(pred)[np.arange(len(y)), y.astype(int)]
-            losses.append(float(-np.mean(np.log(picked))))
+            # The solver's floor first (as every model's output gets), then the metrics' log loss.
+            losses.append(class_log_loss(y, normalise_proba(pred)))
         else:
             losses.append(float(np.mean((np.asarray(pred, dtype=float) - y) ** 2)))
     value = float(np.mean(losses))
@@ -156,7 +139,7 @@ class CandidateRun:
     """A candidate's predictions as its folds complete (fold order is free)."""
 
     name: str
-    candidate: Candidate
+    candidate: ModelCandidate
     X: Any
     X_test: Any
     oof: dict[str, np.ndarray]
@@ -174,13 +157,8 @@ class CandidateRun:
     def predictions(self) -> dict[str, Predictions]:
         return {t: Predictions(self.name, self.oof[t], self.test[t]) for t in self.oof}
 
-    @property
-    def mean_fold_score(self) -> float:
-        values = [v for v in self.fold_scores.values() if math.isfinite(v)]
-        return float(np.mean(values)) if values else math.nan
 
-
-def start_run(candidate: Candidate, ctx: CVContext, name: str | None = None) -> CandidateRun | None:
+def start_run(candidate: ModelCandidate, ctx: CVContext, name: str | None = None) -> CandidateRun | None:
     """Build the candidate's matrices; None when it has nothing to read."""
     matrices = candidate.matrices(ctx.features, ctx.seed)
     if matrices is None:

@@ -10,13 +10,15 @@ them (log loss, AUC) is unaffected.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import Literal
 
 import numpy as np
+
+from agentk.core.metrics.direction import Direction
 
 THRESHOLD_GRID = 41
 CUTPOINT_GRID = 15
@@ -25,7 +27,7 @@ CUTPOINT_SWEEPS = 2
 
 @dataclass(frozen=True)
 class Decoder:
-    kind: str  # "argmax" | "threshold" | "cutpoints"
+    kind: Literal["argmax", "threshold", "cutpoints"]
     values: tuple[float, ...] = ()
     class_values: tuple[float, ...] = ()  # cutpoints: the classes as numbers, in class-index order
 
@@ -54,23 +56,19 @@ def numeric_classes(classes: Sequence[object] | None) -> tuple[float, ...] | Non
     return values if len(values) >= 3 and len(set(values)) == len(values) else None
 
 
-def _better(a: float, b: float, higher: bool) -> bool:
-    return math.isfinite(a) and (not math.isfinite(b) or (a > b if higher else a < b))
-
-
-def _fit_threshold(proba: np.ndarray, rows: np.ndarray, score: Scorer, higher: bool) -> Decoder:
+def _fit_threshold(proba: np.ndarray, rows: np.ndarray, score: Scorer, direction: Direction) -> Decoder:
     candidates = np.unique(np.quantile(proba[rows, 1], np.linspace(0.02, 0.98, THRESHOLD_GRID)))
     best, best_score = ARGMAX, score(ARGMAX, rows)
     for t in candidates:
         decoder = Decoder("threshold", (float(t),))
         value = score(decoder, rows)
-        if _better(value, best_score, higher):
+        if direction.better(value, best_score):
             best, best_score = decoder, value
     return best
 
 
 def _fit_cutpoints(proba: np.ndarray, rows: np.ndarray, class_values: tuple[float, ...], score: Scorer,
-                   higher: bool) -> Decoder:
+                   direction: Direction) -> Decoder:
     """Coordinate search over the cut points between consecutive class values."""
     ordered = sorted(class_values)
     cuts = [(a + b) / 2 for a, b in pairwise(ordered)]
@@ -86,21 +84,21 @@ def _fit_cutpoints(proba: np.ndarray, rows: np.ndarray, class_values: tuple[floa
                     continue
                 decoder = Decoder("cutpoints", tuple(trial), class_values)
                 result = score(decoder, rows)
-                if _better(result, best_score, higher):
+                if direction.better(result, best_score):
                     best, best_score = decoder, result
     return best
 
 
 def fit_decoder(proba: np.ndarray, rows: np.ndarray, classes: Sequence[object] | None, score: Scorer,
-                higher: bool) -> Decoder:
+                direction: Direction) -> Decoder:
     """The best decoder on these rows: a threshold for two classes, cut points for ordinal ones."""
     if proba.shape[1] == 2:
-        return _fit_threshold(proba, rows, score, higher)
+        return _fit_threshold(proba, rows, score, direction)
     class_values = numeric_classes(classes)
     if class_values is None:
         return ARGMAX
-    cut = _fit_cutpoints(proba, rows, class_values, score, higher)
-    return cut if _better(score(cut, rows), score(ARGMAX, rows), higher) else ARGMAX
+    cut = _fit_cutpoints(proba, rows, class_values, score, direction)
+    return cut if direction.better(score(cut, rows), score(ARGMAX, rows)) else ARGMAX
 
 
 def fit_evaluations(n_classes: int, classes: Sequence[object] | None) -> int:
@@ -158,23 +156,23 @@ def choose_decoder(proba: np.ndarray, classes: Sequence[object] | None, score: S
     else:
         timed = score
     try:
-        return _cross_fitted(proba, classes, timed, higher, seed, argmax_score)
+        return _cross_fitted(proba, classes, timed, Direction(higher), seed, argmax_score)
     except _OutOfTime:
         return DecodingChoice(ARGMAX, argmax_score, argmax_score, skipped="the deadline passed mid-search")
 
 
-def _cross_fitted(proba: np.ndarray, classes: Sequence[object] | None, score: Scorer, higher: bool,
+def _cross_fitted(proba: np.ndarray, classes: Sequence[object] | None, score: Scorer, direction: Direction,
                   seed: int, argmax_score: float) -> DecodingChoice:
     n = len(proba)
     everything = np.arange(n)
     halves = np.array_split(np.random.default_rng(seed).permutation(n), 2)
     crossed = []
     for fit_rows, check_rows in ((halves[0], halves[1]), (halves[1], halves[0])):
-        decoder = fit_decoder(proba, fit_rows, classes, score, higher)
+        decoder = fit_decoder(proba, fit_rows, classes, score, direction)
         crossed.append((score(decoder, check_rows), score(ARGMAX, check_rows)))
     honest = float(np.mean([c[0] for c in crossed]))
     baseline = float(np.mean([c[1] for c in crossed]))
-    if not _better(honest, baseline, higher):
+    if not direction.better(honest, baseline):
         return DecodingChoice(ARGMAX, argmax_score, argmax_score)
-    decoder = fit_decoder(proba, everything, classes, score, higher)
+    decoder = fit_decoder(proba, everything, classes, score, direction)
     return DecodingChoice(decoder, argmax_score + (honest - baseline), argmax_score)

@@ -16,7 +16,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from agentk.core.config import Device
 
@@ -37,7 +37,7 @@ MAX_SCALE = 8
 @dataclass
 class _State:
     choice: Device = Device.AUTO
-    resolved: str | None = None  # "cpu" or "cuda", once asked
+    resolved: Literal["cpu", "cuda"] | None = None  # once asked
     name: str = "cpu"  # what ran it, in words
     parts: dict[str, str] = field(default_factory=dict)  # part -> device it ran on
     notes: list[str] = field(default_factory=list)  # fallbacks and unmet requests, one line each

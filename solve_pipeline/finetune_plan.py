@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from solve_pipeline import device
-from solve_pipeline.baseline_models import Candidate
+from solve_pipeline.baseline_models import ModelCandidate
 from solve_pipeline.dataset import FeatureSet
 from solve_pipeline.registry import pretrained_share
 
@@ -19,7 +19,7 @@ from solve_pipeline.registry import pretrained_share
 class FinetuneOption:
     """A pretrained network fine-tuned end to end, priced for the whole K-fold CV."""
 
-    candidate: Candidate
+    candidate: ModelCandidate
     seconds: float
     epochs: int
 
@@ -35,11 +35,12 @@ GPU_FIRST_FIT_S = 15.0
 FINETUNE_MIN_S = 30.0
 
 
-def _minilm_finetune(epochs: int) -> Candidate:
+def _minilm_finetune(epochs: int) -> ModelCandidate:
     # Lazy, as every torch module here: a tabular solve never loads torch.
-    from solve_pipeline.text_finetune import MiniLMFineTuneModel, text_finetune_matrices
+    from solve_pipeline.text_finetune import MiniLMFineTuneModel
+    from solve_pipeline.text_tokens import text_finetune_matrices
 
-    return Candidate("minilm_finetune", text_finetune_matrices,
+    return ModelCandidate("minilm_finetune", text_finetune_matrices,
                      lambda s, o, f: MiniLMFineTuneModel(s, o, {"max_epochs": epochs}))
 
 
@@ -52,9 +53,8 @@ def _image_finetune(features: FeatureSet, n_folds: int, seconds: float,
                     threads: int) -> tuple[FinetuneOption | None, str]:
     """The last block of the embedding's own backbone fine-tuned on cached trunk maps."""
     # Lazy: both load torch, which a tabular solve never does.
-    from solve_pipeline.image_finetune import (
-        ImageFinetuneModel, estimate_finetune_seconds, fine_tunable, image_finetune_matrices, map_shape,
-    )
+    from solve_pipeline.image_finetune import ImageFinetuneModel, estimate_finetune_seconds
+    from solve_pipeline.image_maps import fine_tunable, image_finetune_matrices, map_shape
     from solve_pipeline.pretrained_features import pretrained_features
 
     plan = pretrained_features(features, seconds=pretrained_share(features) * seconds, threads=threads).image_plan
@@ -77,7 +77,7 @@ def _image_finetune(features: FeatureSet, n_folds: int, seconds: float,
     def matrices(features: FeatureSet, seed: int) -> Any:
         return image_finetune_matrices(features, seed, plan=plan, seconds=1.5 * maps_s + 5.0, threads=threads)
 
-    candidate = Candidate("image_finetune", matrices,
+    candidate = ModelCandidate("image_finetune", matrices,
                           lambda s, o, f: ImageFinetuneModel(s, o, {"max_epochs": epochs}))
     total = maps_s + epochs * per_epoch
     return FinetuneOption(candidate, total, epochs), (

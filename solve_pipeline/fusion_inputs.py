@@ -7,20 +7,16 @@ here is unsupervised, so fitting it on train+test rows leaks nothing about targe
 
 from __future__ import annotations
 
-import os
 import weakref
 from dataclasses import dataclass
 from typing import Any
 
-# Before torch's OpenMP starts (see fusion.py).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from solve_pipeline.baseline_models import _scaled_dense  # noqa: E402
-from solve_pipeline.dataset import CATEGORY, ORDINAL_CODE, FeatureSet  # noqa: E402
-from solve_pipeline.pretrained_features import pretrained_features  # noqa: E402
-from solve_pipeline.registry import EMBED_DEFAULT_S  # noqa: E402
+from solve_pipeline.baseline_models import scaled_dense
+from solve_pipeline.dataset import CATEGORY, ORDINAL_CODE, FeatureSet
+from solve_pipeline.fusion_defaults import EMBED_DEFAULT_S
+from solve_pipeline.pretrained_features import pretrained_features
 
 # MiniLM measured ~100-180 sentences/s on this project's 2-core machines: 20k rows is minutes.
 MAX_EMBED_ROWS = 30000
@@ -149,8 +145,7 @@ def _build_blocks(features: FeatureSet, seed: int, max_embed_rows: int, max_embe
     # Ordinal codes are arbitrary orders of many levels: neither a number nor worth an embedding.
     dense = [i for i, kind in enumerate(kinds) if kind not in (CATEGORY, ORDINAL_CODE)]
     if dense:
-        numeric_train, numeric_test = _scaled_dense(features.tab_train[:, dense],
-                                                    features.tab_test[:, dense])
+        numeric_train, numeric_test = scaled_dense(features.tab_train[:, dense], features.tab_test[:, dense])
     else:
         numeric_train, numeric_test = np.zeros((n_train, 0)), np.zeros((n_test, 0))
     codes, cardinalities = _category_codes(features)

@@ -3,7 +3,8 @@
 `tune` drives HEBO's suggest/observe loop over a search space. The objective is any callable
 `params -> score`; a failing trial (exception or non-finite score) is recorded and fed back to
 HEBO as a bad value so tuning carries on. What to tune (each family's space and defaults) is
-solve_pipeline.registry's to say.
+solve_pipeline.registry's to say. `pip install .` alone leaves hebo out: `hebo_missing` says so,
+and the solver then skips tuning.
 """
 
 from __future__ import annotations
@@ -111,6 +112,21 @@ def _quiet() -> contextlib.ExitStack:
     stack.enter_context(warnings.catch_warnings())
     warnings.simplefilter("ignore")
     return stack
+
+
+# pip cannot install hebo beside agentk with its declared dependencies (numpy<1.25, GPy), so
+# `pip install .` leaves it out and the solver runs without tuning; see the README.
+HEBO_INSTALL = 'pip install "agentk[hebo]" && pip install --no-deps hebo==0.3.6'
+
+
+def hebo_missing() -> str | None:
+    """Why HEBO cannot run here (it, or one of its own imports, is not installed), or None."""
+    try:
+        with _quiet():  # pymoo prints a "not compiled" notice on import
+            import hebo.optimizers.hebo  # noqa: F401
+    except ImportError as error:
+        return f"HEBO is not installed ({error}); to tune: {HEBO_INSTALL}"
+    return None
 
 
 SUGGEST_GUESS_S = 10.0  # a model-based suggest's cost until one is measured (2-12 s on 2 busy cores)

@@ -17,11 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-# Before torch's OpenMP starts (see image_embedding.py).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-import torch  # noqa: E402
-from torch import nn  # noqa: E402
+import torch
+from torch import nn
 
 # ImageNet statistics, for torchvision's models.
 _MEAN = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)

@@ -7,7 +7,6 @@ images prices every (backbone, resolution) option before anything big starts.
 
 from __future__ import annotations
 
-import os
 import time
 import warnings
 from collections.abc import Iterator
@@ -16,17 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-# Before torch's OpenMP starts (see fusion.py): spinning threads made a 2-thread forward pass
-# measured 6x slower than one thread on a busy machine; passive waits make two threads pay.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from solve_pipeline import device  # noqa: E402
-from solve_pipeline.image_backbones import Backbone, available_backbones, cheapest  # noqa: E402
-from solve_pipeline.torch_training import torch_threads  # noqa: E402
-from solve_pipeline.vector_cache import VectorCache, file_key  # noqa: E402
+from solve_pipeline import device
+from solve_pipeline.image_backbones import Backbone, available_backbones, cheapest
+from solve_pipeline.torch_training import torch_threads
+from solve_pipeline.vector_cache import VectorCache, file_key
 
 BATCH = 32
 PROBE_IMAGES = 16

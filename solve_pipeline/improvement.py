@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from solve_pipeline.bagging import MAX_REPEATS, Bag, add_repeat, corrected_score
 from solve_pipeline.cv import CandidateRun, cv_score, emit
-from solve_pipeline.hebo_tool import Trial
+from solve_pipeline.hebo_tool import Trial, hebo_missing
 from solve_pipeline.registry import tunable_for
 from solve_pipeline.tuning import MIN_TRIALS, affordable_trials, tune_family
 from solve_pipeline.warm_start import choose_tuned, ignore_configs, warm_points
 
 if TYPE_CHECKING:
-    from solve_pipeline.solver import Solver
+    from solve_pipeline.solve_state import Solver
 
 # The leader's first round may take this share of the tuning window when another family could be tuned.
 FIRST_ROUND_SHARE = 0.6
@@ -48,6 +48,9 @@ def tune_rounds(solver: Solver, until: float, refit_until: float) -> dict[str, A
     if not affordable:
         reason = "no tunable family finished the race" if not ranked else \
             f"no tunable family's CV fits {MIN_TRIALS} trials in {max(window, 0):.0f} s"
+    else:
+        reason = hebo_missing()  # `pip install .` alone leaves HEBO out: the other phases still run
+    if reason is not None:
         emit("tuning_skipped", reason=reason)
         if solver.warm is not None and solver.warm_report is not None:
             ignore_configs(solver.warm, None, f"tuning skipped: {reason}", solver.warm_report)

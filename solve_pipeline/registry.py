@@ -14,11 +14,12 @@ from typing import Any, Callable
 
 from agentk.core.config import Fusion
 from solve_pipeline.baseline_models import (
-    Candidate, LightGBMModel, LinearModel, Model, ModelOptions, _linear_c, dense_numeric_columns, linear_matrices,
+    LightGBMModel, LinearModel, Model, ModelCandidate, ModelOptions, _linear_c, dense_numeric_columns, linear_matrices,
     tree_matrices,
 )
 from solve_pipeline.dataset import FeatureSet
 from solve_pipeline.families import CatBoostModel, ExtraTreesModel, NaiveBayesModel, RandomForestModel
+from solve_pipeline.fusion_defaults import EMBED_DEFAULT_S, FUSION_DEFAULTS
 from solve_pipeline.hebo_tool import SearchParam
 from solve_pipeline.setup_modules import TargetSpec
 from solve_pipeline.target_encoding import TargetEncoded, high_cardinality_columns
@@ -86,26 +87,14 @@ NN_SPACE: list[SearchParam] = [
     SearchParam(name="dropout", kind="num", lb=0.0, ub=0.5),
     SearchParam(name="batch_size", kind="cat", categories=["32", "64", "128", "256"]),
 ]
-NN_DEFAULTS: Params = {"max_epochs": 30}
 FUSION_SPACE: list[SearchParam] = [
     *NN_SPACE,
     SearchParam(name="hidden_size", kind="int", lb=32, ub=512),
 ]
-# Defaults inside FUSION_SPACE (what an untuned run uses), for seeding a HEBO search.
-FUSION_DEFAULTS: Params = {
-    "learning_rate": 1e-3,
-    "optimizer": "AdamW",
-    "weight_decay": 1e-4,
-    "dropout": 0.2,
-    "batch_size": "128",
-    "hidden_size": 128,
-}
 
 
 # ---- budget shares of the families that embed ----
 
-# Without a budget (tuning, tests) the embedding families get this much before falling back.
-EMBED_DEFAULT_S = 240.0
 # Share of the whole budget the late-fusion net may spend embedding text before it falls back.
 EMBED_SHARE = 0.25
 # Share of the budget pretrained embeddings may take: on photos they are what the score rests on.
@@ -320,14 +309,14 @@ FAMILIES: tuple[Family, ...] = (
 BY_NAME: dict[str, Family] = {family.name: family for family in FAMILIES}
 
 
-def family_candidate(name: str, budget_s: float | None = None, params: Params | None = None) -> Candidate:
+def family_candidate(name: str, budget_s: float | None = None, params: Params | None = None) -> ModelCandidate:
     """The race's (or a HEBO trial's) candidate of family `name`; `params` None means its defaults."""
     family = BY_NAME[name]
 
     def matrices(features: FeatureSet, seed: int) -> Any:
         return family.inputs(features, seed, budget_s)
 
-    return Candidate(name, matrices, lambda s, o, f: family.constructor(s, o, f, params))
+    return ModelCandidate(name, matrices, lambda s, o, f: family.constructor(s, o, f, params))
 
 
 def _enters(family: Family, features: FeatureSet, fusion: Fusion, targets: list[TargetSpec] | None) -> bool:
@@ -339,7 +328,7 @@ def _enters(family: Family, features: FeatureSet, fusion: Fusion, targets: list[
 
 
 def race_candidates(features: FeatureSet, light: bool = False, fusion: Fusion = Fusion.AUTO,
-                    budget_s: float | None = None, targets: list[TargetSpec] | None = None) -> list[Candidate]:
+                    budget_s: float | None = None, targets: list[TargetSpec] | None = None) -> list[ModelCandidate]:
     if light:
         return [family_candidate(f.name) for f in FAMILIES if f.light]
     entering = [f for f in FAMILIES if _enters(f, features, fusion, targets)]

@@ -16,8 +16,10 @@ from types import ModuleType
 
 import pandas as pd
 
-from agentk.core.artifacts import MAP_CODES, MODULE_FILES, TASKS, SetupLayout, TargetSpec, read_map
+from agentk.core.artifacts import MAP_CODES, MODULE_FILES, TASKS, SetupLayout
+from agentk.core.maps import read_map
 from agentk.core.metrics.direction import Direction
+from agentk.core.predictions import TargetSpec
 
 
 

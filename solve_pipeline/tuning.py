@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from agentk.core.metrics.direction import Direction
-from solve_pipeline.baseline_models import Candidate
+from solve_pipeline.baseline_models import ModelCandidate
 from solve_pipeline.calibration import calibrate_run
 from solve_pipeline.cv import CandidateRun, CVContext, emit, finish_run, start_run
 from solve_pipeline.hebo_tool import HeboConfig, SearchParam, Trial, tune
@@ -37,7 +37,7 @@ class Tunable:
     family: str
     space: list[SearchParam]
     defaults: dict[str, Any]
-    build: Callable[[dict[str, Any]], Candidate]
+    build: Callable[[dict[str, Any]], ModelCandidate]
     portfolio: list[dict[str, Any]] = field(default_factory=list)  # proven points, tried first
 
 

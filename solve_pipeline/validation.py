@@ -19,7 +19,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from solve_pipeline.dataset import CATEGORY, DATE_PART, ORDINAL_CODE, FeatureSet, id_prefix
+from solve_pipeline.dataset import CATEGORY, DATE_PART, ORDINAL_CODE, FeatureSet
+from solve_pipeline.folds import make_folds
+from solve_pipeline.tabular_features import id_prefix
 
 Kind = Literal["random", "group", "time"]
 # A key groups rows when its groups average at least this many train rows...
@@ -44,8 +46,6 @@ class Validation:
 
     def folds(self, n_rows: int, k: int, seed: int, strata: np.ndarray | None) -> list[tuple]:
         """K folds of this kind; `seed` varies the partition where the kind allows it."""
-        from solve_pipeline.cv import make_folds
-
         if self.kind == "group" and self.groups is not None:
             return _group_folds(self.groups, k, seed, strata)
         if self.kind == "time" and self.order is not None:

@@ -19,7 +19,7 @@ import numpy as np
 
 from agentk.core.config import WarmStart
 from agentk.core.metrics.direction import Direction, finite
-from solve_pipeline.baseline_models import Candidate
+from solve_pipeline.baseline_models import ModelCandidate
 from solve_pipeline.cv import CandidateRun
 from solve_pipeline.dataset import FeatureSet
 from solve_pipeline.hebo_tool import SearchParam
@@ -50,8 +50,8 @@ def warm_families(warm: WarmStart) -> list[str]:
     return list(dict.fromkeys([*warm.families, *warm.configs]))
 
 
-def order_race(candidates: Sequence[Candidate], warm: WarmStart, features: FeatureSet,
-               report: WarmReport) -> list[Candidate]:
+def order_race(candidates: Sequence[ModelCandidate], warm: WarmStart, features: FeatureSet,
+               report: WarmReport) -> list[ModelCandidate]:
     """The race's candidates with the warm families right after the pace-setter, in the warm order,
     the rest after them in their own order. The race finishes its first family whatever it costs, so
     that place keeps the cold order's first, cheapest family (the leader on these inputs, e.g.

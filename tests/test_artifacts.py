@@ -9,17 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentk.core.artifacts import (
-    MapError,
-    RunResult,
-    SetupLayout,
-    SolveResult,
-    TargetSpec,
-    prediction_frame,
-    read_map,
-    run_direction,
-)
+from agentk.core.artifacts import SetupLayout
+from agentk.core.maps import MapError, read_map
 from agentk.core.metrics import Direction
+from agentk.core.predictions import TargetSpec, prediction_frame
+from agentk.core.results import RunResult, SolveResult, run_direction
 
 
 def test_layout_names_the_setup_files(tmp_path: Path) -> None:

@@ -15,9 +15,9 @@ from rich.console import Console
 
 from agentk.bench.campaign_bench import parse_orders, render_figure14, render_warm_cold, warm_vs_cold
 from agentk.core.campaign_record import BENCH_JSON, CampaignBench, figure14, figure14_row, success_area, success_curves
-from agentk.campaign.state import Attempt, CampaignFolder, CampaignState, TaskState, TaskStatus
-from agentk.core.artifacts import SolveResult
+from agentk.campaign.state import CampaignFolder, CampaignState, TaskAttempt, TaskState, TaskStatus
 from agentk.core.errors import AgentKError
+from agentk.core.results import SolveResult
 from agentk.core.workspace import atomic_write_json
 from agentk.sources.demo import make_demo_competition
 from curriculum.selection import Order
@@ -26,8 +26,8 @@ T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def attempt(round: int, start_s: float, elapsed_s: float, ok: bool, tokens: int = 0,
-            warm_from: tuple[str, ...] = ()) -> Attempt:
-    return Attempt(round=round, started=T0 + timedelta(seconds=start_s), ok=ok, elapsed_s=elapsed_s,
+            warm_from: tuple[str, ...] = ()) -> TaskAttempt:
+    return TaskAttempt(round=round, started=T0 + timedelta(seconds=start_s), ok=ok, elapsed_s=elapsed_s,
                    tokens=tokens, warm_start_from=list(warm_from))
 
 
@@ -92,7 +92,7 @@ def test_orders_share_the_longest_campaigns_horizon(tmp_path: Path) -> None:
 
 def test_running_attempts_and_an_empty_campaign_have_no_points(tmp_path: Path) -> None:
     running = TaskState(key="r", source="/r", kind="folder", status=TaskStatus.RUNNING,
-                        attempts=[Attempt(round=1, started=T0)])
+                        attempts=[TaskAttempt(round=1, started=T0)])
     state = saved(CampaignState(name="x", created=T0, elapsed_s=12.0, tasks={"r": running}), tmp_path)
     by_time, by_tokens = success_curves(state)
     assert (by_time, by_tokens) == ([(0.0, 0)], [(0, 0)])

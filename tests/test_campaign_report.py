@@ -15,10 +15,10 @@ from tiny_campaign import TinyCampaign
 
 from agentk.campaign.driver import CampaignDriver
 from agentk.campaign.options import CampaignOptions
-from agentk.campaign.state import Attempt, CampaignFolder, CampaignState, TaskState, TaskStatus
+from agentk.campaign.state import CampaignFolder, CampaignState, TaskAttempt, TaskState, TaskStatus
 from agentk.campaign.status import render_status
-from agentk.core.artifacts import MetaRecord, RunResult, SolveResult, StageRecord
 from agentk.core.events import EventLog
+from agentk.core.results import MetaRecord, RunResult, SolveResult, StageRecord
 from agentk.core.workspace import atomic_write_json
 from agentk.report import campaign_data
 from agentk.report.campaign_data import (
@@ -89,8 +89,8 @@ def write_workspace(ws: Path, *, solved: bool, validation: float | None = None, 
 
 
 def attempt(round_: int, ok: bool | None, minutes: float, *, validation: float | None = None, test: float | None = None,
-            tokens: int = 0, elapsed: float = 30.0) -> Attempt:
-    return Attempt(round=round_, started=START + timedelta(minutes=minutes), ok=ok, validation_score=validation,
+            tokens: int = 0, elapsed: float = 30.0) -> TaskAttempt:
+    return TaskAttempt(round=round_, started=START + timedelta(minutes=minutes), ok=ok, validation_score=validation,
                    test_score=test, elapsed_s=elapsed if ok is not None else None, tokens=tokens,
                    error=None if ok in (None, True) else "setup stage 'summarise' failed after 3 attempts")
 

@@ -34,7 +34,7 @@ TEXT_COMPETITIONS = {"nlp-getting-started", "spooky-author-identification"}
 RUN_ARGS = ["--folds", "3", "--json"]
 # Since the pace-setter alone meets their assertions, table and image runs do not depend on how much
 # CPU their solver gets: two run at once, one's single-threaded setup stages overlapping the
-# other's. Text runs need their budget's CPU and run with the machine to themselves.
+# other's. Text runs need their budget's CPU: they are `solo` tests, which `make test` runs alone.
 PARALLEL_RUNS = 2
 
 
@@ -114,7 +114,7 @@ def solved_text(make_source: Callable[[Path], Path], tmp_path: Path, table_runs:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", COMPETITIONS)
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.solo) if name in TEXT_COMPETITIONS else name for name in COMPETITIONS])
 def test_shared_competition_end_to_end(name: str, request: pytest.FixtureRequest, table_runs: dict[str, Future[Run]], tmp_path: Path) -> None:
     if name in TEXT_COMPETITIONS:
         solved_text(shared(name), tmp_path, table_runs)
@@ -135,6 +135,7 @@ def test_digits_csv_layout_as_mlebench_prepared(request: pytest.FixtureRequest, 
 
 
 @pytest.mark.slow
+@pytest.mark.solo
 def test_mlebench_layout_without_sample_submission(table_runs: dict[str, Future[Run]], tmp_path: Path) -> None:
     spooky = SHARED / "competitions" / "spooky-author-identification"
     result = solved_text(lambda root: make_mlebench_layout(spooky, root / "mlebench"), tmp_path, table_runs)

@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 
 from setup_pipeline.expert.description import sections, submission_header, summarise
-from setup_pipeline.expert.inspect import DataFacts, ExpertDeclined, inspect_competition
+from setup_pipeline.expert.facts import DataFacts, ExpertDeclined
+from setup_pipeline.expert.inspect import inspect_competition
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 DIGITS_TOOL = Path(__file__).resolve().parents[2] / "shared" / "tools" / "make_digits_competition.py"

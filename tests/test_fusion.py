@@ -19,11 +19,13 @@ from sklearn.metrics import accuracy_score, log_loss
 from curriculum.embedding import MINILM_DIM
 from solve_pipeline.baseline_models import ConstantModel, ModelOptions
 from solve_pipeline.dataset import CATEGORY, NUMERIC, FeatureSet
-from solve_pipeline.fusion import FusionModel, ModalityBlocks, fusion_matrices
-from solve_pipeline.registry import FUSION_DEFAULTS, FUSION_SPACE, NN_SPACE, family_candidate
+from solve_pipeline.fusion import FusionModel
+from solve_pipeline.fusion_defaults import FUSION_DEFAULTS
+from solve_pipeline.fusion_inputs import ModalityBlocks, fusion_matrices
+from solve_pipeline.registry import FUSION_SPACE, NN_SPACE, family_candidate
 from solve_pipeline.setup_modules import TargetSpec
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.solo]
 
 COMPETITIONS = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 BINARY = TargetSpec("y", "binary", [0, 1])

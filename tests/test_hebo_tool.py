@@ -12,11 +12,12 @@ from solve_pipeline.hebo_tool import (
     HeboConfig,
     SearchParam,
     Trial,
+    hebo_missing,
     tune,
 )
 from solve_pipeline.registry import NN_SPACE
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.solo]
 
 BOWL = [SearchParam(name="x", kind="num", lb=-5, ub=5),
         SearchParam(name="y", kind="num", lb=-5, ub=5)]
@@ -118,3 +119,7 @@ def test_a_plateaued_search_stops_and_says_why() -> None:
     # Without patience every planned trial runs and nothing is said.
     full = tune(lambda p: 1.0, BOWL, HeboConfig(n_trials=4, n_initial=5, seed=0, higher_is_better=False))
     assert len(full.trials) == 4 and full.stopped is None
+
+
+def test_hebo_is_there_where_make_installed_it() -> None:
+    assert hebo_missing() is None

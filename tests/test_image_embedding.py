@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from solve_pipeline.dataset import build_features
+from solve_pipeline.features import build_features
 from solve_pipeline.image_backbones import available_backbones, cheapest, torchvision_usable
 from solve_pipeline.image_embedding import ImagePlan, TooSlow, embed_images, load_rgb, native_px, plan_embedding
 from solve_pipeline.pretrained_features import pretrained_features, pretrained_matrices

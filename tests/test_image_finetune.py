@@ -11,19 +11,13 @@ import numpy as np
 import pytest
 import torch
 
-from solve_pipeline import image_finetune
+from solve_pipeline import image_maps
 from solve_pipeline.baseline_models import ConstantModel, ModelOptions
 from solve_pipeline.dataset import FeatureSet
 from solve_pipeline.image_backbones import available_backbones, cheapest
 from solve_pipeline.image_embedding import ImagePlan
-from solve_pipeline.image_finetune import (
-    FinetuneInputs,
-    ImageFinetuneModel,
-    estimate_finetune_seconds,
-    image_finetune_matrices,
-    maps_megabytes,
-    trunk_maps,
-)
+from solve_pipeline.image_finetune import ImageFinetuneModel, estimate_finetune_seconds
+from solve_pipeline.image_maps import FinetuneInputs, image_finetune_matrices, maps_megabytes, trunk_maps
 from solve_pipeline.setup_modules import TargetSpec
 from helpers import monkey_photos
 
@@ -48,7 +42,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[FinetuneInputs, np
     plan = lite0_plan()
     maps = trunk_maps(paths, plan, cache_dir=tmp_path_factory.mktemp("maps"), threads=1)
     assert maps is not None
-    return FinetuneInputs(maps, plan.backbone, image_finetune.DEFAULT_K), labels
+    return FinetuneInputs(maps, plan.backbone, image_maps.DEFAULT_K), labels
 
 
 def multiclass() -> TargetSpec:
@@ -68,7 +62,7 @@ def test_maps_are_cached_per_image_and_reused_without_the_network(tmp_path: Path
     def no_network() -> None:
         raise AssertionError("every map is cached: the backbone must not be loaded")
 
-    monkeypatch.setattr(image_finetune, "_MODULES", {})
+    monkeypatch.setattr(image_maps, "_MODULES", {})
     cached = dataclasses.replace(plan, backbone=dataclasses.replace(plan.backbone, build=no_network))
     again = trunk_maps(["", *paths], cached, cache_dir=tmp_path)
     assert again is not None and np.array_equal(again[1:], first)

@@ -23,7 +23,8 @@ from llm_server import Reply, ScriptedLLMServer
 from test_llm_policy import MODEL
 
 from agentk.sources import load_competition
-from setup_pipeline.expert.inspect import ExpertDeclined, inspect_competition
+from setup_pipeline.expert.facts import ExpertDeclined
+from setup_pipeline.expert.inspect import inspect_competition
 
 pytestmark = pytest.mark.integration
 

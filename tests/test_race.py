@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from solve_pipeline.automl import race, revive
-from solve_pipeline.baseline_models import Candidate, ConstantModel
+from solve_pipeline.baseline_models import ConstantModel, ModelCandidate
 from solve_pipeline.registry import family_candidate
-from solve_pipeline.solver import SolveOptions, prepare
+from solve_pipeline.solve_inputs import SolveOptions, prepare
 from solver_workspaces import titanic_workspace
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.solo]
 
 
 class SlowConstant(ConstantModel):
@@ -35,7 +35,7 @@ def _context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 def test_a_family_without_features_passes_the_pace_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ctx = _context(tmp_path, monkeypatch)
     linear, lightgbm = family_candidate("linear"), family_candidate("lightgbm")
-    nothing = Candidate("no_backbone", lambda features, seed: None, lambda s, o, f: ConstantModel(s))
+    nothing = ModelCandidate("no_backbone", lambda features, seed: None, lambda s, o, f: ConstantModel(s))
     finished: list[str] = []
     now = time.monotonic()
     # The race's own deadline is already spent: only the pace-setter may still run.
@@ -55,7 +55,7 @@ def test_a_family_without_features_passes_the_pace_on(tmp_path: Path, monkeypatc
 def test_a_survivor_stopped_by_the_deadline_is_revived(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ctx = _context(tmp_path, monkeypatch)
     linear = family_candidate("linear")
-    slow = Candidate("slow", linear.matrices, lambda s, o, f: SlowConstant(s))
+    slow = ModelCandidate("slow", linear.matrices, lambda s, o, f: SlowConstant(s))
     finished: list[str] = []
     outcome = race([linear, slow], ctx, time.monotonic() + 3, True, lambda run: finished.append(run.name))
     entries = {e.family: e for e in outcome.entries}
@@ -81,7 +81,7 @@ def test_survivors_stopped_by_the_deadline_finish_before_tuning(tmp_path: Path, 
 
     ctx = _context(tmp_path, monkeypatch)
     linear = family_candidate("linear")
-    slow = Candidate("slow", linear.matrices, lambda s, o, f: SlowConstant(s))
+    slow = ModelCandidate("slow", linear.matrices, lambda s, o, f: SlowConstant(s))
     finished: list[str] = []
     outcome = race([linear, slow], ctx, time.monotonic() + 3, True, lambda run: finished.append(run.name))
     assert [run.name for run in outcome.pruned] == ["slow"]  # a survivor the deadline stopped

@@ -13,7 +13,8 @@ from agentk.core.config import CONFIG_FILE, Fusion, PolicyName, RunConfig, Setup
 from agentk.core.events import EventLog
 from agentk.core.workspace import Workspace, atomic_write_json
 from agentk.runner import _run_solver
-from solve_pipeline.solver import SolveOptions, parse_args
+from solve_pipeline.solve_inputs import SolveOptions
+from solve_pipeline.solver import parse_args
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 
 from agentk.report.page import figure
-from agentk.report.run_data import Blend, Feature, TargetDistribution, Timeline, TimelinePoint, Trial, Tuning
+from agentk.report.run_dataset import FeatureColumn, TargetDistribution
+from agentk.report.run_solver import Blend, Timeline, TimelinePoint, TrialRow, Tuning
 from agentk.report.run_figures import HALF, WIDE, blend_chart, features_chart, target_chart, timeline_chart, tuning_chart
 
 
@@ -35,7 +36,7 @@ def test_the_timeline_names_models_in_a_legend_not_in_text_drawn_over_each_other
 
 
 def test_count_axes_have_whole_number_ticks_only() -> None:
-    features = [Feature(map="m", column=c, kind=k) for c, k in [("a", "numeric"), ("b", "categorical")]]
+    features = [FeatureColumn(map="m", column=c, kind=k) for c, k in [("a", "numeric"), ("b", "categorical")]]
     classes = TargetDistribution(column="y", task="binary", rows=3, classes=[("no", 2), ("yes", 1)])
     histogram = TargetDistribution(column="y", task="regression", rows=3, bins=[(0.0, 10.0, 1), (10.0, 20.0, 2)])
     for chart in (features_chart(features), target_chart(classes), target_chart(histogram)):
@@ -59,7 +60,7 @@ def test_the_blend_legend_uses_the_marks_own_shapes() -> None:
 
 def test_the_tuning_legend_lists_only_the_kinds_of_trial_drawn() -> None:
     tuning = Tuning(family="lightgbm", base_score=0.8, planned_trials=2, trials=[
-        Trial(number=0, kind="defaults", score=0.8, best_so_far=0.8), Trial(number=1, kind="hebo", score=0.82, best_so_far=0.82)])
+        TrialRow(number=0, kind="defaults", score=0.8, best_so_far=0.8), TrialRow(number=1, kind="hebo", score=0.82, best_so_far=0.82)])
     spec = tuning_chart(tuning, True).to_dict()
     (points,) = [layer for layer in _layers(spec) if layer["encoding"].get("color")]
     assert points["encoding"]["color"]["scale"]["domain"] == ["defaults", "hebo"]
@@ -67,8 +68,8 @@ def test_the_tuning_legend_lists_only_the_kinds_of_trial_drawn() -> None:
 
 
 def test_wide_figures_fill_the_content_width_and_small_ones_half_of_it() -> None:
-    tuning = Tuning(trials=[Trial(number=1, kind="hebo", score=0.8, best_so_far=0.8)])
-    features = [Feature(map="m", column="a", kind="numeric")]
+    tuning = Tuning(trials=[TrialRow(number=1, kind="hebo", score=0.8, best_so_far=0.8)])
+    features = [FeatureColumn(map="m", column="a", kind="numeric")]
     # The whole drawing (axes and legend included) is the width asked for, give or take padding.
     assert abs(_svg_width(tuning_chart(tuning, True)) - WIDE) < 20
     assert abs(_svg_width(features_chart(features)) - HALF) < 20

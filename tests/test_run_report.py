@@ -18,11 +18,12 @@ import pandas as pd
 import pytest
 from tiny_campaign import TinyCampaign
 
-from agentk.core.artifacts import RunResult, SetupLayout, SolveResult
+from agentk.core.artifacts import SetupLayout
 from agentk.core.errors import AgentKError
 from agentk.core.metrics.direction import Direction
+from agentk.core.results import RunResult, SolveResult
 from agentk.report.page import REPORT_FILE, NotAvailable
-from agentk.report import run_data
+from agentk.report import run_header
 from agentk.report.run_data import read_run
 from agentk.report.run_report import render_run_report, write_run_report
 
@@ -93,7 +94,7 @@ def test_the_sections_hold_what_the_run_recorded(run: tuple[Path, Path]) -> None
     assert not isinstance(board, NotAvailable) and board.basis == "test score" and board.n_teams == 120
     assert board.public_score == result.test_score and result.test_leaderboard is not None
     assert (board.rank, board.percentile, board.medal) == (result.test_leaderboard.rank, result.test_leaderboard.percentile, result.test_leaderboard.medal)
-    unplaced = run_data._leaderboard(result.model_copy(update={"test_leaderboard": None}))
+    unplaced = run_header._leaderboard(result.model_copy(update={"test_leaderboard": None}))
     assert isinstance(unplaced, NotAvailable) and "--submit" in unplaced.reason and "leaderboard.csv" in unplaced.reason
     assert isinstance(header.tokens, NotAvailable) and header.policy == "expert"
 

@@ -18,9 +18,9 @@ from llm_server import Reply, ScriptedLLMServer
 from agentk.llm import LLMConfig, make_client
 from agentk.sources import load_competition
 from curriculum.selection import (
-    Candidate,
     CurriculumParams,
     Order,
+    TaskCandidate,
     choose,
     parse_task_id,
     pick_first_with_llm,
@@ -74,8 +74,8 @@ def test_curriculum_picks_the_near_copy_of_a_solved_task(tmp_path: Path, pool: d
     memory = TaskMemory(tmp_path / "memory")
     memory.add_success(pool["titanic"], 0, None)
     vectors = memory.vectors([pool["plankton"], pool["titanic-remix"]])
-    candidates = [Candidate(t, pool[t].complexity, vectors[t]) for t in ("plankton", "titanic-remix")]
-    choice = choose(Order.CURRICULUM, candidates, memory.positives(), memory.negatives(), round=1)
+    candidates = [TaskCandidate(t, pool[t].complexity, vectors[t]) for t in ("plankton", "titanic-remix")]
+    choice = choose(Order.CURRICULUM, candidates, memory.positives(), memory.negatives(), round_number=1)
     assert choice.task_id == "titanic-remix"
     assert [r.task_id for r in choice.ranking] == ["titanic-remix", "plankton"]
     remix, plankton = choice.ranking
@@ -84,30 +84,30 @@ def test_curriculum_picks_the_near_copy_of_a_solved_task(tmp_path: Path, pool: d
     assert remix.terms["positive_tree"] > plankton.terms["positive_tree"]
     assert remix.terms["recent_failure"] == 0.0 and "resembling the 1 solved task" in choice.reason
     # the fixed order would have taken the first given; nothing solved yet -> the simplest tree
-    assert choose(Order.FIXED, candidates, memory.positives(), [], round=1).task_id == "plankton"
+    assert choose(Order.FIXED, candidates, memory.positives(), [], round_number=1).task_id == "plankton"
     simplest = min(candidates, key=lambda c: c.complexity).task_id
-    assert choose(Order.CURRICULUM, candidates, [], [], round=0).task_id == simplest
+    assert choose(Order.CURRICULUM, candidates, [], [], round_number=0).task_id == simplest
 
 
 def test_a_failed_task_is_held_back_and_its_failures_go_after_a_success(tmp_path: Path, pool: dict[str, TaskText]) -> None:
     memory = TaskMemory(tmp_path / "memory")
     memory.add_success(pool["titanic"], 0, None)
     vectors = memory.vectors([pool["plankton"], pool["titanic-remix"]])
-    candidates = [Candidate(t, pool[t].complexity, vectors[t]) for t in ("plankton", "titanic-remix")]
+    candidates = [TaskCandidate(t, pool[t].complexity, vectors[t]) for t in ("plankton", "titanic-remix")]
     memory.add_failure(pool["titanic-remix"], 1, "the metric stage failed")
 
-    held = choose(Order.CURRICULUM, candidates, memory.positives(), memory.negatives(), CurriculumParams(beta=10.0), round=2)
+    held = choose(Order.CURRICULUM, candidates, memory.positives(), memory.negatives(), CurriculumParams(beta=10.0), round_number=2)
     assert held.task_id == "plankton"
     remix = next(r for r in held.ranking if r.task_id == "titanic-remix")
     assert remix.terms["recent_failure"] == pytest.approx(-10.0 * math.exp(-1))
     assert remix.terms["negative_description"] == pytest.approx(-1.0)  # its own failure is in RAG⁻ too
     # The penalty decays, but its own failure keeps it behind a task that has not failed; once it is
     # the only one left, it is retried.
-    later = choose(Order.CURRICULUM, candidates, memory.positives(), memory.negatives(), CurriculumParams(beta=10.0), round=12)
+    later = choose(Order.CURRICULUM, candidates, memory.positives(), memory.negatives(), CurriculumParams(beta=10.0), round_number=12)
     assert later.task_id == "plankton"
     remix_later = next(r for r in later.ranking if r.task_id == "titanic-remix")
     assert remix_later.terms["recent_failure"] == pytest.approx(-10.0 * math.exp(-11))
-    alone = choose(Order.CURRICULUM, candidates[1:], memory.positives(), memory.negatives(), CurriculumParams(beta=10.0), round=12)
+    alone = choose(Order.CURRICULUM, candidates[1:], memory.positives(), memory.negatives(), CurriculumParams(beta=10.0), round_number=12)
     assert alone.task_id == "titanic-remix" and "for its failure 11 round(s) ago" in alone.reason
 
     memory.add_success(pool["titanic-remix"], 3, None)
@@ -126,9 +126,9 @@ def entry(task_id: str, v: TaskVectors, kind: str = "positive", round: int = 0) 
 def test_equation_7_terms_on_hand_made_vectors() -> None:
     positives = [entry("p1", vec(1, 0, 0)), entry("p2", vec(0.8, 0.6, 0)), entry("p3", vec(0, 0, 1))]
     negatives = [entry("n1", vec(0, 1, 0), "negative", 3), entry("c", vec(1, 0, 0), "negative", 4)]
-    candidate = Candidate("c", 2.0, vec(1, 0, 0))
+    candidate = TaskCandidate("c", 2.0, vec(1, 0, 0))
     params = CurriculumParams(alpha=0.5, beta=2.0, r=2)
-    choice = choose(Order.CURRICULUM, [candidate], positives, negatives, params, round=6)
+    choice = choose(Order.CURRICULUM, [candidate], positives, negatives, params, round_number=6)
     terms = choice.terms
     assert terms["positive_description"] == pytest.approx((1.0 + 0.8) / 2)  # top-2 of 1, 0.8, 0
     assert terms["positive_tree"] == pytest.approx(0.5 * 0.9)
@@ -138,31 +138,31 @@ def test_equation_7_terms_on_hand_made_vectors() -> None:
     with pytest.raises(ValueError, match="pool is empty"):
         choose(Order.CURRICULUM, [], positives, negatives)
     with pytest.raises(ValueError, match="no vectors"):
-        choose(Order.CURRICULUM, [Candidate("x", 1.0)], positives, negatives)
+        choose(Order.CURRICULUM, [TaskCandidate("x", 1.0)], positives, negatives)
 
 
 def test_heuristic_and_fixed_orders_and_ties() -> None:
-    candidates = [Candidate("b", 5.0), Candidate("a", 3.0), Candidate("c", 3.0)]
+    candidates = [TaskCandidate("b", 5.0), TaskCandidate("a", 3.0), TaskCandidate("c", 3.0)]
     heuristic = choose("heuristic", candidates, [], [])
     assert heuristic.task_id == "a" and [r.task_id for r in heuristic.ranking] == ["a", "c", "b"]
     assert heuristic.ranking[0].score is None and "complexity 3" in heuristic.reason
     assert choose(Order.FIXED, candidates, [], []).task_id == "b"
     # equal curriculum scores: the simpler tree, then the earlier position
     same = vec(1, 0)
-    tied = [Candidate("x", 4.0, same), Candidate("y", 2.0, same), Candidate("z", 2.0, same)]
+    tied = [TaskCandidate("x", 4.0, same), TaskCandidate("y", 2.0, same), TaskCandidate("z", 2.0, same)]
     assert choose(Order.CURRICULUM, tied, [entry("p", vec(0, 1))], []).task_id == "y"
 
 
 def test_random_order_is_seeded_by_seed_and_round_and_survives_a_restart() -> None:
-    candidates = [Candidate(f"t{i}", float(i)) for i in range(8)]
-    picks = [choose(Order.RANDOM, candidates, [], [], seed=7, round=r).task_id for r in range(6)]
-    assert picks == [choose(Order.RANDOM, candidates, [], [], seed=7, round=r).task_id for r in range(6)]
+    candidates = [TaskCandidate(f"t{i}", float(i)) for i in range(8)]
+    picks = [choose(Order.RANDOM, candidates, [], [], seed=7, round_number=r).task_id for r in range(6)]
+    assert picks == [choose(Order.RANDOM, candidates, [], [], seed=7, round_number=r).task_id for r in range(6)]
     assert len(set(picks)) > 1  # not the same task every round
-    assert picks != [choose(Order.RANDOM, candidates, [], [], seed=8, round=r).task_id for r in range(6)]
+    assert picks != [choose(Order.RANDOM, candidates, [], [], seed=8, round_number=r).task_id for r in range(6)]
     code = (
-        "import json; from curriculum.selection import Candidate, choose\n"
-        "c = [Candidate(f't{i}', float(i)) for i in range(8)]\n"
-        "print(json.dumps([choose('random', c, [], [], seed=7, round=r).task_id for r in range(6)]))"
+        "import json; from curriculum.selection import TaskCandidate, choose\n"
+        "c = [TaskCandidate(f't{i}', float(i)) for i in range(8)]\n"
+        "print(json.dumps([choose('random', c, [], [], seed=7, round_number=r).task_id for r in range(6)]))"
     )
     other = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                            env={"PYTHONHASHSEED": "123", "PATH": ""})

@@ -24,13 +24,15 @@ from solver_workspaces import (
 )
 
 from solve_pipeline.baseline_models import LightGBMModel, LinearModel, ModelOptions
-from solve_pipeline.cv import make_folds
-from solve_pipeline.dataset import CATEGORY, DATE_PART, build_features, iterate_batches
+from solve_pipeline.folds import make_folds
+from solve_pipeline.batches import iterate_batches
+from solve_pipeline.dataset import CATEGORY, DATE_PART
+from solve_pipeline.features import build_features
 from solve_pipeline.outputs import ranked_candidates
 from solve_pipeline.setup_modules import SetupArtifacts, TargetSpec, load_setup_module
 from solve_pipeline.submission_check import validate_submission
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.solo]
 
 
 @pytest.fixture(scope="module")

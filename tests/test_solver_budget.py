@@ -18,7 +18,7 @@ from solver_workspaces import ACCURACY_METRIC, COMPETITIONS, LABEL_FORMAT, PYTHO
 
 from solve_pipeline.submission_check import validate_submission
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.solo]
 
 
 @pytest.fixture(scope="module")

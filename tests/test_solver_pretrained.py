@@ -10,7 +10,7 @@ import torch
 
 from solver_workspaces import check_solved, run_solver, shapes_workspace, tweets_workspace
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.solo]
 
 
 def test_images_get_a_pretrained_family_and_a_resumed_run_reuses_the_embeddings(tmp_path: Path) -> None:

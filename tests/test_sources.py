@@ -10,6 +10,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from helpers import make_mlebench_layout
@@ -358,3 +359,16 @@ def test_mlebench_sample_with_one_column_per_class_gives_label_column(tmp_path: 
     comp = load_competition(prepared)
     assert comp.grading.id_column == "id" and comp.grading.label_column == "species"
     assert comp.grading.metric == "multiclass_logloss"
+
+
+@pytest.mark.parametrize(("rows", "fraction", "seed"), [(2, 0.1, 0), (10, 0.1, 0), (891, 0.2, 7), (1001, 0.33, 123)])
+def test_the_held_out_split_is_scikit_learns_row_for_row(rows: int, fraction: float, seed: int) -> None:
+    from sklearn.model_selection import train_test_split
+
+    from agentk.sources.local import held_out_split
+
+    df = pd.DataFrame({"id": range(rows), "x": np.arange(rows) * 2.0})
+    kept, held = held_out_split(df, fraction, seed)
+    want_kept, want_held = train_test_split(df, test_size=fraction, random_state=seed)
+    pd.testing.assert_frame_equal(kept, want_kept)
+    pd.testing.assert_frame_equal(held, want_held)

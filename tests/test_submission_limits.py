@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentk.kaggle import DailyLimitReached, KaggleClient, RetryPolicy, SubmissionRecord
+from agentk.kaggle import DailyLimitReached, KaggleClient, KaggleSubmission, RetryPolicy
 from agentk.kaggle.submit import SubmissionLedger, file_digest, submit_and_score
 from agentk.publish import remaining_today
 
@@ -31,7 +31,7 @@ def _answers_file(fake, slug: str, path: Path, variant: int = 0) -> Path:
     return path
 
 
-def _send(client: KaggleClient, fake, slug: str, ledger: SubmissionLedger, file: Path) -> SubmissionRecord:
+def _send(client: KaggleClient, fake, slug: str, ledger: SubmissionLedger, file: Path) -> KaggleSubmission:
     return submit_and_score(client, slug, file, "m", ledger, timeout_s=5, interval_s=0.01)
 
 
@@ -61,7 +61,7 @@ def test_remaining_today_counts_every_run_of_the_campaign(fake_kaggle_many, clie
     assert remaining_today(client, PLAYGROUND, entries, now=TODAY) == 2, "each competition has its own limit"
 
     # Sent but not yet counted by Kaggle (cut off after the upload): the ledger still holds it back.
-    in_flight = SubmissionRecord(99_999, "c.csv", "m", "pending", None, None, datetime(2026, 1, 2, 0, 30,
+    in_flight = KaggleSubmission(99_999, "c.csv", "m", "pending", None, None, datetime(2026, 1, 2, 0, 30,
                                  tzinfo=timezone(timedelta(hours=1))))  # 23:30 UTC on the same day
     retry.add(TITANIC, "f" * 64, in_flight)
     assert remaining_today(client, TITANIC, first.entries() + retry.entries(), now=TODAY) == 0
@@ -72,11 +72,11 @@ def test_remaining_today_counts_every_run_of_the_campaign(fake_kaggle_many, clie
 def test_yesterday_and_other_competitions_do_not_count(fake_kaggle_many, client: KaggleClient, tmp_path: Path) -> None:
     fake_kaggle_many.daily_limits = {TITANIC: 2}
     ledger = SubmissionLedger(tmp_path / "kaggle_submissions.jsonl")
-    ledger.add(TITANIC, "a" * 64, SubmissionRecord(1, "a.csv", "m", "complete", 0.7, 0.7, datetime(2025, 12, 31, 23, 59)))
-    ledger.add(PLAYGROUND, "b" * 64, SubmissionRecord(2, "b.csv", "m", "complete", 0.5, 0.5, TODAY))
-    ledger.add(TITANIC, "c" * 64, SubmissionRecord(3, "c.csv", "m", "pending", None, None, None))  # no date: unknown day
+    ledger.add(TITANIC, "a" * 64, KaggleSubmission(1, "a.csv", "m", "complete", 0.7, 0.7, datetime(2025, 12, 31, 23, 59)))
+    ledger.add(PLAYGROUND, "b" * 64, KaggleSubmission(2, "b.csv", "m", "complete", 0.5, 0.5, TODAY))
+    ledger.add(TITANIC, "c" * 64, KaggleSubmission(3, "c.csv", "m", "pending", None, None, None))  # no date: unknown day
     assert remaining_today(client, TITANIC, ledger.entries(), now=TODAY) == 2
-    ledger.add(TITANIC, "d" * 64, SubmissionRecord(4, "d.csv", "m", "complete", 0.7, 0.7, TODAY))
+    ledger.add(TITANIC, "d" * 64, KaggleSubmission(4, "d.csv", "m", "complete", 0.7, 0.7, TODAY))
     assert remaining_today(client, TITANIC, ledger.entries(), now=TODAY) == 1
 
 

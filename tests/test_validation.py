@@ -82,7 +82,7 @@ def test_a_test_period_after_training_gets_time_folds() -> None:
 
 
 def test_only_prefixes_that_group_rows_count_as_entities() -> None:
-    from solve_pipeline.dataset import id_prefix
+    from solve_pipeline.tabular_features import id_prefix
 
     assert id_prefix(["0001_01", "0001_02", "0002_01", "0003_01", "0003_02"]) is not None
     assert id_prefix([f"id_{i:05d}" for i in range(300)]) is None  # one prefix for every row

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from solver_workspaces import shapes_workspace, titanic_workspace
 
-from agentk.core.artifacts import SolvedSummary, SolveResult, time_to_reach
 from agentk.core.config import Fusion, WarmStart
 from agentk.core.metrics.direction import Direction
+from agentk.core.results import SolvedSummary, SolveResult, time_to_reach
 from solve_pipeline.cv import CandidateRun
-from solve_pipeline.dataset import build_features
+from solve_pipeline.features import build_features
 from solve_pipeline.hebo_tool import HeboConfig, SearchParam, tune
 from solve_pipeline.registry import (
     CATBOOST_DEFAULTS, CATBOOST_SPACE, FUSION_DEFAULTS, FUSION_SPACE, LIGHTGBM_DEFAULTS, LIGHTGBM_SPACE,

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from solver_workspaces import run_solver, titanic_workspace
 
-from agentk.core.artifacts import SolvedSummary, time_to_reach
 from agentk.core.config import CONFIG_FILE, RunConfig, SolveSettings, WarmStart
 from agentk.core.metrics.direction import Direction
+from agentk.core.results import SolvedSummary, time_to_reach
 from solve_pipeline.registry import FAMILIES
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.solo]
 
 # Small enough to be quick, large enough that HEBO gets its 4 trials after the race.
 # 30 s: the warm leader (random forest, ~3 s a CV here) must fit 4 HEBO trials before 75% of the budget.

@@ -1,11 +1,12 @@
 """Small file helpers shared by the checks: finding tables, images, the sample and the test ids
-(maps are read by `agentk.core.artifacts.read_map`)."""
+(maps are read by `agentk.core.maps.read_map`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from agentk.core.artifacts import MAP_CODES, SetupLayout, read_map
+from agentk.core.artifacts import MAP_CODES, SetupLayout
+from agentk.core.maps import read_map
 from agentk.core.readers import IMAGE_EXTENSIONS as _IMAGE_SUFFIXES
 from agentk.core.readers import UnreadableTable, file_kind, read_table
 

@@ -13,7 +13,8 @@ from agentk.core.isolation import Mounts
 from agentk.core.readers import read_table
 from agentk.core.sandbox import Limits, run_python
 from unit_tests_setup.context import CheckContext
-from agentk.core.artifacts import MapError, SetupLayout, read_map
+from agentk.core.artifacts import SetupLayout
+from agentk.core.maps import MapError, read_map
 from unit_tests_setup.files import find_sample_submission
 from unit_tests_setup.submission_rules import validate_against_setup
 

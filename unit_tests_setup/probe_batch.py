@@ -6,7 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from solve_pipeline.dataset import build_features, iterate_batches
+from solve_pipeline.batches import iterate_batches
+from solve_pipeline.features import build_features
 from solve_pipeline.setup_modules import SetupArtifacts
 
 

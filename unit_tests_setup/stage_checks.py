@@ -14,9 +14,10 @@ import numpy as np
 import pandas as pd
 
 from unit_tests_setup.context import CheckContext
-from agentk.core.metrics.direction import Direction
+from agentk.core.artifacts import MODALITY_CODES, TASKS, SetupLayout
+from agentk.core.maps import MapError, read_map
 from agentk.core.metrics import normalise_labels
-from agentk.core.artifacts import MODALITY_CODES, TASKS, MapError, SetupLayout, read_map
+from agentk.core.metrics.direction import Direction
 from unit_tests_setup.files import IMAGE_EXTENSIONS, csv_headers, has_images, has_tables
 from unit_tests_setup.submission_rules import validate_against_setup
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentk.core.maps import MapError
 from agentk.core.workspace import Workspace
-from agentk.core.artifacts import MapError
 from unit_tests_setup.files import find_sample_submission, test_ids
 from solve_pipeline.submission_check import validate_submission
 

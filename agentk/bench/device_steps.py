@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from agentk.core.artifacts import TargetSpec
+from agentk.core.predictions import TargetSpec
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".webp"}
 
@@ -61,7 +61,8 @@ def image_steps(root: Path, folds: int, threads: int, max_epochs: int) -> dict[s
 
     from solve_pipeline import device
     from solve_pipeline.image_embedding import plan_embedding
-    from solve_pipeline.image_finetune import FinetuneInputs, ImageFinetuneModel, trunk_maps
+    from solve_pipeline.image_finetune import ImageFinetuneModel
+    from solve_pipeline.image_maps import FinetuneInputs, trunk_maps
 
     labels = sorted(p.name for p in root.iterdir() if p.is_dir())
     paths, y = [], []
@@ -92,7 +93,8 @@ def text_steps(csv: Path, text: str, target: str, folds: int, threads: int, max_
     from solve_pipeline import device
     from solve_pipeline.baseline_models import ModelOptions
     from solve_pipeline.text_embedding import embed_texts
-    from solve_pipeline.text_finetune import MiniLMFineTuneModel, TextInputs
+    from solve_pipeline.text_finetune import MiniLMFineTuneModel
+    from solve_pipeline.text_tokens import TextInputs
 
     frame = pd.read_csv(csv)
     texts = frame[text].fillna("").astype(str).to_numpy(dtype=object)
@@ -115,7 +117,8 @@ def oom_check(csv: Path, text: str, target: str, threads: int, keep_free_mb: int
 
     from solve_pipeline import device
     from solve_pipeline.baseline_models import ModelOptions
-    from solve_pipeline.text_finetune import MiniLMFineTuneModel, TextInputs
+    from solve_pipeline.text_finetune import MiniLMFineTuneModel
+    from solve_pipeline.text_tokens import TextInputs
 
     device.configure("cuda")
     frame = pd.read_csv(csv).head(256)

@@ -19,12 +19,12 @@ from agentk.campaign.executors import Executor, TaskJob, TaskOutcome, make_execu
 from agentk.campaign.options import CampaignOptions
 from agentk.campaign.pool import PoolTask, expand_pool
 from agentk.campaign.status import fmt_score
-from agentk.campaign.state import Attempt, CampaignFolder, CampaignState, TaskState, TaskStatus
-from agentk.core.artifacts import RunResult, SolvedSummary, llm_tokens
+from agentk.campaign.state import TaskAttempt, CampaignFolder, CampaignState, TaskState, TaskStatus
 from agentk.core.campaign_record import seed_workspaces, seeded_key
 from agentk.core.config import RunConfig, WarmStart
 from agentk.core.errors import AgentKError
 from agentk.core.events import EventLog
+from agentk.core.results import RunResult, SolvedSummary, llm_tokens
 from agentk.publish import ledger_for, remaining_today
 from agentk.report.campaign_report import write_campaign_report
 from agentk.core.workspace import Workspace, atomic_write_json
@@ -32,7 +32,7 @@ from agentk.core.workspace_lock import workspace_lock
 from agentk.kaggle.client import KaggleClient
 from agentk.llm import LLMConfig, make_client
 from agentk.llm.config import llm_configured
-from curriculum.selection import Candidate, Choice, Order, choose, pick_first_with_llm
+from curriculum.selection import Choice, Order, TaskCandidate, choose, pick_first_with_llm
 from curriculum.task_memory import TaskMemory, TaskText
 from curriculum.warm_start import warm_start_from
 
@@ -194,9 +194,9 @@ class CampaignDriver:
                 return Choice(task_id=picked, order=Order.CURRICULUM, score=None, terms={}, ranking=[],
                               reason=f"curriculum: the LLM's pick of a first task from the tree descriptions ({llm_note})")
         vectors = self.memory.vectors(texts) if self.options.order == Order.CURRICULUM else {}
-        candidates = [Candidate(t.task_id, t.complexity, vectors.get(t.task_id)) for t in texts]
+        candidates = [TaskCandidate(t.task_id, t.complexity, vectors.get(t.task_id)) for t in texts]
         return choose(self.options.order, candidates, positives, negatives, self.options.curriculum,
-                      seed=self.options.seed, round=state.round + 1)
+                      seed=self.options.seed, round_number=state.round + 1)
 
     def _next(self, state: CampaignState, running: set[str]) -> TaskState | None:
         choice = self._choose(state, running)
@@ -235,7 +235,7 @@ class CampaignDriver:
         atomic_write_json(config_path, json.loads(config.model_dump_json()))
         if not resumed:
             state.round += 1
-            task.attempts.append(Attempt(round=state.round, started=datetime.now(UTC),
+            task.attempts.append(TaskAttempt(round=state.round, started=datetime.now(UTC),
                                          warm_start_from=list(warm.sources) if warm else []))
         task.status = TaskStatus.RUNNING
         self.folder.save(state)

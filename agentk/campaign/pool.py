@@ -13,8 +13,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
+from agentk.core.campaign_record import TaskKind
 from agentk.core.errors import AgentKError
 from agentk.kaggle.client import KaggleClient
 from agentk.kaggle.reference import competition_url, parse_competition_reference
@@ -24,7 +24,6 @@ KAGGLE_PREFIX = "kaggle:"
 # A search with no --limit stops here: Kaggle lists thousands of closed competitions.
 DEFAULT_SEARCH_LIMIT = 100
 
-TaskKind = Literal["folder", "kaggle"]
 # A comment starts a line or follows a space; a URL's #fragment is not one.
 _COMMENT = re.compile(r"(^|\s)#.*")
 

@@ -19,10 +19,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agentk.core.campaign_record import STATE_FILE, WORKSPACES_DIR, Attempt, CampaignState, TaskState, TaskStatus
+from agentk.core.campaign_record import STATE_FILE, WORKSPACES_DIR, CampaignState, TaskAttempt, TaskState, TaskStatus
 from agentk.core.workspace import atomic_write_json, json_lines
 
-__all__ = ["Attempt", "CampaignFolder", "CampaignState", "TaskState", "TaskStatus"]
+__all__ = ["CampaignFolder", "CampaignState", "TaskAttempt", "TaskState", "TaskStatus"]
 
 
 class CampaignFolder:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -46,7 +46,11 @@ class TaskStatus(StrEnum):
     VANISHED = "vanished"  # its source folder disappeared mid-campaign
 
 
-class Attempt(BaseModel):
+# How a pool task was given: a competition folder, or a Kaggle competition.
+TaskKind = Literal["folder", "kaggle"]
+
+
+class TaskAttempt(BaseModel):
     round: int
     started: datetime
     ok: bool | None = None  # None while running
@@ -62,12 +66,12 @@ class Attempt(BaseModel):
 class TaskState(BaseModel):
     key: str
     source: str
-    kind: str  # folder | kaggle
+    kind: TaskKind
     slug: str | None = None
     workspace: str | None = None  # the run's workspace folder, once known
     complexity: float | None = None
     status: TaskStatus = TaskStatus.PENDING
-    attempts: list[Attempt] = []
+    attempts: list[TaskAttempt] = []
     note: str | None = None  # why a task left the pool (vanished, unusable)
     # With `--seeds N` each pool task is N tasks, one per seed: `<family>-seed<k>`, k = 1..N, each
     # with its own workspace (Table 4's Pass@k draws on them).
@@ -80,12 +84,7 @@ class TaskState(BaseModel):
         return self.family or self.key
 
     @property
-    def last_failed_round(self) -> int | None:
-        failed = [a.round for a in self.attempts if a.ok is False]
-        return max(failed) if failed else None
-
-    @property
-    def last(self) -> Attempt | None:
+    def last(self) -> TaskAttempt | None:
         return self.attempts[-1] if self.attempts else None
 
 

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from agentk.core.errors import KaggleCredentialsError
 
@@ -28,7 +29,7 @@ REDACTED = "***"
 
 @dataclass(frozen=True)
 class KaggleCredentials:
-    kind: str  # "token" | "key"
+    kind: Literal["token", "key"]
     source: str  # where they came from, for messages: "KAGGLE_API_TOKEN", "/home/me/.kaggle/kaggle.json"
     username: str | None = None
     key: str | None = field(default=None, repr=False)

@@ -153,13 +153,6 @@ def _kaggle_values(env: Mapping[str, str]) -> list[str]:
     return found
 
 
-def known_values(environ: Mapping[str, str] | None = None) -> frozenset[str]:
-    """Every secret value this process knows of (for tests and diagnostics)."""
-    if environ is None:
-        refresh()
-    return _scrubber(os.environ if environ is None else environ).known
-
-
 @dataclass(frozen=True)
 class _Scrubber:
     fingerprint: object

@@ -27,8 +27,8 @@ from agentk.kaggle.extract import extract_zip
 from agentk.kaggle.records import (
     CompetitionInfo,
     DataFile,
+    KaggleSubmission,
     SubmissionLimits,
-    SubmissionRecord,
 )
 from agentk.kaggle.reference import competition_url, parse_competition_reference
 from agentk.kaggle.retry import RetryPolicy
@@ -36,7 +36,7 @@ from agentk.kaggle.retry import RetryPolicy
 __all__ = [
     "CompetitionInfo", "CompetitionNotFound", "DailyLimitReached", "DataFile", "DuplicateSubmission",
     "KaggleClient", "KaggleCredentials", "KaggleCredentialsError", "KaggleError", "KaggleUnavailable",
-    "RetryPolicy", "RulesNotAccepted", "SubmissionFailed", "SubmissionLimits", "SubmissionRecord",
+    "RetryPolicy", "RulesNotAccepted", "SubmissionFailed", "SubmissionLimits", "KaggleSubmission",
     "UnsafeArchive", "competition_url", "extract_zip", "find_credentials", "parse_competition_reference",
     "redact", "scrubbed_environ",
 ]

@@ -33,8 +33,8 @@ from agentk.kaggle.official import build_api, call_with_deadline
 from agentk.kaggle.records import (
     CompetitionInfo,
     DataFile,
+    KaggleSubmission,
     SubmissionLimits,
-    SubmissionRecord,
 )
 from agentk.kaggle.reference import parse_competition_reference
 from agentk.kaggle.retry import RetryPolicy, call_kaggle
@@ -207,7 +207,7 @@ class KaggleClient:
 
     # ------------------------------------------------------------ submissions
 
-    def submit(self, slug: str, file: Path, message: str) -> SubmissionRecord:
+    def submit(self, slug: str, file: Path, message: str) -> KaggleSubmission:
         """Upload `file` as a submission; the record is pending until `poll` sees it scored."""
         file = Path(file)
         if not file.is_file():
@@ -231,24 +231,24 @@ class KaggleClient:
             if any(word in str(exc).lower() for word in _LIMIT_WORDS):
                 raise DailyLimitReached(f"no submissions left today for {slug}: {exc}") from None
             raise
-        if isinstance(result, SubmissionRecord):
+        if isinstance(result, KaggleSubmission):
             return result
         if result.message == self.api.COMPETITION_SUBMIT_UPLOAD_FAILED_MESSAGE or not result.ref:
             raise SubmissionFailed(f"Kaggle did not accept the upload of {file.name} to {slug}: {result.message}")
-        return SubmissionRecord(int(result.ref), file.name, message, "pending", None, None, started)
+        return KaggleSubmission(int(result.ref), file.name, message, "pending", None, None, started)
 
     def upload_deadline_s(self, file: Path) -> float:
         """How long one upload attempt may take: a stall allowance plus the file at a slow but
         live rate, within the overall cap, so a stalled upload of a small CSV fails in minutes."""
         return min(self.upload_timeout_s, self.upload_stall_s + file.stat().st_size / UPLOAD_MIN_BYTES_PER_S)
 
-    def submissions(self, slug: str) -> list[SubmissionRecord]:
+    def submissions(self, slug: str) -> list[KaggleSubmission]:
         """This team's submissions, newest first (the first page Kaggle returns, up to 100)."""
         found = self._call(f"listing submissions to {slug}", slug,
                            lambda: self.api.competition_submissions(slug, page_size=100))
-        return [records.submission_record(s) for s in found or [] if s is not None]
+        return [records.kaggle_submission(s) for s in found or [] if s is not None]
 
-    def poll(self, slug: str, ref: int, timeout_s: float = 600.0, interval_s: float = 10.0) -> SubmissionRecord:
+    def poll(self, slug: str, ref: int, timeout_s: float = 600.0, interval_s: float = 10.0) -> KaggleSubmission:
         """The submission once scored (status complete); SubmissionFailed if Kaggle could not score it.
 
         Returns the still-pending record when `timeout_s` runs out, so callers can poll again later.
@@ -264,9 +264,9 @@ class KaggleClient:
                 return mine
             self._sleep(interval_s)
 
-    def _find_sent(self, slug: str, file_name: str, message: str, since: datetime) -> SubmissionRecord | None:
+    def _find_sent(self, slug: str, file_name: str, message: str, since: datetime) -> KaggleSubmission | None:
         for sub in self.api.competition_submissions(slug, page_size=20) or []:
-            record = records.submission_record(sub)
+            record = records.kaggle_submission(sub)
             if record.file_name == file_name and record.message == message and (record.date or since) >= since:
                 return record
         return None

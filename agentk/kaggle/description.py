@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 
-from agentk.core.markdown import headings
+from agentk.core.markdown import fenced_lines, headings
 
 # The pages an agent needs, in reading order, with the heading each gets. Others (rules, prizes,
 # timeline, citation) are about the contest, not the task.
@@ -55,11 +55,11 @@ def clean_page(content: str) -> str:
     text = _MD_IMAGE.sub("", text)
     text = _MD_LINK.sub(r"\1", text)
     text = _EMOJI.sub("", text)
-    lines, in_code = [], False
-    for line in text.splitlines():
-        in_code ^= line.startswith("```")
+    code = fenced_lines(text)
+    lines = []
+    for number, line in enumerate(text.splitlines()):
         # Removed images and emoji leave double spaces; code keeps its own spacing.
-        lines.append(line.rstrip() if in_code else re.sub(r"(?<=\S) {2,}", " ", line).rstrip())
+        lines.append(line.rstrip() if number in code else re.sub(r"(?<=\S) {2,}", " ", line).rstrip())
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 

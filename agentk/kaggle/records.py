@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from agentk.kaggle.errors import rules_url
 
@@ -34,11 +34,11 @@ class DataFile:
 
 
 @dataclass(frozen=True)
-class SubmissionRecord:
+class KaggleSubmission:
     ref: int
     file_name: str
     message: str
-    status: str  # "pending" | "complete" | "error"
+    status: Literal["pending", "complete", "error"]
     public_score: float | None
     private_score: float | None
     date: datetime | None
@@ -71,9 +71,9 @@ def competition_info(slug: str, api_competition: Any) -> CompetitionInfo:
     )
 
 
-def submission_record(api_submission: Any) -> SubmissionRecord:
+def kaggle_submission(api_submission: Any) -> KaggleSubmission:
     status = getattr(api_submission.status, "name", str(api_submission.status or "PENDING"))
-    return SubmissionRecord(
+    return KaggleSubmission(
         ref=int(api_submission.ref or 0),
         file_name=api_submission.file_name or "",
         message=api_submission.description or "",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from agentk.kaggle.client import KaggleClient
 from agentk.kaggle.errors import DailyLimitReached, DuplicateSubmission
-from agentk.kaggle.records import SubmissionRecord
+from agentk.kaggle.records import KaggleSubmission
 
 
 def submission_message(model: str, metric: str, score: float | None) -> str:
@@ -36,7 +36,7 @@ def file_digest(path: Path) -> str:
 class LedgerEntry:
     slug: str
     sha256: str
-    record: SubmissionRecord
+    record: KaggleSubmission
 
 
 class SubmissionLedger:
@@ -54,14 +54,14 @@ class SubmissionLedger:
             raw = json.loads(line)
             rec = raw["record"]
             rec["date"] = datetime.fromisoformat(rec["date"]) if rec.get("date") else None
-            entry = LedgerEntry(raw["slug"], raw["sha256"], SubmissionRecord(**rec))
+            entry = LedgerEntry(raw["slug"], raw["sha256"], KaggleSubmission(**rec))
             latest[(entry.slug, entry.record.ref)] = entry
         return list(latest.values())
 
     def find(self, slug: str, sha256: str) -> LedgerEntry | None:
         return next((e for e in self.entries() if e.slug == slug and e.sha256 == sha256), None)
 
-    def add(self, slug: str, sha256: str, record: SubmissionRecord) -> None:
+    def add(self, slug: str, sha256: str, record: KaggleSubmission) -> None:
         rec = dataclasses.asdict(record)
         rec["date"] = record.date.isoformat() if record.date else None
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -72,7 +72,7 @@ class SubmissionLedger:
 def submit_and_score(
     client: KaggleClient, slug: str, file: Path, message: str, ledger: SubmissionLedger,
     force: bool = False, timeout_s: float = 600.0, interval_s: float = 10.0,
-) -> SubmissionRecord:
+) -> KaggleSubmission:
     """Submit `file` once, wait for its score (up to `timeout_s`), and record both in the ledger."""
     digest = file_digest(Path(file))
     sent = ledger.find(slug, digest)

@@ -13,14 +13,12 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from agentk.core.markdown import fences
 from agentk.llm.errors import MalformedJSON, NoCodeInReply
 from agentk.llm.types import Message, as_messages
 
 T = TypeVar("T")
 
-# An opening fence (``` or ~~~, optional language tag) up to its closing fence, or to the end of
-# the reply when the model was cut off mid-block.
-_FENCE_RE = re.compile(r"^[ \t]*(```|~~~)[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
 _PY_TAGS = {"python", "py", "python3", "ipython", ""}
 _JSON_TAGS = {"json", "jsonc", "json5", ""}
 _SNIPPET = 120
@@ -28,8 +26,9 @@ _MAX_EMBEDDED_STARTS = 200
 
 
 def fenced_blocks(text: str) -> list[tuple[str, str]]:
-    """(language tag, body) of every fenced block, in order."""
-    return [(m.group(2).lower(), m.group(3)) for m in _FENCE_RE.finditer(text)]
+    """(language tag, body) of every fenced block, in order; a block the model left open (cut off
+    mid-block) runs to the end of the reply."""
+    return [(fence.language, fence.body) for fence in fences(text)]
 
 
 def _parses(code: str) -> bool:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import groupby
 
 import elo_mmr_py
 import numpy as np
 from pydantic import BaseModel
 
+from agentk.core.metrics.direction import Direction, finite
 from agentk.report.page import NotAvailable
 
 AGENT = "agentk"
@@ -56,17 +58,16 @@ class EloRating(BaseModel):
 
 def standings(round_: Round) -> list[tuple[str, int, int]]:
     """(name, low, high) zero-based places, best first, ties sharing an inclusive interval."""
-    names = _unique_names(round_.teams)
-    scores = np.asarray([*round_.scores, round_.ours], dtype=float)
-    everyone = [*names, AGENT]
-    keep = np.isfinite(scores)
-    scores, everyone = scores[keep], [n for n, k in zip(everyone, keep) if k]
-    key = -scores if round_.higher_is_better else scores  # smaller key = better
-    order = np.argsort(key, kind="stable")
-    sorted_key = key[order]
-    low = np.searchsorted(sorted_key, sorted_key, side="left")
-    high = np.searchsorted(sorted_key, sorted_key, side="right") - 1
-    return [(everyone[i], int(lo), int(hi)) for i, lo, hi in zip(order, low, high)]
+    scores = [*map(float, round_.scores), float(round_.ours)]
+    everyone = [*_unique_names(round_.teams), AGENT]
+    scored = [i for i, score in enumerate(scores) if finite(score)]
+    placed: list[tuple[str, int, int]] = []
+    for _, tied in groupby(Direction(round_.higher_is_better).ranked(scored, key=lambda i: scores[i]),
+                           key=lambda i: scores[i]):
+        members = list(tied)
+        low = len(placed)
+        placed += [(everyone[i], low, low + len(members) - 1) for i in members]
+    return placed
 
 
 def thin(round_: Round, max_teams: int = MAX_TEAMS) -> Round:
@@ -75,8 +76,8 @@ def thin(round_: Round, max_teams: int = MAX_TEAMS) -> Round:
     if len(round_.scores) <= max_teams:
         return round_
     scores = np.asarray(round_.scores, dtype=float)
-    order = np.argsort(-scores if round_.higher_is_better else scores, kind="stable")
-    keep = order[np.unique(np.linspace(0, len(order) - 1, max_teams).round().astype(int))]
+    order = Direction(round_.higher_is_better).ranked(range(len(scores)), key=lambda i: scores[i])
+    keep = [order[i] for i in np.unique(np.linspace(0, len(order) - 1, max_teams).round().astype(int))]
     return Round(round_.name, [round_.teams[i] for i in keep], [float(scores[i]) for i in keep],
                  round_.ours, round_.higher_is_better)
 

@@ -1,4 +1,4 @@
-"""The run report's charts, drawn with Altair from the records of `run_data`.
+"""The run report's charts, drawn with Altair from the records `run_data` reads.
 
 Each function returns a chart, or NotAvailable with the reason when its data is missing; the page
 turns either into a figure (`page.figure`). Scores on a score axis never start at zero: the
@@ -13,9 +13,11 @@ import altair as alt
 import pandas as pd
 
 from agentk.report.page import FIGURE_HEIGHT, Figure, NotAvailable, figure
-from agentk.report.run_data import (
-    Blend, RaceRow, RunData, SetupData, StageRow, TargetDistribution, Timeline, Tuning, section,
-)
+from agentk.report.run_data import RunData
+from agentk.report.run_dataset import FeatureColumn, TargetDistribution
+from agentk.report.run_section import section
+from agentk.report.run_setup import SetupData, StageRow
+from agentk.report.run_solver import Blend, RaceRow, Timeline, Tuning
 
 # Race statuses: a finished family in the good colour, the stopped ones in muted ones.
 STATUS_COLOURS = {"finished": "#2f855a", "pruned": "#b7791f", "out_of_time": "#9aa5b1", "failed": "#c53030", "skipped": "#cbd2d9"}
@@ -153,7 +155,7 @@ def timeline_chart(timeline: Timeline | NotAvailable, higher_is_better: bool | N
     return _sized(line + dots, WIDE, FIGURE_HEIGHT)
 
 
-def features_chart(features: list | NotAvailable) -> alt.Chart | NotAvailable:
+def features_chart(features: list[FeatureColumn] | NotAvailable) -> alt.Chart | NotAvailable:
     """How many input columns of each kind the setup's training maps hold."""
     if isinstance(features, NotAvailable):
         return features

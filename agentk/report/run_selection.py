@@ -4,16 +4,12 @@ tuned or bagged solution's raw score (on the partition that chose it) beside its
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from pydantic import BaseModel
 
-from agentk.core.artifacts import SolveResult
-
-
-class Missing(Exception):
-    """The record holds no selection data (a solve from before this section existed)."""
+from agentk.core.results import SolveResult
+from agentk.report.run_section import Missing, number_or_none
 
 
 class ScorePair(BaseModel):
@@ -29,12 +25,6 @@ class Selection(BaseModel):
     stops: list[tuple[str, str]] = []  # (phase, why it ended)
 
 
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
 def read_selection(result: SolveResult) -> Selection:
     extra: dict[str, Any] = result.model_extra or {}
     validation = extra.get("validation")
@@ -48,13 +38,13 @@ def read_selection(result: SolveResult) -> Selection:
     for round_ in tuning.get("rounds") or []:
         if isinstance(round_, dict) and round_.get("improved"):
             selection.pairs.append(ScorePair(model=f"{round_.get('family')}_tuned", how=str(round_.get("corrected_by")),
-                                             raw=_number(round_.get("raw_score")),
-                                             corrected=_number(round_.get("corrected_score"))))
+                                             raw=number_or_none(round_.get("raw_score")),
+                                             corrected=number_or_none(round_.get("corrected_score"))))
     for bag in bagging.get("bags") or []:
         if isinstance(bag, dict):
             selection.pairs.append(ScorePair(model=str(bag.get("model")), how=f"{bag.get('repeats')} fresh partitions",
-                                             raw=_number(bag.get("raw_score")),
-                                             corrected=_number(bag.get("corrected_score"))))
+                                             raw=number_or_none(bag.get("raw_score")),
+                                             corrected=number_or_none(bag.get("corrected_score"))))
     for phase, record in (("tuning", tuning), ("bagging", bagging)):
         why = record.get("skipped") or record.get("stopped")
         if why:

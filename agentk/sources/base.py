@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Literal
 
 import pandas as pd
 
@@ -38,7 +38,7 @@ class Competition:
     """One competition as loaded from a source folder."""
 
     id: str
-    source_kind: str  # "local" | "mlebench" | "kaggle"
+    source_kind: Literal["local", "mlebench", "kaggle"]
     root: Path
     title: str
     grading: GradingFacts | None

@@ -7,12 +7,13 @@ and a sample submission only if Kaggle shipped one (otherwise the format is in t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import pandas as pd
-from sklearn.model_selection import train_test_split
 
 from agentk.core.errors import SourceError
 from agentk.sources import common
@@ -192,9 +193,16 @@ def _split_rows(split: _Split) -> tuple[pd.DataFrame, pd.DataFrame]:
     df = common.read_csv_exact(split.train, shown)
     if len(df) < 2:
         raise SourceError(f"{shown} has {len(df)} rows: too few to hold any out for grading")
-    # No stratification: MLE-bench's convention, so held-out sets match theirs.
-    kept, held = train_test_split(df, test_size=split.fraction, random_state=split.seed)
-    return kept, held
+    return held_out_split(df, split.fraction, split.seed)
+
+
+def held_out_split(df: pd.DataFrame, fraction: float, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """scikit-learn's `train_test_split(df, test_size=fraction, random_state=seed)`, row for row
+    (MLE-bench's convention, no stratification, so held-out sets match theirs), without importing
+    scikit-learn, which costs a run seconds."""
+    n_held = math.ceil(fraction * len(df))
+    order = np.random.RandomState(seed).permutation(len(df))
+    return df.iloc[order[n_held:]], df.iloc[order[:n_held]]
 
 
 def _test_columns(split: _Split, train_columns: list[str], grading: GradingFacts) -> list[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from setup_pipeline.expert import row_files
 from setup_pipeline.expert.images import ImageLayout
-from setup_pipeline.expert.inspect import DataFacts
+from setup_pipeline.expert.facts import DataFacts
 
 _KEY = '''
 def _key(value) -> str:

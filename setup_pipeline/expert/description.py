@@ -12,9 +12,8 @@ import csv
 import re
 from dataclasses import dataclass
 
-from agentk.core.markdown import heading_lines
+from agentk.core.markdown import fenced_lines, fences, heading_lines
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _BARE_URL = re.compile(r"<?https?://\S+>?")
@@ -103,13 +102,8 @@ def _clean(text: str) -> str:
     text = _IMAGE.sub("", text)
     text = _LINK.sub(r"\1", text)
     text = _BARE_URL.sub("", text)
-    out, in_fence = [], False
-    for line in text.splitlines():
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        elif not in_fence:
-            line = _HTML_TAG.sub("", line).rstrip()
-        out.append(line)
+    code = fenced_lines(text)
+    out = [line if number in code else _HTML_TAG.sub("", line).rstrip() for number, line in enumerate(text.splitlines())]
     return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip()
 
 
@@ -117,7 +111,7 @@ def _paragraphs(text: str) -> list[str]:
     # Sentences about prizes are promotion, not task; they are dropped wherever they sit.
     out = []
     for para in re.split(r"\n\s*\n", _clean(text)):
-        if _FENCE.match(para) or not re.search(r"\bprizes?\b", para, re.I):
+        if _opens_with_fence(para) or not re.search(r"\bprizes?\b", para, re.I):
             kept = para.strip()
         else:
             sentences = re.split(r"(?<=[.!?])\s+", para.strip())
@@ -125,6 +119,16 @@ def _paragraphs(text: str) -> list[str]:
         if kept:
             out.append(kept)
     return out
+
+
+def _opens_with_fence(text: str) -> bool:
+    found = fences(text)
+    return bool(found) and found[0].start == 0
+
+
+def _fence_marks(lines: list[str]) -> set[int]:
+    """Indexes of the lines that open or close a fenced block."""
+    return {line for f in fences("\n".join(lines)) for line in ((f.start, f.end - 1) if f.closed else (f.start,))}
 
 
 def _pick_overview(paras: list[str], budget: int) -> list[str]:
@@ -151,7 +155,7 @@ def _cut(text: str, limit: int) -> str:
     end = max(cut.rfind("\n"), cut.rfind(". ") + 1)
     cut = (cut[:end] if end > limit // 2 else cut).rstrip()
     # A code fence cut open would swallow everything after it in a markdown viewer.
-    closing = "\n```" if sum(1 for line in cut.splitlines() if _FENCE.match(line)) % 2 else ""
+    closing = "\n```" if any(not fence.closed for fence in fences(cut)) else ""
     return cut + " ..." + closing
 
 
@@ -271,8 +275,9 @@ def submission_header(text: str) -> list[str] | None:
 
 def _scan(lines: list[str], fenced: bool, seen_submission: bool) -> list[str] | None:
     in_fence, fence_start = False, -1
+    marks = _fence_marks(lines)
     for i, line in enumerate(lines):
-        if _FENCE.match(line):
+        if i in marks:
             in_fence = not in_fence
             fence_start = i
             continue
@@ -299,14 +304,15 @@ def _scan(lines: list[str], fenced: bool, seen_submission: bool) -> list[str] | 
 def submission_example_rows(text: str, header: list[str]) -> list[dict[str, str]]:
     """The example rows printed under the submission header, as {column: cell} (may be empty)."""
     lines = text.splitlines()
+    marks = _fence_marks(lines)
     wanted = [c for c in header if c != "..."]
     for i, line in enumerate(lines):
         cells = next(csv.reader([line.strip()]), [])
         if [c.strip() for c in cells[: len(wanted)]] != wanted:
             continue
         rows = []
-        for follow in lines[i + 1:]:
-            if not follow.strip() or _FENCE.match(follow) or follow.strip() in _ELISION:
+        for j, follow in enumerate(lines[i + 1:], start=i + 1):
+            if not follow.strip() or j in marks or follow.strip() in _ELISION:
                 break
             values = next(csv.reader([follow.strip()]), [])
             if len(values) < len(wanted):

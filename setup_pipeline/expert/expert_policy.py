@@ -13,10 +13,12 @@ from agentk.core.config import PolicyName
 from agentk.core.metrics import get_metric, normalise_labels
 from setup_pipeline.expert import codegen
 from setup_pipeline.expert.description import summarise
-from setup_pipeline.expert.inspect import DataFacts, ExpertDeclined, inspect_competition
+from setup_pipeline.expert.facts import DataFacts, ExpertDeclined
+from setup_pipeline.expert.inspect import inspect_competition
 from setup_pipeline.policy import Action, Decline, Fill, StageContext
 from setup_pipeline.stages import StageSpec
-from agentk.core.artifacts import MODALITY_OF_CODE, MapError, SetupLayout, read_map
+from agentk.core.artifacts import MODALITY_OF_CODE, SetupLayout
+from agentk.core.maps import MapError, read_map
 
 class ExpertPolicy:
     name = PolicyName.EXPERT

@@ -9,70 +9,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
 
 import pandas as pd
-from pydantic import BaseModel, Field
 
 from agentk.core import metrics
-from agentk.core.artifacts import Task
-from agentk.core.metrics import normalise_labels
 from setup_pipeline.expert.description import submission_example_rows, submission_header
+from setup_pipeline.expert.facts import DataFacts, ExpertDeclined
 from setup_pipeline.expert.images import ImageLayout, ImageLayouts, present
 from setup_pipeline.expert.row_files import RowFiles, find_row_files
+from setup_pipeline.expert.targets import TargetDecisions, as_numbers, is_bool_like, sorted_labels
 from setup_pipeline.perception.catalogue import Catalogue, build_catalogue
 from setup_pipeline.perception.page_text import as_markdown
-from setup_pipeline.perception.recipe import TableRecipe
 from setup_pipeline.perception.roles import decide_roles
-
-_BOOL_WORDS = {"true", "false", "yes", "no", "t", "f", "y", "n"}
-_NA_WORDS = {"na", "nan", "n/a", "null", "none", "?"}
-_MAX_CLASSES = 20
-
-
-class ExpertDeclined(Exception):
-    """The expert cannot decide a fact; `reason` is one line saying what and why."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class TargetFact(BaseModel):
-    column: str  # train column (per_class_proba: the label column; class folders: "label")
-    task: Task
-    classes: list[str] | None = None  # as written in the data; numeric labels sorted numerically
-    sample_values: list[str] = Field(default_factory=list)  # how the sample file writes it
-
-
-class DataFacts(BaseModel):
-    train_file: str | None  # the first file of each table, for messages
-    test_file: str | None
-    train_table: TableRecipe | None = None
-    test_table: TableRecipe | None = None
-    sample_submission: str | None
-    id_column: str
-    train_id_column: str | None
-    test_id_column: str | None  # None: test rows are matched to the sample by order
-    # The train key repeats (a text keying rows, some twice): train rows are numbered instead.
-    train_ids_by_position: bool = False
-    echo_columns: dict[str, str] = Field(default_factory=dict)  # submission column -> test column repeated
-    test_row_id_start: int | None = None  # no key and no sample: test ids number the rows from here
-    top_k: int | None = None  # ranking metrics (MAP@K): how many labels a row lists
-    row_files: RowFiles | None = None  # a text file per row, named by its id
-    submission_format: Literal["per_target", "per_class_proba"]
-    targets: list[TargetFact]
-    submission_columns: list[str]
-    tabular_columns: list[str]
-    text_columns: list[str]
-    image: ImageLayout | None
-    input_modalities: list[Literal["tabular", "text", "image"]]
-    metric: str
-    metric_higher_is_better: bool
-    dropped_columns: dict[str, str]
-    notes: list[str]
-    assumptions: list[str] = Field(default_factory=list)  # decisions the run made without proof
-    evidence: dict[str, str] = Field(default_factory=dict)  # fact -> what decided it
+from setup_pipeline.perception.tables import match_column
 
 
 def inspect_competition(raw_dir: Path) -> DataFacts:
@@ -80,45 +29,7 @@ def inspect_competition(raw_dir: Path) -> DataFacts:
     return _Inspection(Path(raw_dir)).run()
 
 
-# ---------------------------------------------------------------- small value helpers
-
-
-def _numbers(values: pd.Series) -> pd.Series | None:
-    """The values as numbers if (nearly) all of them are numbers, else None.
-
-    Spelled-out missing markers ("NA", "nan") are skipped here only: as labels they may be real.
-    """
-    values = values[~values.str.lower().isin(_NA_WORDS)]
-    parsed = pd.to_numeric(values, errors="coerce")
-    return parsed if len(values) and parsed.notna().mean() >= 0.99 else None
-
-
-def _is_bool_like(values: pd.Series) -> bool:
-    return len(values) > 0 and set(values.str.lower().unique()) <= _BOOL_WORDS
-
-
-def _sorted_labels(labels: list[str]) -> list[str]:
-    numeric = pd.to_numeric(pd.Series(labels, dtype=object), errors="coerce")
-    if labels and numeric.notna().all():
-        return [label for _, label in sorted(zip(numeric.tolist(), labels))]
-    return sorted(labels)
-
-
-def _spellings(labels: object) -> set[str]:
-    """Labels as one spelling each: a class column named "5" is train's label "5.0" (a column of
-    whole numbers with gaps is written as floats), "TRUE" is "true"."""
-    return set(normalise_labels(list(labels)))  # type: ignore[call-overload]
-
-
-def _match(column_or_name: str, columns: list[str]) -> str | None:
-    """The column of `columns` named `column_or_name`, ignoring case if there is no exact one."""
-    if column_or_name in columns:
-        return column_or_name
-    folded = [c for c in columns if c.lower() == column_or_name.lower()]
-    return folded[0] if len(folded) == 1 else None
-
-
-class _Inspection(ImageLayouts):
+class _Inspection(TargetDecisions, ImageLayouts):
     """One inspection; state is kept on the instance so each step stays a short method."""
 
     def __init__(self, raw_dir: Path) -> None:
@@ -235,7 +146,7 @@ class _Inspection(ImageLayouts):
     def _class_folder_header(self, metric: str | None) -> list[str]:
         """Class folders with neither a sample nor an example: an id (the file stem) and what the
         metric scores, one probability per class (folder names) or the label itself."""
-        classes = _sorted_labels(sorted(set(self._labels(""))))
+        classes = sorted_labels(sorted(set(self._labels(""))))
         proba = metric is not None and metrics.get_metric(metric).kind == "proba"
         header = ["id", *classes] if proba else ["id", "label"]
         self.assume(f"submission: no sample nor example; columns {','.join(header[:4])}"
@@ -271,7 +182,7 @@ class _Inspection(ImageLayouts):
                                   f"order from {self.test_row_start}, as the submission example counts")
             else:
                 self.assume(f"ids: test rows have no {id_column!r} column; they are matched to the sample's rows in order")
-        train_id = roles.train_key if roles.train_key in train_cols else (_match(test_id or id_column, train_cols) if train_cols else None)
+        train_id = roles.train_key if roles.train_key in train_cols else (match_column(train_cols, test_id or id_column) if train_cols else None)
         if self.train_df is not None and train_id is None:
             self.notes.append(f"train has no {id_column!r} column: train rows are identified by position")
         if self.train_df is not None and train_id is not None:
@@ -282,144 +193,6 @@ class _Inspection(ImageLayouts):
                 self.assume(f"ids: {repeated} train row(s) repeat another's {train_id!r}; train rows are "
                             f"numbered by position, and {train_id!r} still names the test rows")
         return id_column, train_id, test_id
-
-    # ------------------------------------------------------------ targets
-
-    def _labels(self, column: str) -> pd.Series:
-        if self.train_df is None:  # class folders: the folder name is the label
-            return pd.Series([p.parent.name for p in self.images if p.parent.parent == self.class_root])
-        return present(self.train_df[column])
-
-    def _targets(self, header: list[str] | None, id_column: str, train_id: str | None,
-                 test_id: str | None) -> tuple[str, list[TargetFact], list[str]]:
-        train_cols = list(self.train_df.columns) if self.train_df is not None else []
-        test_cols = list(self.test_df.columns) if self.test_df is not None else []
-        in_test = set(test_cols)
-        only_train = [c for c in train_cols if c not in in_test and c not in (train_id, test_id)]
-        if not header:
-            if not only_train:
-                raise ExpertDeclined("no sample submission or submission example, and train has no column "
-                                     "missing from test to predict")
-            target = self._likely_target(only_train)
-            self.notes.append(f"no submission header found: predicting {target!r}, a column missing from test")
-            return "per_target", [self._sample_fact(target, target)], [id_column, target]
-        named = [c for c in header[1:] if c != "..."]
-        elided = "..." in header
-        in_train = [_match(c, train_cols) for c in named]
-        if named and not elided and all(in_train):
-            # Submission and train may differ in case only ("Target" vs "target").
-            return "per_target", [self._sample_fact(c, t) for c, t in zip(named, in_train) if t], header
-        if self.train_df is None and len(named) == 1 and not elided:
-            if named[0] not in set(self._labels("")):
-                return "per_target", [self._sample_fact(named[0], named[0])], header
-        if self.train_df is not None and len(named) == 1 and only_train and not elided \
-                and not any(_spellings(named[:1]) <= _spellings(self._labels(c)) for c in only_train):
-            # One prediction column under another name (e.g. "prediction" for train's "target").
-            target = self._likely_target(only_train)
-            self.notes.append(f"submission column {named[0]!r} holds train's {target!r}, a column missing from test")
-            return "per_target", [self._sample_fact(named[0], target)], header
-        label = self._label_column(named, only_train)
-        labels = sorted(set(self._labels(label)))
-        classes = _sorted_labels(labels) if elided else named
-        if elided and classes[: len(named)] != named:
-            self.notes.append("the submission example's class columns are not the first sorted labels; "
-                              "all classes are listed in sorted order")
-        missing = sorted(label for label in labels if normalise_labels([label])[0] not in _spellings(classes))
-        if missing:
-            self.notes.append(f"train labels without a submission column: {', '.join(missing[:10])}")
-        fact = TargetFact(column=label, task="multiclass" if len(classes) > 2 else "binary", classes=classes)
-        return "per_class_proba", [fact], [header[0], *classes]
-
-    def _likely_target(self, candidates: list[str]) -> str:
-        """The train-only column a page asks to predict: named in a sentence about predicting, or
-        named like a target; an assumption when several could be (commonlit's standard_error)."""
-        if len(candidates) == 1:
-            return candidates[0]
-        sentences = [x.lower() for x in re.split(r"(?<=[.!?])\s+|\n", self.page) if re.search(r"predict|target|forecast", x, re.I)]
-
-        def score(column: str) -> tuple:
-            named = sum(bool(re.search(rf"(?<![\w]){re.escape(column.lower())}(?![\w])", x)) for x in sentences)
-            hint = bool(re.search(r"target|label|class|outcome|^y$", column, re.I))
-            return (named, hint, candidates.index(column))
-        target = max(candidates, key=score)
-        self.assume(f"target: {target!r} of the train-only columns {', '.join(candidates)} — "
-                    "the one the page speaks of predicting")
-        return target
-
-    def _label_column(self, named: list[str], only_train: list[str]) -> str:
-        if self.train_df is None:
-            if set(named) <= set(self._labels("")):
-                return "label"
-            raise ExpertDeclined(f"submission columns {', '.join(named[:5])} are not class folder names")
-        fits = [c for c in only_train if _spellings(named) <= _spellings(self._labels(c))]
-        if len(fits) != 1:
-            raise ExpertDeclined(f"submission columns {', '.join(named[:5])} are neither train columns nor "
-                                 f"the values of exactly one train-only column ({len(fits)} fit)")
-        return fits[0]
-
-    def _default_metric(self, fmt: str, targets: list[TargetFact],
-                        reason: str = "the description names no metric I can compute") -> str:
-        """What a Kaggle expert assumes when the page names no metric: the submission's shape and
-        the target's values decide (probabilities → log loss, labels → accuracy, numbers → RMSE)."""
-        if fmt == "per_class_proba":
-            name, why = "logloss", "the submission holds one probability per class"
-        else:
-            values = self._labels(targets[0].column)
-            numbers = _numbers(values)
-            distinct = values.nunique()
-            continuous = numbers is not None and not _is_bool_like(values) and (
-                not bool((numbers == numbers.round()).all()) or distinct > _MAX_CLASSES)
-            shown = [v for t in targets for v in t.sample_values]
-            fractions = _numbers(pd.Series(shown, dtype=str)) if shown else None
-            probabilities = fractions is not None and len(fractions) and bool(((fractions > 0) & (fractions < 1)).any())
-            if continuous:
-                name, why = "rmse", f"target {targets[0].column!r} is continuous"
-            elif probabilities and distinct == 2:
-                name, why = "logloss", "the sample shows probabilities for a two-class target"
-            else:
-                name, why = "accuracy", f"target {targets[0].column!r} holds {distinct} classes"
-        self.assume(f"metric: {name} — {reason}; {why}")
-        return name
-
-    def _sample_fact(self, submitted: str, column: str) -> TargetFact:
-        """The task is decided later, once the metric's kind is known; the sample shows how the
-        submission writes values (e.g. False where train says FALSE)."""
-        shown = self.sample_df is not None and submitted in self.sample_df.columns
-        values = list(present(self.sample_df[submitted]).unique()[:5]) if shown and self.sample_df is not None else []
-        return TargetFact(column=column, task="regression", sample_values=values)
-
-    def _fit_task(self, fact: TargetFact, metric: str, fmt: str) -> TargetFact:
-        """The target's task under the page's metric; when the values contradict the metric (a
-        score of numbers for word labels, say) the metric was misread: the data decides."""
-        try:
-            return self._task(fact, metrics.get_metric(metric).kind, metric, fmt)
-        except ExpertDeclined as exc:
-            if "single value" in exc.reason:
-                raise
-            assumed = self._default_metric(fmt, [fact], reason=f"the page's {metric} does not fit: {exc.reason}")
-            self.metric_override = assumed
-            return self._task(fact, metrics.get_metric(assumed).kind, assumed, fmt)
-
-    def _task(self, fact: TargetFact, kind: str, metric: str, fmt: str) -> TargetFact:
-        if fmt == "per_class_proba":
-            return fact
-        values = self._labels(fact.column)
-        numbers = _numbers(values)
-        if kind in ("value", "regression"):
-            if numbers is None:
-                raise ExpertDeclined(f"metric {metric} scores numbers but target {fact.column!r} is not numeric")
-            return fact.model_copy(update={"task": "regression", "classes": None})
-        labels = sorted(set(values))
-        # Under a label metric whole numbers are classes, as long as each class recurs.
-        few = len(labels) <= _MAX_CLASSES * 50 and len(labels) * 3 <= max(len(values), 10)
-        integral = numbers is not None and bool((numbers == numbers.round()).all())
-        if not (numbers is None or _is_bool_like(values) or (integral and few)):
-            raise ExpertDeclined(f"metric {metric} scores labels but target {fact.column!r} looks continuous "
-                                 f"({len(labels)} distinct numbers)")
-        if len(labels) < 2:
-            raise ExpertDeclined(f"target {fact.column!r} has a single value in train")
-        task = "binary" if len(labels) == 2 else "multiclass"
-        return fact.model_copy(update={"task": task, "classes": _sorted_labels(labels)})
 
     # ------------------------------------------------------------ features
 
@@ -458,7 +231,7 @@ class _Inspection(ImageLayouts):
     @staticmethod
     def _is_timestamp(series: pd.Series) -> bool:
         values = present(series).head(500)
-        if values.empty or _numbers(values) is not None:
+        if values.empty or as_numbers(values) is not None:
             return False
         parsed = pd.to_datetime(values, errors="coerce", format="mixed")
         return bool(parsed.notna().mean() >= 0.95)
@@ -467,7 +240,7 @@ class _Inspection(ImageLayouts):
     def _is_text(series: pd.Series) -> bool:
         """Long, mostly unique free text; names, codes and categories stay tabular."""
         values = present(series)
-        if values.empty or _numbers(values) is not None or _is_bool_like(values):
+        if values.empty or as_numbers(values) is not None or is_bool_like(values):
             return False
         words = values.str.split().str.len().mean()
         return bool(words >= 6 and values.nunique() >= 0.5 * len(values))

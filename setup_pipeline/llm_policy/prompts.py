@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentk.core.artifacts import Modality, SetupLayout, Task
+from agentk.core.markdown import fences
 from agentk.llm import Message, WorkingMemory, system, user
 from agentk.llm.parsing import fenced_blocks
 from agentk.core.secrets import redact
@@ -198,6 +199,7 @@ class CodePrompt:
     @staticmethod
     def plan_of(reply: str, max_chars: int = 600) -> str:
         """The model's plan: the text before its first fence, without the 'PLAN:' label."""
-        head = re.split(r"^[ \t]*(?:```|~~~)", reply, maxsplit=1, flags=re.MULTILINE)[0]
+        found = fences(reply)
+        head = "\n".join(reply.splitlines()[:found[0].start]) if found else reply
         head = re.sub(r"^\s*PLAN:?\s*", "", head.strip(), flags=re.IGNORECASE)
         return " ".join(head.split())[:max_chars]

@@ -15,18 +15,17 @@ from pathlib import PurePosixPath
 
 import pandas as pd
 
-from agentk.core.metrics import normalise_labels
 from setup_pipeline.perception.catalogue import Catalogue
+from setup_pipeline.perception.echo import echoed_by_example, echoed_by_sample
 from setup_pipeline.perception.recipe import Join, TableRecipe, assemble
+from setup_pipeline.perception.table_index import TableIndex
 from setup_pipeline.perception.tables import (
-    MATCH, Logical, agrees, blank_for, group_parts, is_constant, is_unique, keys_agree, match_column, overlap, same_cells,
+    MATCH, Logical, agrees, blank_for, is_constant, is_unique, keys_agree, match_column, overlap,
 )
 
 _SAMPLE_WORDS = ("sample", "submission", "submit", "example", "template")
 _TEST_WORDS = ("test", "score", "predict", "eval", "holdout", "unlabel")
 _TRAIN_WORDS = ("train", "label", "learn", "fit")
-# Wider tables look for keys in one vectorised pass (columns_with).
-WIDE_COLUMNS = 1000
 
 
 @dataclass
@@ -49,83 +48,18 @@ class Roles:
         return [c for c in (self.header or []) if c != self.key and c not in self.echo]
 
 
-class _Decider:
+class _Decider(TableIndex):
     def __init__(self, catalogue: Catalogue, header_hint: list[str] | None,
                  example_rows: list[dict[str, str]] | None = None) -> None:
-        self.catalogue = catalogue
+        super().__init__(catalogue)
         self.example_rows = example_rows or []
-        self.tables = group_parts(catalogue)
         self.header_hint = header_hint
         self.roles = Roles()
-        self._value_cache: dict[tuple[int, str], set[str]] = {}
-        self._cells_cache: dict[int, pd.Series] = {}
-        self.image_names = {p.stem for p in catalogue.images} | {p.name for p in catalogue.images}
-        per_folder: dict = {}
-        for p in catalogue.images:
-            per_folder[p.parent] = per_folder.get(p.parent, 0) + 1
-        self.image_names |= {d.name for d, n in per_folder.items() if n <= 3}  # one folder per image
-
-    def image_key(self, table: Logical) -> str | None:
-        """The first column of `table` whose values name image files (with or without extension)."""
-        if not self.image_names:
-            return None
-        for column in table.columns:
-            if is_unique(table.frame, column) and overlap(self.values(table, column), self.image_names) >= MATCH:
-                return column
-        return None
-
-    def columns_with(self, table: Logical, values: set[str]) -> list[str]:
-        """The columns of `table` that may share values with `values`: all of a table of usual
-        width; of a very wide one only those holding one of them as written, found in one pass
-        over the table rather than a set of values per column (20,000 columns took minutes)."""
-        if len(table.columns) <= WIDE_COLUMNS:
-            return table.columns
-        key = id(table)
-        if key not in self._cells_cache:  # every cell in one column: one hash pass, not one per column
-            self._cells_cache[key] = pd.Series(table.frame.to_numpy(dtype=object).ravel())
-        hits = self._cells_cache[key].isin(values).to_numpy().reshape(table.frame.shape).any(axis=0)
-        return [column for column, hit in zip(table.columns, hits) if hit]
-
-    def values(self, table: Logical, column: str) -> set[str]:
-        key = (id(table), column)
-        if key not in self._value_cache:
-            self._value_cache[key] = table.values(column)
-        return self._value_cache[key]
 
     def say(self, line: str) -> None:
         self.roles.evidence.append(line)
 
     # ------------------------------------------------------------ the sample submission
-
-    def key_match(self, table: Logical, others: list[Logical]) -> tuple[str, Logical, str, float] | None:
-        """The column of `table` whose values best match a column of another table."""
-        best = None
-        for column in table.columns:
-            if not is_unique(table.frame, column):
-                continue
-            mine = self.values(table, column)
-            for other in others:
-                for theirs in self.columns_with(other, mine):
-                    if other.frame[theirs].astype(str).str.strip().nunique() < 0.5 * len(mine):
-                        continue
-                    share = overlap(mine, self.values(other, theirs))
-                    if keys_agree(column, theirs, share) and (best is None or share > best[3]):
-                        best = (column, other, theirs, share)
-            if best is not None:
-                return best  # the earliest matching column is the key
-        return best
-
-    def row_numbers(self, table: Logical, others: list[Logical]) -> str | None:
-        """A column counting the rows (from 0 or 1) of a table as long as another: rows matched by order."""
-        n = len(table.frame)
-        if not any(len(o.frame) == n for o in others):
-            return None
-        for column in table.columns:
-            cells = table.frame[column].astype(str).str.strip()
-            for start in (0, 1):
-                if cells.tolist() == [str(i) for i in range(start, start + n)]:
-                    return column
-        return None
 
     def sample_score(self, table: Logical) -> int:
         others = [t for t in self.tables if t is not table]
@@ -356,29 +290,16 @@ class _Decider:
         """Assemble the frames, then find the echoed columns in the test rows as assembled (a
         repeated column may come from a joined feature table)."""
         self._frames(train, test)
-        if test is not None and self.roles.test_frame is not None:
-            assembled = Logical(test.files, self.roles.test_frame)
+        roles = self.roles
+        if test is not None and roles.test_frame is not None:
+            assembled = Logical(test.files, roles.test_frame)
             if sample is not None:
-                self._echo(sample, assembled, test_key)
-            elif self.roles.header:
-                self._echo_described(assembled, [])
-        return self.roles
-
-    def labels_every_row(self, table: Logical, answers: list[str]) -> bool:
-        """A column of `table` labels every row with exactly the submission's class columns: the
-        training answers (labels.csv beside image folders), not rows to predict. Exactly: a feature
-        counting months (1..12) or an id counting rows also holds the classes 1..10."""
-        return len(answers) >= 2 and any(self.labels(table, c, answers, exact=True) and not blank_for(table, "", set(), c)
-                                         for c in table.columns)
-
-    def labels(self, table: Logical, column: str, names: list[str], exact: bool = False) -> bool:
-        """Every one of `names` is a value of the column (`exact`: and no other value), spelled
-        alike: class "5" is "5.0" in a column of whole numbers with gaps, written as floats."""
-        values = self.values(table, column)
-        if not names or "..." in names or len(values) > 1000:
-            return False  # many distinct values: no label column
-        mine, theirs = set(normalise_labels(names)), set(normalise_labels(list(values)))
-        return mine == theirs if exact else mine <= theirs
+                roles.echo.update(echoed_by_sample(sample, assembled, roles.key, test_key))
+            elif roles.header:
+                roles.echo = echoed_by_example(roles.header, roles.key, assembled)
+            if roles.echo:
+                self.say(f"echoed test columns in the submission: {', '.join(roles.echo)}")
+        return roles
 
     def _header_key(self, header: list[str], tables: list[Logical]) -> str:
         """The example's key: its first column that is unique in a table (a prediction may come first)."""
@@ -426,38 +347,6 @@ class _Decider:
         # Example rows show a placeholder answer (the same value on every row) and varied inputs.
         shown = [c for c in blank if len(self.example_rows) >= 2 and len({r.get(c) for r in self.example_rows}) == 1]
         return shown or blank
-
-    def _echo(self, sample: Logical, test: Logical, test_key: str | None) -> None:
-        """Sample columns that repeat a test column (after matching rows) are echoed, not predicted."""
-        key = self.roles.key
-        if test_key is not None:
-            left = sample.frame.assign(__k=sample.frame[key].astype(str).str.strip())
-            right = test.frame.assign(__k=test.frame[test_key].astype(str).str.strip()).drop_duplicates("__k")
-            aligned = left[["__k"]].merge(right, on="__k", how="left")
-        else:
-            aligned = test.frame if len(test.frame) == len(sample.frame) else None
-        if aligned is None:
-            return
-        for column in sample.columns:
-            if column == key:
-                continue
-            source = match_column(test.columns, column)
-            if source is None:
-                continue
-            mine = sample.frame[column]
-            theirs = aligned[source].fillna("")
-            if len(mine) and same_cells(mine, theirs).mean() >= 0.95:
-                self.roles.echo[column] = source
-        if self.roles.echo:
-            self.say(f"echoed test columns in the submission: {', '.join(self.roles.echo)}")
-
-    def _echo_described(self, test: Logical, targets: list[str]) -> None:
-        """Without a sample, the example's columns that are test inputs (not answers) are echoed."""
-        roles = self.roles
-        roles.echo = {c: found for c in roles.header or [] if c not in (roles.key, "...") and c not in targets
-                      and (found := match_column(test.columns, c)) and found not in targets}
-        if roles.echo:
-            self.say(f"echoed test columns in the submission: {', '.join(roles.echo)}")
 
     def _frames(self, train: Logical | None, test: Logical | None) -> None:
         loaded = {t.path.as_posix(): t.frame for t in self.catalogue.tables}

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentk.bench.rivals.memory import PeakRss
-from agentk.core.artifacts import SetupLayout
+from agentk.core.artifacts import SetupLayout, Task
 from agentk.core.sandbox import ExecutionResult
 from agentk.core.workspace import Workspace, read_json_object
 from agentk.grading import grade_file
@@ -51,7 +51,7 @@ class SystemResult:
 @dataclass(frozen=True)
 class TargetFrame:
     column: str
-    task: str  # binary | multiclass | regression
+    task: Task
     classes: list[Any] | None
 
 

@@ -5,7 +5,7 @@ This imports the workspace's generated modules (untrusted code), so it only runs
 subprocess: the LightGBM rival's own process, and `python -m agentk.bench.rivals.frames` for
 AutoGluon, whose predictions come from another venv's interpreter as a file.
 
-The prediction frame is the contract's own builder (`agentk.core.artifacts`), the one the
+The prediction frame is the contract's own builder (`agentk.core.predictions`), the one the
 solver uses too: the rivals depend on the contract, not on solver internals.
 """
 
@@ -23,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from agentk.core.artifacts import prediction_frame as build_prediction_frame
+from agentk.core.predictions import prediction_frame as build_prediction_frame
 from agentk.core.workspace import replacing
 from solve_pipeline.setup_modules import SetupArtifacts, TargetSpec
 

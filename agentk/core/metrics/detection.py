@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from agentk.core.markdown import Heading, heading_lines
+from agentk.core.markdown import Heading, fenced_lines, heading_lines
 
 Source = Literal["evaluation_section", "scoring_sentence", "anywhere", "none"]
 
@@ -179,7 +179,10 @@ def _plain(text: str) -> tuple[str, list[int]]:
 
 def _without_code(text: str) -> str:
     """The text with fenced code blocks blanked out (same length, so offsets still hold)."""
-    return re.sub(r"(?ms)^\s*(```|~~~).*?(^\s*\1|\Z)", lambda m: re.sub(r"[^\n]", " ", m.group()), text)
+    code = fenced_lines(text)
+    # splitlines(keepends=True) splits where fenced_lines counts lines, and joins back to the text.
+    return "".join(re.sub(r"[^\n]", " ", line) if number in code else line
+                   for number, line in enumerate(text.splitlines(keepends=True)))
 
 
 _BOLD_LINE_RE = re.compile(r"^\s*\*\*(.+?)\*\*:?\s*$")

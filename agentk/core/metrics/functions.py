@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable
 
 import numpy as np
-from scipy import stats
-from sklearn import metrics as skm
 
 from agentk.core.metrics.labels import label_list, normalise_labels
 
@@ -16,6 +15,20 @@ PROBA_EPS = 1e-15
 LOG_FLOOR = 1e-9
 
 MetricFn = Callable[[Any, Any], float]
+
+
+def library(module: str, name: str) -> Callable[..., Any]:
+    """`module.name`, imported on the first call: sklearn.metrics and scipy.stats take 2-3 s to
+    import on two cores, and every sandboxed setup stage imports the metrics, most never scoring."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    return call
+
+
+def sk(name: str) -> Callable[..., Any]:
+    return library("sklearn.metrics", name)
 
 
 def _labels(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -63,11 +76,11 @@ def f1(y_true: Any, y_pred: Any) -> float:
     if len(set(t) | set(p)) > 2:
         # Binary F1 is undefined here; macro is what Kaggle's multi-class "F1" means.
         return macro_f1(t, p)
-    return float(skm.f1_score(t, p, pos_label=_f1_positive(t, p), average="binary", zero_division=0))
+    return float(sk("f1_score")(t, p, pos_label=_f1_positive(t, p), average="binary", zero_division=0))
 
 
 def macro_f1(y_true: Any, y_pred: Any) -> float:
-    return float(skm.f1_score(*_labels(y_true, y_pred), average="macro", zero_division=0))
+    return float(sk("f1_score")(*_labels(y_true, y_pred), average="macro", zero_division=0))
 
 
 def _ints(values: Any) -> np.ndarray:
@@ -82,7 +95,7 @@ def kappa(weights: str) -> MetricFn:
     """Cohen's kappa on ordinal labels; predictions are rounded to the nearest integer label."""
 
     def fn(y_true: Any, y_pred: Any) -> float:
-        return float(skm.cohen_kappa_score(_ints(y_true), _ints(y_pred), weights=weights))
+        return float(sk("cohen_kappa_score")(_ints(y_true), _ints(y_pred), weights=weights))
 
     return fn
 
@@ -112,8 +125,17 @@ def _proba_matrix(y_pred: Any) -> np.ndarray:
 
 def log_loss(y_true: Any, y_pred: Any) -> float:
     p = _proba_matrix(y_pred)
-    idx = class_indices(y_true, p.shape[1])
-    return float(-np.mean(np.log(p[np.arange(len(idx)), idx])))
+    return _mean_log_loss(class_indices(y_true, p.shape[1]), p)
+
+
+def class_log_loss(indices: np.ndarray, y_pred: Any) -> float:
+    """`log_loss` of integer class indices 0..K-1, skipping the label normalisation: for the
+    solver's inner loops (surrogate ranking, blend weights), which already hold indices."""
+    return _mean_log_loss(np.asarray(indices, dtype=int), _proba_matrix(y_pred))
+
+
+def _mean_log_loss(indices: np.ndarray, p: np.ndarray) -> float:
+    return float(-np.mean(np.log(p[np.arange(len(indices)), indices])))
 
 
 def auc(y_true: Any, y_pred: Any) -> float:
@@ -123,9 +145,9 @@ def auc(y_true: Any, y_pred: Any) -> float:
     if p.ndim == 2 and n_classes == 2:
         p = p[:, 1]
     if p.ndim == 1:
-        return float(skm.roc_auc_score(idx, p))
+        return float(sk("roc_auc_score")(idx, p))
     p = _proba_matrix(p)
-    return float(skm.roc_auc_score(idx, p, multi_class="ovr", labels=list(range(n_classes))))
+    return float(sk("roc_auc_score")(idx, p, multi_class="ovr", labels=list(range(n_classes))))
 
 
 def gini(y_true: Any, y_pred: Any) -> float:
@@ -202,9 +224,9 @@ def correlation(scipy_fn: Callable[..., Any]) -> MetricFn:
     return fn
 
 
-pearson = correlation(stats.pearsonr)
-spearman = correlation(stats.spearmanr)
-kendall_tau = correlation(stats.kendalltau)
+pearson = correlation(library("scipy.stats", "pearsonr"))
+spearman = correlation(library("scipy.stats", "spearmanr"))
+kendall_tau = correlation(library("scipy.stats", "kendalltau"))
 
 
 # ---------------------------------------------------------------------------------------------

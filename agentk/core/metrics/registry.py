@@ -6,8 +6,6 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from sklearn import metrics as skm
-
 from agentk.core.errors import AgentKError
 from agentk.core.metrics import functions as F
 from agentk.core.metrics.direction import Direction
@@ -38,19 +36,19 @@ def _m(name: str, higher_is_better: bool, kind: MetricKind, fn: F.MetricFn, alia
 
 _REGISTERED = (
     # Labels
-    _m("accuracy", True, "label", F.label_metric(skm.accuracy_score),
+    _m("accuracy", True, "label", F.label_metric(F.sk("accuracy_score")),
        "acc classification_accuracy categorization_accuracy categorisation_accuracy accuracy_score "
        "multiclass_accuracy"),
-    _m("balanced_accuracy", True, "label", F.label_metric(skm.balanced_accuracy_score),
+    _m("balanced_accuracy", True, "label", F.label_metric(F.sk("balanced_accuracy_score")),
        "balanced_accuracy_score bacc"),
     _m("f1", True, "label", F.f1, "f1_score f_score fscore f_measure binary_f1"),
     _m("macro_f1", True, "label", F.macro_f1, "f1_macro macro_f1_score macro_averaged_f1 f_score_macro"),
     # Pooled over all rows, so for single-label rows it equals accuracy.
-    _m("micro_f1", True, "label", F.label_metric(skm.f1_score, average="micro", zero_division=0),
+    _m("micro_f1", True, "label", F.label_metric(F.sk("f1_score"), average="micro", zero_division=0),
        "f1_micro micro_f1_score micro_averaged_f1"),
-    _m("weighted_f1", True, "label", F.label_metric(skm.f1_score, average="weighted", zero_division=0),
+    _m("weighted_f1", True, "label", F.label_metric(F.sk("f1_score"), average="weighted", zero_division=0),
        "f1_weighted weighted_f1_score weighted_averaged_f1"),
-    _m("mcc", True, "label", F.label_metric(skm.matthews_corrcoef),
+    _m("mcc", True, "label", F.label_metric(F.sk("matthews_corrcoef")),
        "matthews_corrcoef matthews_correlation matthews_correlation_coefficient"),
     _m("quadratic_weighted_kappa", True, "label", F.kappa("quadratic"),
        "qwk kappa weighted_kappa quadratic_kappa cohen_kappa quadraticweightedkappa"),
@@ -66,18 +64,18 @@ _REGISTERED = (
        "categorical_crossentropy multiclass_loss"),
     _m("brier", False, "proba", F.brier, "brier_score brier_score_loss"),
     # Values
-    _m("rmse", False, "value", F.value_metric(skm.root_mean_squared_error),
+    _m("rmse", False, "value", F.value_metric(F.sk("root_mean_squared_error")),
        "root_mean_squared_error root_mean_square_error mcrmse"),
     _m("rmse_log", False, "value", F.rmse_log, "log_rmse rmse_of_log rmse_of_logs"),
     _m("rmsle", False, "value", F.rmsle, "root_mean_squared_log_error root_mean_squared_logarithmic_error"),
     _m("msle", False, "value", F.msle, "mean_squared_log_error mean_squared_logarithmic_error"),
-    _m("mse", False, "value", F.value_metric(skm.mean_squared_error), "mean_squared_error"),
-    _m("mae", False, "value", F.value_metric(skm.mean_absolute_error), "mean_absolute_error l1"),
-    _m("medae", False, "value", F.value_metric(skm.median_absolute_error), "median_absolute_error"),
-    _m("mape", False, "value", F.value_metric(skm.mean_absolute_percentage_error), "mean_absolute_percentage_error"),
+    _m("mse", False, "value", F.value_metric(F.sk("mean_squared_error")), "mean_squared_error"),
+    _m("mae", False, "value", F.value_metric(F.sk("mean_absolute_error")), "mean_absolute_error l1"),
+    _m("medae", False, "value", F.value_metric(F.sk("median_absolute_error")), "median_absolute_error"),
+    _m("mape", False, "value", F.value_metric(F.sk("mean_absolute_percentage_error")), "mean_absolute_percentage_error"),
     _m("smape", False, "value", F.smape, "symmetric_mean_absolute_percentage_error smape_plus_1"),
     _m("rmspe", False, "value", F.rmspe, "root_mean_square_percentage_error root_mean_squared_percentage_error"),
-    _m("r2", True, "value", F.value_metric(skm.r2_score), "r2_score r_squared coefficient_of_determination"),
+    _m("r2", True, "value", F.value_metric(F.sk("r2_score")), "r2_score r_squared coefficient_of_determination"),
     _m("pearson", True, "value", F.pearson, "pearsonr pearson_correlation meanpearson mean_pearson pearson_r"),
     _m("spearman", True, "value", F.spearman, "spearmanr spearman_correlation spearman_rho"),
     _m("kendall_tau", True, "value", F.kendall_tau, "kendall kendalltau kendall_tau_correlation"),

@@ -1,0 +1,190 @@
+"""Which columns the submission predicts, and as what task: the target half of the expert's
+inspection.
+
+A mixin of the inspection, like `images.ImageLayouts`: it reads the inspection's state (the train,
+test and sample frames, the images, the class root, the page) and records notes and assumptions
+like the rest of it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from agentk.core import metrics
+from agentk.core.metrics import normalise_labels
+from setup_pipeline.expert.facts import ExpertDeclined, TargetFact
+from setup_pipeline.expert.images import present
+from setup_pipeline.perception.tables import match_column
+
+_BOOL_WORDS = {"true", "false", "yes", "no", "t", "f", "y", "n"}
+_NA_WORDS = {"na", "nan", "n/a", "null", "none", "?"}
+_MAX_CLASSES = 20
+
+
+def as_numbers(values: pd.Series) -> pd.Series | None:
+    """The values as numbers if (nearly) all of them are numbers, else None.
+
+    Spelled-out missing markers ("NA", "nan") are skipped here only: as labels they may be real.
+    """
+    values = values[~values.str.lower().isin(_NA_WORDS)]
+    parsed = pd.to_numeric(values, errors="coerce")
+    return parsed if len(values) and parsed.notna().mean() >= 0.99 else None
+
+
+def is_bool_like(values: pd.Series) -> bool:
+    return len(values) > 0 and set(values.str.lower().unique()) <= _BOOL_WORDS
+
+
+def sorted_labels(labels: list[str]) -> list[str]:
+    numeric = pd.to_numeric(pd.Series(labels, dtype=object), errors="coerce")
+    if labels and numeric.notna().all():
+        return [label for _, label in sorted(zip(numeric.tolist(), labels))]
+    return sorted(labels)
+
+
+def _spellings(labels: object) -> set[str]:
+    """Labels as one spelling each: a class column named "5" is train's label "5.0" (a column of
+    whole numbers with gaps is written as floats), "TRUE" is "true"."""
+    return set(normalise_labels(list(labels)))  # type: ignore[call-overload]
+
+
+class TargetDecisions:
+    """The target half of the inspection (see the module docstring)."""
+
+    def _labels(self, column: str) -> pd.Series:
+        if self.train_df is None:  # class folders: the folder name is the label
+            return pd.Series([p.parent.name for p in self.images if p.parent.parent == self.class_root])
+        return present(self.train_df[column])
+
+    def _targets(self, header: list[str] | None, id_column: str, train_id: str | None,
+                 test_id: str | None) -> tuple[str, list[TargetFact], list[str]]:
+        train_cols = list(self.train_df.columns) if self.train_df is not None else []
+        test_cols = list(self.test_df.columns) if self.test_df is not None else []
+        in_test = set(test_cols)
+        only_train = [c for c in train_cols if c not in in_test and c not in (train_id, test_id)]
+        if not header:
+            if not only_train:
+                raise ExpertDeclined("no sample submission or submission example, and train has no column "
+                                     "missing from test to predict")
+            target = self._likely_target(only_train)
+            self.notes.append(f"no submission header found: predicting {target!r}, a column missing from test")
+            return "per_target", [self._sample_fact(target, target)], [id_column, target]
+        named = [c for c in header[1:] if c != "..."]
+        elided = "..." in header
+        in_train = [match_column(train_cols, c) for c in named]
+        if named and not elided and all(in_train):
+            # Submission and train may differ in case only ("Target" vs "target").
+            return "per_target", [self._sample_fact(c, t) for c, t in zip(named, in_train) if t], header
+        if self.train_df is None and len(named) == 1 and not elided:
+            if named[0] not in set(self._labels("")):
+                return "per_target", [self._sample_fact(named[0], named[0])], header
+        if self.train_df is not None and len(named) == 1 and only_train and not elided \
+                and not any(_spellings(named[:1]) <= _spellings(self._labels(c)) for c in only_train):
+            # One prediction column under another name (e.g. "prediction" for train's "target").
+            target = self._likely_target(only_train)
+            self.notes.append(f"submission column {named[0]!r} holds train's {target!r}, a column missing from test")
+            return "per_target", [self._sample_fact(named[0], target)], header
+        label = self._label_column(named, only_train)
+        labels = sorted(set(self._labels(label)))
+        classes = sorted_labels(labels) if elided else named
+        if elided and classes[: len(named)] != named:
+            self.notes.append("the submission example's class columns are not the first sorted labels; "
+                              "all classes are listed in sorted order")
+        missing = sorted(label for label in labels if normalise_labels([label])[0] not in _spellings(classes))
+        if missing:
+            self.notes.append(f"train labels without a submission column: {', '.join(missing[:10])}")
+        fact = TargetFact(column=label, task="multiclass" if len(classes) > 2 else "binary", classes=classes)
+        return "per_class_proba", [fact], [header[0], *classes]
+
+    def _likely_target(self, candidates: list[str]) -> str:
+        """The train-only column a page asks to predict: named in a sentence about predicting, or
+        named like a target; an assumption when several could be (commonlit's standard_error)."""
+        if len(candidates) == 1:
+            return candidates[0]
+        sentences = [x.lower() for x in re.split(r"(?<=[.!?])\s+|\n", self.page) if re.search(r"predict|target|forecast", x, re.I)]
+
+        def score(column: str) -> tuple:
+            named = sum(bool(re.search(rf"(?<![\w]){re.escape(column.lower())}(?![\w])", x)) for x in sentences)
+            hint = bool(re.search(r"target|label|class|outcome|^y$", column, re.I))
+            return (named, hint, candidates.index(column))
+        target = max(candidates, key=score)
+        self.assume(f"target: {target!r} of the train-only columns {', '.join(candidates)} — "
+                    "the one the page speaks of predicting")
+        return target
+
+    def _label_column(self, named: list[str], only_train: list[str]) -> str:
+        if self.train_df is None:
+            if set(named) <= set(self._labels("")):
+                return "label"
+            raise ExpertDeclined(f"submission columns {', '.join(named[:5])} are not class folder names")
+        fits = [c for c in only_train if _spellings(named) <= _spellings(self._labels(c))]
+        if len(fits) != 1:
+            raise ExpertDeclined(f"submission columns {', '.join(named[:5])} are neither train columns nor "
+                                 f"the values of exactly one train-only column ({len(fits)} fit)")
+        return fits[0]
+
+    def _default_metric(self, fmt: str, targets: list[TargetFact],
+                        reason: str = "the description names no metric I can compute") -> str:
+        """What a Kaggle expert assumes when the page names no metric: the submission's shape and
+        the target's values decide (probabilities → log loss, labels → accuracy, numbers → RMSE)."""
+        if fmt == "per_class_proba":
+            name, why = "logloss", "the submission holds one probability per class"
+        else:
+            values = self._labels(targets[0].column)
+            numbers = as_numbers(values)
+            distinct = values.nunique()
+            continuous = numbers is not None and not is_bool_like(values) and (
+                not bool((numbers == numbers.round()).all()) or distinct > _MAX_CLASSES)
+            shown = [v for t in targets for v in t.sample_values]
+            fractions = as_numbers(pd.Series(shown, dtype=str)) if shown else None
+            probabilities = fractions is not None and len(fractions) and bool(((fractions > 0) & (fractions < 1)).any())
+            if continuous:
+                name, why = "rmse", f"target {targets[0].column!r} is continuous"
+            elif probabilities and distinct == 2:
+                name, why = "logloss", "the sample shows probabilities for a two-class target"
+            else:
+                name, why = "accuracy", f"target {targets[0].column!r} holds {distinct} classes"
+        self.assume(f"metric: {name} — {reason}; {why}")
+        return name
+
+    def _sample_fact(self, submitted: str, column: str) -> TargetFact:
+        """The task is decided later, once the metric's kind is known; the sample shows how the
+        submission writes values (e.g. False where train says FALSE)."""
+        shown = self.sample_df is not None and submitted in self.sample_df.columns
+        values = list(present(self.sample_df[submitted]).unique()[:5]) if shown and self.sample_df is not None else []
+        return TargetFact(column=column, task="regression", sample_values=values)
+
+    def _fit_task(self, fact: TargetFact, metric: str, fmt: str) -> TargetFact:
+        """The target's task under the page's metric; when the values contradict the metric (a
+        score of numbers for word labels, say) the metric was misread: the data decides."""
+        try:
+            return self._task(fact, metrics.get_metric(metric).kind, metric, fmt)
+        except ExpertDeclined as exc:
+            if "single value" in exc.reason:
+                raise
+            assumed = self._default_metric(fmt, [fact], reason=f"the page's {metric} does not fit: {exc.reason}")
+            self.metric_override = assumed
+            return self._task(fact, metrics.get_metric(assumed).kind, assumed, fmt)
+
+    def _task(self, fact: TargetFact, kind: str, metric: str, fmt: str) -> TargetFact:
+        if fmt == "per_class_proba":
+            return fact
+        values = self._labels(fact.column)
+        numbers = as_numbers(values)
+        if kind in ("value", "regression"):
+            if numbers is None:
+                raise ExpertDeclined(f"metric {metric} scores numbers but target {fact.column!r} is not numeric")
+            return fact.model_copy(update={"task": "regression", "classes": None})
+        labels = sorted(set(values))
+        # Under a label metric whole numbers are classes, as long as each class recurs.
+        few = len(labels) <= _MAX_CLASSES * 50 and len(labels) * 3 <= max(len(values), 10)
+        integral = numbers is not None and bool((numbers == numbers.round()).all())
+        if not (numbers is None or is_bool_like(values) or (integral and few)):
+            raise ExpertDeclined(f"metric {metric} scores labels but target {fact.column!r} looks continuous "
+                                 f"({len(labels)} distinct numbers)")
+        if len(labels) < 2:
+            raise ExpertDeclined(f"target {fact.column!r} has a single value in train")
+        task = "binary" if len(labels) == 2 else "multiclass"
+        return fact.model_copy(update={"task": task, "classes": sorted_labels(labels)})

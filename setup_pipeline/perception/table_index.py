@@ -1,0 +1,105 @@
+"""What the role decisions ask of the tables, cached: a column's values, the columns that may
+hold some values, the key two tables share, a column counting rows, a column of image names or of
+class labels.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from agentk.core.metrics import normalise_labels
+from setup_pipeline.perception.catalogue import Catalogue
+from setup_pipeline.perception.tables import MATCH, Logical, blank_for, group_parts, is_unique, keys_agree, overlap
+
+# Wider tables look for keys in one vectorised pass (columns_with).
+WIDE_COLUMNS = 1000
+
+
+class TableIndex:
+    """The catalogue's tables (parts grouped) with lookups that remember what they computed."""
+
+    def __init__(self, catalogue: Catalogue) -> None:
+        self.catalogue = catalogue
+        self.tables = group_parts(catalogue)
+        self._value_cache: dict[tuple[int, str], set[str]] = {}
+        self._cells_cache: dict[int, pd.Series] = {}
+        self.image_names = {p.stem for p in catalogue.images} | {p.name for p in catalogue.images}
+        per_folder: dict = {}
+        for p in catalogue.images:
+            per_folder[p.parent] = per_folder.get(p.parent, 0) + 1
+        self.image_names |= {d.name for d, n in per_folder.items() if n <= 3}  # one folder per image
+
+    def image_key(self, table: Logical) -> str | None:
+        """The first column of `table` whose values name image files (with or without extension)."""
+        if not self.image_names:
+            return None
+        for column in table.columns:
+            if is_unique(table.frame, column) and overlap(self.values(table, column), self.image_names) >= MATCH:
+                return column
+        return None
+
+    def columns_with(self, table: Logical, values: set[str]) -> list[str]:
+        """The columns of `table` that may share values with `values`: all of a table of usual
+        width; of a very wide one only those holding one of them as written, found in one pass
+        over the table rather than a set of values per column (20,000 columns took minutes)."""
+        if len(table.columns) <= WIDE_COLUMNS:
+            return table.columns
+        key = id(table)
+        if key not in self._cells_cache:  # every cell in one column: one hash pass, not one per column
+            self._cells_cache[key] = pd.Series(table.frame.to_numpy(dtype=object).ravel())
+        hits = self._cells_cache[key].isin(values).to_numpy().reshape(table.frame.shape).any(axis=0)
+        return [column for column, hit in zip(table.columns, hits) if hit]
+
+    def values(self, table: Logical, column: str) -> set[str]:
+        key = (id(table), column)
+        if key not in self._value_cache:
+            self._value_cache[key] = table.values(column)
+        return self._value_cache[key]
+
+
+    def key_match(self, table: Logical, others: list[Logical]) -> tuple[str, Logical, str, float] | None:
+        """The column of `table` whose values best match a column of another table."""
+        best = None
+        for column in table.columns:
+            if not is_unique(table.frame, column):
+                continue
+            mine = self.values(table, column)
+            for other in others:
+                for theirs in self.columns_with(other, mine):
+                    if other.frame[theirs].astype(str).str.strip().nunique() < 0.5 * len(mine):
+                        continue
+                    share = overlap(mine, self.values(other, theirs))
+                    if keys_agree(column, theirs, share) and (best is None or share > best[3]):
+                        best = (column, other, theirs, share)
+            if best is not None:
+                return best  # the earliest matching column is the key
+        return best
+
+    def row_numbers(self, table: Logical, others: list[Logical]) -> str | None:
+        """A column counting the rows (from 0 or 1) of a table as long as another: rows matched by order."""
+        n = len(table.frame)
+        if not any(len(o.frame) == n for o in others):
+            return None
+        for column in table.columns:
+            cells = table.frame[column].astype(str).str.strip()
+            for start in (0, 1):
+                if cells.tolist() == [str(i) for i in range(start, start + n)]:
+                    return column
+        return None
+
+    def labels_every_row(self, table: Logical, answers: list[str]) -> bool:
+        """A column of `table` labels every row with exactly the submission's class columns: the
+        training answers (labels.csv beside image folders), not rows to predict. Exactly: a feature
+        counting months (1..12) or an id counting rows also holds the classes 1..10."""
+        return len(answers) >= 2 and any(self.labels(table, c, answers, exact=True) and not blank_for(table, "", set(), c)
+                                         for c in table.columns)
+
+    def labels(self, table: Logical, column: str, names: list[str], exact: bool = False) -> bool:
+        """Every one of `names` is a value of the column (`exact`: and no other value), spelled
+        alike: class "5" is "5.0" in a column of whole numbers with gaps, written as floats."""
+        values = self.values(table, column)
+        if not names or "..." in names or len(values) > 1000:
+            return False  # many distinct values: no label column
+        mine, theirs = set(normalise_labels(names)), set(normalise_labels(list(values)))
+        return mine == theirs if exact else mine <= theirs
+

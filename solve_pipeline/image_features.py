@@ -1,0 +1,67 @@
+"""The image block: each image column's files as small grey pixel grids, and the files' paths for
+pretrained backbones that read the photos themselves."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+def _image_path(path_value: object, base: Path) -> str:
+    """The file a map's cell names, relative paths read from the setup folder ("" for none)."""
+    if not isinstance(path_value, str) or not path_value.strip():
+        return ""
+    path = Path(path_value.strip())
+    return str(path if path.is_absolute() else base / path)
+
+
+def _load_image(path: str, size: int) -> np.ndarray:
+    from PIL import Image
+
+    pixels = np.zeros((size, size), dtype=np.float32)
+    if not path:
+        return pixels
+    try:
+        with Image.open(path) as image:
+            image = image.convert("L").resize((size, size), Image.Resampling.BILINEAR)
+            pixels = np.asarray(image, dtype=np.float32) / 255.0
+    except (OSError, ValueError) as error:  # a broken file should cost one row, not the run
+        warnings.warn(f"cannot read image {path}: {error}")
+    return pixels
+
+
+def _image_paths(frame: pd.DataFrame, base: Path) -> dict[str, list[str]]:
+    return {str(c): [_image_path(v, base) for v in frame[c].tolist()] for c in frame.columns}
+
+
+def _image_block(paths: dict[str, list[str]], rows: int, size: int) -> np.ndarray:
+    stacks = [
+        np.stack([_load_image(p, size) for p in column]) if rows else
+        np.zeros((0, size, size), dtype=np.float32)
+        for column in paths.values()
+    ]
+    return np.stack(stacks, axis=1)  # (rows, image columns, size, size)
+
+
+@dataclass
+class ImageBlocks:
+    train: np.ndarray | None = None  # (rows, image columns * size * size) pixels
+    test: np.ndarray | None = None
+    shape: tuple[int, int, int] | None = None  # (channels=image columns, h, w)
+    paths_train: dict[str, list[str]] | None = None
+    paths_test: dict[str, list[str]] | None = None
+
+
+def image_blocks(train_img: pd.DataFrame, test_img: pd.DataFrame, base: Path, size: int) -> ImageBlocks:
+    """The image columns both maps hold, paths read from `base` (the setup folder)."""
+    columns = [c for c in train_img.columns if c in test_img.columns]
+    if not columns:
+        return ImageBlocks()
+    paths_train, paths_test = _image_paths(train_img[columns], base), _image_paths(test_img[columns], base)
+    block_train = _image_block(paths_train, len(train_img), size)
+    block_test = _image_block(paths_test, len(test_img), size)
+    return ImageBlocks(block_train.reshape(len(train_img), -1), block_test.reshape(len(test_img), -1),
+                       (len(columns), size, size), paths_train, paths_test)
