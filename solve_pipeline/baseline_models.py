@@ -41,7 +41,7 @@ class ModelOptions:
     deadline: float | None = None  # time.monotonic() value after which boosting stops early
 
 
-class _ClassifierBase:
+class ClassifierBase:
     """Shared predict for classifiers; subclasses fill `_proba`."""
 
     spec: TargetSpec
@@ -62,7 +62,7 @@ def _expand(proba: np.ndarray, present: np.ndarray, n_classes: int) -> np.ndarra
     return full
 
 
-class ConstantModel(_ClassifierBase):
+class ConstantModel(ClassifierBase):
     """Class frequencies or the mean: the floor every real model must beat."""
 
     def __init__(self, spec: TargetSpec, options: ModelOptions | None = None) -> None:
@@ -86,7 +86,7 @@ class ConstantModel(_ClassifierBase):
 LOGISTIC_CHUNK = 100  # lbfgs iterations between deadline checks
 
 
-class LinearModel(_ClassifierBase):
+class LinearModel(ClassifierBase):
     """LogisticRegression / Ridge: strong on TF-IDF and pixels, a sane reference on tables."""
 
     def __init__(self, spec: TargetSpec, options: ModelOptions | None = None, C: float = 1.0) -> None:
@@ -146,7 +146,7 @@ class LinearModel(_ClassifierBase):
         return self.estimator_.predict(X)
 
 
-class LightGBMModel(_ClassifierBase):
+class LightGBMModel(ClassifierBase):
     """Gradient boosting with early stopping on the validation split when one is given."""
 
     def __init__(self, spec: TargetSpec, options: ModelOptions | None = None,

@@ -16,7 +16,7 @@ from solve_pipeline.baseline_models import (
     ConstantModel,
     Matrix,
     ModelOptions,
-    _ClassifierBase,
+    ClassifierBase,
     _expand,
 )
 from solve_pipeline.setup_modules import TargetSpec
@@ -43,7 +43,7 @@ class _Deadline:
         return now + step < self.deadline
 
 
-class CatBoostModel(_ClassifierBase):
+class CatBoostModel(ClassifierBase):
     """CatBoost with native categorical handling and early stopping on the validation split."""
 
     def __init__(self, spec: TargetSpec, options: ModelOptions | None = None,
@@ -129,7 +129,7 @@ class CatBoostModel(_ClassifierBase):
         return np.asarray(self.estimator_.predict(self._pool(X)), dtype=np.float64)
 
 
-class _ForestModel(_ClassifierBase):
+class _ForestModel(ClassifierBase):
     """A scikit-learn forest (missing values handled natively by the trees, sklearn >= 1.6)."""
 
     classifier: type
@@ -216,7 +216,7 @@ class ExtraTreesModel(_ForestModel):
     min_samples_leaf = 2
 
 
-class NaiveBayesModel(_ClassifierBase):
+class NaiveBayesModel(ClassifierBase):
     """Multinomial naive Bayes over TF-IDF: the classic text-classification partner of the
     logistic model (spooky-author-identification, word 1-2 grams: log loss 0.38 out of fold in
     under a second, against the logistic model's 0.41 in a minute), and a diverse one to blend."""

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from solve_pipeline import device
-from solve_pipeline.baseline_models import ConstantModel, ModelOptions, _ClassifierBase
+from solve_pipeline.baseline_models import ConstantModel, ModelOptions, ClassifierBase
 from solve_pipeline.setup_modules import TargetSpec
 from solve_pipeline.torch_training import fit_on_device
 
@@ -103,7 +103,7 @@ class Loop:
     after_step: Callable[[Rows, float], None] | None = None  # (batch, its seconds): pace, schedule
 
 
-class TorchModel(_ClassifierBase):
+class TorchModel(ClassifierBase):
     """A torch network under the solver's model protocol. Subclasses name their `Settings` and
     write `_train` (build the net, then `self._run(Loop(...), X, y)`) and `_outputs` (the net's
     outputs on a matrix: logits, or probabilities where `PROBABILITIES`)."""

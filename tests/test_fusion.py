@@ -25,7 +25,7 @@ from solve_pipeline.fusion_inputs import ModalityBlocks, fusion_matrices
 from solve_pipeline.registry import FUSION_SPACE, NN_SPACE, family_candidate
 from solve_pipeline.setup_modules import TargetSpec
 
-pytestmark = [pytest.mark.integration, pytest.mark.solo]
+pytestmark = pytest.mark.integration
 
 COMPETITIONS = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 BINARY = TargetSpec("y", "binary", [0, 1])

@@ -17,7 +17,7 @@ from solve_pipeline.hebo_tool import (
 )
 from solve_pipeline.registry import NN_SPACE
 
-pytestmark = [pytest.mark.integration, pytest.mark.solo]
+pytestmark = pytest.mark.integration
 
 BOWL = [SearchParam(name="x", kind="num", lb=-5, ub=5),
         SearchParam(name="y", kind="num", lb=-5, ub=5)]

@@ -15,7 +15,7 @@ from solve_pipeline.registry import family_candidate
 from solve_pipeline.solve_inputs import SolveOptions, prepare
 from solver_workspaces import titanic_workspace
 
-pytestmark = [pytest.mark.integration, pytest.mark.solo]
+pytestmark = pytest.mark.integration
 
 
 class SlowConstant(ConstantModel):
