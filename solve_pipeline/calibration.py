@@ -16,33 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize_scalar
-
 from solve_pipeline.cv import CandidateRun, CVContext, cv_score, emit, score_outputs
-
-LOG_T_BOUNDS = (math.log(0.05), math.log(20.0))
-_FLOOR = 1e-12
-
-
-def tempered(proba: np.ndarray, temperature: float) -> np.ndarray:
-    """softmax(log p / T), row-wise; T > 1 softens, T < 1 sharpens."""
-    logits = np.log(np.clip(np.asarray(proba, dtype=np.float64), _FLOOR, 1.0)) / temperature
-    logits -= logits.max(axis=1, keepdims=True)
-    weights = np.exp(logits)
-    return weights / weights.sum(axis=1, keepdims=True)
-
-
-def _nll(proba: np.ndarray, y: np.ndarray) -> float:
-    return float(-np.mean(np.log(np.clip(proba[np.arange(len(y)), y], _FLOOR, 1.0))))
-
-
-def fit_temperature(proba: np.ndarray, y: np.ndarray) -> float:
-    """The T minimising the log loss of `proba` on labels `y` (class indices)."""
-    if len(y) == 0:
-        return 1.0
-    result = minimize_scalar(lambda log_t: _nll(tempered(proba, math.exp(log_t)), y),
-                             bounds=LOG_T_BOUNDS, method="bounded", options={"xatol": 1e-3})
-    return float(math.exp(result.x))
+from solve_pipeline.temperature import fit_temperature, tempered
 
 
 def cross_fitted(oof: np.ndarray, y: np.ndarray, folds: list[tuple]) -> tuple[np.ndarray, list[float]]:

@@ -24,6 +24,7 @@ from solve_pipeline.baseline_models import ModelCandidate, ModelOptions
 from solve_pipeline.dataset import FeatureSet
 from solve_pipeline.decoding import Decoder
 from solve_pipeline.setup_modules import SetupArtifacts, TargetSpec
+from solve_pipeline.temperature import fit_temperature, tempered
 
 # Probabilities are floored so a class a fold never saw cannot make log loss infinite.
 PROBA_FLOOR = 1e-6
@@ -203,8 +204,6 @@ def _fold_score(ctx: CVContext, rows: np.ndarray, outputs: dict[str, np.ndarray]
     if ctx.light or len(rows) > FOLD_CALIBRATION_MAX_ROWS or \
             not any(s.is_classification and s.n_classes >= 2 for s in ctx.targets):
         return score
-    from solve_pipeline.calibration import fit_temperature, tempered  # calibration imports this module
-
     tempered_outputs = dict(outputs)
     for spec in ctx.targets:
         if spec.is_classification and spec.n_classes >= 2:
