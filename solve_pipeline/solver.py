@@ -38,8 +38,9 @@ from agentk.core.results import SolveResult
 from agentk.core.workspace import atomic_write_json
 from solve_pipeline import blend_phase, decode_phase, device, finetune_phase
 from solve_pipeline.cv import emit
+from solve_pipeline.join_selection import select_joins
 from solve_pipeline.outputs import clear_candidates, ranked_candidates
-from solve_pipeline.solve_inputs import SolveOptions, prepare
+from solve_pipeline.solve_inputs import SolveOptions, prepare, read_plan
 from solve_pipeline.solve_state import Solver
 from solve_pipeline.warm_start import ignore_configs
 
@@ -61,6 +62,10 @@ def solve(options: SolveOptions) -> dict:
         clear_candidates(artifacts)
 
     solver.constant_first()
+    # Joined side tables that do not improve CV leave the features before any family reads them
+    # (after the constant model: a valid submission first, and the metric known to score).
+    joins = select_joins(ctx, read_plan(artifacts), options.time_budget, options.light)
+    features = ctx.features
     outcome = solver.race()
     tuning: dict[str, Any] = {"skipped": "light mode or --no-tune"}
     blend_report: dict[str, Any] = {"skipped": "light mode"}
@@ -92,6 +97,7 @@ def solve(options: SolveOptions) -> dict:
         "tuning": tuning,
         "bagging": bagging,
         "validation": validation.to_json(),
+        "joins": joins,
         "raw_scores": state.raw_scores,
         "blend": blend_report,
         "decoding": decoding,

@@ -63,6 +63,7 @@ class SolveResult(BaseModel):
     time_to_first_submission_s: float | None = None
     # (seconds since the solver started, best validation score so far), one point per improvement.
     timeline: list[tuple[float, float]] = []
+    joins: dict[str, Any] | None = None  # per joined side table: kept or dropped, with the CV scores
     warm_start: dict[str, Any] | None = None  # a campaign's suggestions: what was used, what ignored and why
     # Where torch work ran: {choice, used, parts: {part: cpu|cuda}, notes: [fallback lines]}.
     device: dict[str, Any] | None = None

@@ -125,8 +125,18 @@ def _plan(facts: DataFacts) -> dict:
         "echo_columns": list(facts.echo_columns),  # repeated test inputs: blank where test is
         "sample_submission": facts.sample_submission,
         "assumptions": facts.assumptions,
+        "joins": _side_joins(facts),
         "facts": facts.model_dump(mode="json"),
     }
+
+
+def _side_joins(facts: DataFacts) -> list[dict]:
+    """What each side table join matched (tables keyed by the id are part of reading the data)."""
+    joins = facts.train_table.joins if facts.train_table else []
+    return [{"table": " + ".join(j.file), "on": j.keys, "other_on": j.other_keys,
+             "kind": "one-to-many" if j.aggregate else "one-to-one", "match": j.match,
+             "key_forms": j.key_forms, "prefix": j.prefix, "columns": j.columns, "last_by": j.time_column}
+            for j in joins if j.prefix]
 
 
 def _frame_classes(ctx: StageContext) -> dict[str, list[str]]:

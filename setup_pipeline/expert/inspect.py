@@ -69,7 +69,7 @@ class _Inspection(TargetDecisions, ImageLayouts):
         self.page = text
         described = submission_header(text)
         self.example_rows = submission_example_rows(text, described) if described else []
-        roles = decide_roles(catalogue, described, self.example_rows)
+        roles = decide_roles(catalogue, described, self.example_rows, text)
         self.roles = roles
         self.notes += roles.evidence
         self.class_root = self._class_root()

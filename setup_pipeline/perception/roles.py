@@ -18,6 +18,7 @@ import pandas as pd
 from setup_pipeline.perception.catalogue import Catalogue
 from setup_pipeline.perception.echo import echoed_by_example, echoed_by_sample
 from setup_pipeline.perception.recipe import Join, TableRecipe, assemble
+from setup_pipeline.perception.relations import find_side_joins
 from setup_pipeline.perception.table_index import TableIndex
 from setup_pipeline.perception.tables import (
     MATCH, Logical, agrees, blank_for, is_constant, is_unique, keys_agree, match_column, overlap,
@@ -50,9 +51,10 @@ class Roles:
 
 class _Decider(TableIndex):
     def __init__(self, catalogue: Catalogue, header_hint: list[str] | None,
-                 example_rows: list[dict[str, str]] | None = None) -> None:
+                 example_rows: list[dict[str, str]] | None = None, page: str = "") -> None:
         super().__init__(catalogue)
         self.example_rows = example_rows or []
+        self.page = page
         self.header_hint = header_hint
         self.roles = Roles()
 
@@ -242,6 +244,8 @@ class _Decider(TableIndex):
             roles.train = TableRecipe(files=test.files, rows="target_present", target_columns=targets)
             roles.train_key = test_key
             self.say(f"one file holds train and test: {test.files[0]}; rows with a blank {targets[0]!r} are to predict")
+            keys = [c for c in test.columns if c != test_key and c not in targets]
+            self.side_tables(test.frame, None, keys, [t for t in rest if t is not test])
             # The rows to predict, without their blank answers, are the test rows a sample echoes.
             return self._finish(test, test, sample, test_key)
         others = [t for t in rest if t is not test]
@@ -283,7 +287,24 @@ class _Decider(TableIndex):
                 roles.test.joins.append(Join(on=test_key, **spec))
             self.say(f"more features: {' + '.join(table.files)} ({len(columns)} columns), joined on {column!r}"
                      + (" (several rows per key: averaged, with a row count)" if many else ""))
+            others = [t for t in others if t is not table]
+        if test is not None:
+            keys = [c for c in train.columns if c in test.column_set and c not in (train_key, test_key)]
+            self.side_tables(train.frame, test.frame, keys, others)
         return self._finish(train, test, sample, test_key)
+
+    def side_tables(self, train: pd.DataFrame, test: pd.DataFrame | None, keys: list[str],
+                    tables: list[Logical]) -> None:
+        """Join the tables keyed by other columns of the main table (a store, a store and a date),
+        the same joins on train and test rows. A table with every main column is another copy of
+        the main table (more rows), not a side table."""
+        main = set(keys)
+        tables = [t for t in tables if not main <= t.column_set and len(t.columns) >= 2]
+        for found in find_side_joins(train, test, keys, tables, self.page):
+            self.roles.train.joins.append(found.join)
+            if self.roles.test is not None:
+                self.roles.test.joins.append(found.join.model_copy())
+            self.say(found.evidence)
 
     def _finish(self, train: Logical | None, test: Logical | None, sample: Logical | None,
                 test_key: str | None) -> Roles:
@@ -359,7 +380,8 @@ class _Decider(TableIndex):
 
 
 def decide_roles(catalogue: Catalogue, header_hint: list[str] | None,
-                 example_rows: list[dict[str, str]] | None = None) -> Roles:
+                 example_rows: list[dict[str, str]] | None = None, page: str = "") -> Roles:
     """Roles of the catalogue's tables; `header_hint` and `example_rows` are the description's
-    submission example (its header and rows), if any."""
-    return _Decider(catalogue, header_hint, example_rows).run()
+    submission example (its header and rows), if any; `page` the description, whose words may
+    vouch for a side table's link (the content still decides)."""
+    return _Decider(catalogue, header_hint, example_rows, page).run()
