@@ -14,10 +14,8 @@ import dataclasses
 import time
 from typing import Any
 
-import numpy as np
-
-from solve_pipeline.baseline_models import LightGBMModel, ModelOptions, tree_matrices
-from solve_pipeline.cv import CVContext, emit, predict, score_outputs
+from solve_pipeline.baseline_models import LightGBMModel, ModelCandidate, ModelOptions, tree_matrices
+from solve_pipeline.cv import CVContext, emit, predict, score_outputs, start_run
 from solve_pipeline.dataset import FeatureSet
 
 SHARE = 0.1  # of the time budget
@@ -46,22 +44,21 @@ def _without(features: FeatureSet, drop: list[int]) -> FeatureSet:
 
 def _fast_cv(ctx: CVContext, features: FeatureSet, deadline: float) -> float | None:
     """A light LightGBM's out-of-fold score on the race's folds; None when out of time."""
-    matrices = tree_matrices(features, ctx.seed)
-    if matrices is None:
+    ctx = dataclasses.replace(ctx, features=features)
+    run = start_run(ModelCandidate("join_check", tree_matrices, lambda s, o, f: LightGBMModel(s, o, f.categorical_indices)), ctx)
+    if run is None:
         return None
-    X = matrices[0]
-    oof = {s.column: np.zeros((features.n_train, s.n_classes) if s.is_classification else features.n_train)
-           for s in ctx.targets}
+    X, oof = run.X, run.oof
     options = ModelOptions(seed=ctx.seed, light=True, threads=2, deadline=deadline)
     for train_rows, valid_rows in ctx.folds:
         if time.monotonic() > deadline:
             return None
         for spec in ctx.targets:
-            model = LightGBMModel(spec, options, features.categorical_indices)
+            model = run.candidate.make(spec, options, features)
             y = ctx.y[spec.column]
             model.fit(X[train_rows], y[train_rows], X_val=X[valid_rows], y_val=y[valid_rows])
             oof[spec.column][valid_rows] = predict(model, spec, X[valid_rows])
-    return score_outputs(dataclasses.replace(ctx, features=features), None, oof)
+    return score_outputs(ctx, None, oof)
 
 
 def select_joins(ctx: CVContext, plan: dict[str, Any], budget_s: float | None, light: bool) -> dict[str, Any]:

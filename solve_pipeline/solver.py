@@ -65,7 +65,6 @@ def solve(options: SolveOptions) -> dict:
     # Joined side tables that do not improve CV leave the features before any family reads them
     # (after the constant model: a valid submission first, and the metric known to score).
     joins = select_joins(ctx, read_plan(artifacts), options.time_budget, options.light)
-    features = ctx.features
     outcome = solver.race()
     tuning: dict[str, Any] = {"skipped": "light mode or --no-tune"}
     blend_report: dict[str, Any] = {"skipped": "light mode"}
