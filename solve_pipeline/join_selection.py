@@ -19,6 +19,10 @@ from solve_pipeline.cv import CVContext, emit, predict, score_outputs, start_run
 from solve_pipeline.dataset import FeatureSet
 
 SHARE = 0.1  # of the time budget
+# A tiny budget still checks a small table (a few seconds of light LightGBM), but never spends more
+# than this share of the whole run on it.
+FLOOR_S = 6.0
+FLOOR_SHARE = 0.3
 UNBUDGETED_S = 120.0  # the check's own limit when the solve has no budget
 
 
@@ -61,6 +65,13 @@ def _fast_cv(ctx: CVContext, features: FeatureSet, deadline: float) -> float | N
     return score_outputs(ctx, None, oof)
 
 
+def check_seconds(budget_s: float | None) -> float:
+    """The check's own limit: a share of the budget, with a floor so a 20 s run still compares."""
+    if not budget_s:
+        return UNBUDGETED_S
+    return max(SHARE * budget_s, min(FLOOR_S, FLOOR_SHARE * budget_s))
+
+
 def select_joins(ctx: CVContext, plan: dict[str, Any], budget_s: float | None, light: bool) -> dict[str, Any]:
     """Drop from `ctx.features` the joined blocks that do not improve CV; the record of why."""
     blocks = _blocks(ctx.features, plan)
@@ -69,7 +80,7 @@ def select_joins(ctx: CVContext, plan: dict[str, Any], budget_s: float | None, l
     if light:
         return {"skipped": "light mode: every joined table kept", "kept": list(blocks)}
     started = time.monotonic()
-    deadline = started + (SHARE * budget_s if budget_s else UNBUDGETED_S)
+    deadline = started + check_seconds(budget_s)
     full = ctx.features
     base = _fast_cv(ctx, full, deadline)
     if base is None:

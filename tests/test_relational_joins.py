@@ -146,7 +146,7 @@ def test_the_solver_drops_a_joined_block_that_does_not_help(tmp_path: Path, monk
     monkeypatch.chdir(tmp_path)  # prepare() enters setup/, as the solver subprocess does
     _, ctx, _, _ = prepare(SolveOptions(workspace=workspace, folds=3))
     plan = {"joins": [{"table": "data/stores.csv", "prefix": "stores__"}, {"table": "data/noise.csv", "prefix": "noise__"}]}
-    record = select_joins(ctx, plan, budget_s=None, light=False)
+    record = select_joins(ctx, plan, budget_s=20, light=False)  # a tiny run still compares (the floor)
     assert record["tables"]["data/stores.csv"]["kept"] and not record["tables"]["data/noise.csv"]["kept"]
     assert "stores__signal" in ctx.features.tab_names and not any(n.startswith("noise__") for n in ctx.features.tab_names)
     assert select_joins(ctx, {"joins": []}, budget_s=None, light=False) == {"skipped": "no side table was joined"}
@@ -186,3 +186,105 @@ def test_one_file_with_train_and_test_rows_gets_its_side_table(tmp_path: Path) -
     assert [j.prefix for j in roles.train.joins] == [j.prefix for j in roles.test.joins] == ["stores__"]
     assert len(roles.train_frame) == N_TRAIN and len(roles.test_frame) == N_TEST
     assert (roles.test_frame["stores__size"] != "").all()
+
+
+def _orders_and_customers() -> dict[str, pd.DataFrame]:
+    """Rows keyed by an order and a customer: orders lead to users (a second hop); the customers of
+    test are not those of train, and two tables hold the answer for train's customers only."""
+    rng = np.random.default_rng(5)
+    churn = {f"c{i:02d}": ["no", "yes"][i % 2] for i in range(40)}
+
+    def rows(n: int, start: int, customers: list[str]) -> pd.DataFrame:
+        return pd.DataFrame({"row_id": [f"r{start + i:05d}" for i in range(n)],
+                             "order_id": rng.permutation(np.arange(start + 1, start + n + 1)),
+                             "customer": rng.choice(customers, n), "x": rng.normal(size=n).round(4)})
+    train = rows(N_TRAIN, 0, list(churn)[:30])
+    train["y"] = train["customer"].map(churn)
+    test = rows(N_TEST, N_TRAIN, list(churn)[30:])
+    n = N_TRAIN + N_TEST
+    orders = pd.DataFrame({"order_id": range(1, n + 1), "user_id": rng.integers(1, 31, n), "items": rng.integers(1, 9, n)})
+    users = pd.DataFrame({"user_id": range(1, 31), "age": rng.integers(18, 80, 30), "segment": rng.choice(["a", "b", "c"], 30)})
+    seen = [int(c[1:]) < 30 for c in churn]
+    customers = pd.DataFrame({"customer": list(churn), "region": [f"R{i % 4}" for i in range(40)],
+                              "churned": [v if s else "" for v, s in zip(churn.values(), seen)]})
+    labels = pd.DataFrame({"customer": list(churn), "label": [int(v == "yes") if s else "" for v, s in zip(churn.values(), seen)]})
+    return {"train.csv": train, "test.csv": test, "sample_submission.csv": test[["row_id"]].assign(y="no"),
+            "orders.csv": orders, "users.csv": users, "customers.csv": customers, "labels.csv": labels}
+
+
+@pytest.fixture(scope="module")
+def orders(tmp_path_factory: pytest.TempPathFactory):
+    tables = _orders_and_customers()
+    raw = _folder(tmp_path_factory.mktemp("orders"), tables)
+    return raw, tables, decide_roles(build_catalogue(raw), None)
+
+
+def test_a_side_table_of_a_side_table_is_reached_through_it(orders) -> None:
+    """main.order_id -> orders.order_id, orders.user_id -> users.user_id: users joins on the column
+    the orders join brought, after it, with its own block (the solver checks it on its own)."""
+    raw, tables, roles = orders
+    joins = _joins(roles.train)
+    assert (joins["users.csv"].on, joins["users.csv"].other_on, joins["users.csv"].via) == ("orders__user_id", "user_id", "data/orders.csv")
+    assert joins["users.csv"].match == {"train": 1.0, "test": 1.0} and joins["users.csv"].prefix == "users__"
+    files = [j.file[0] for j in roles.train.joins]
+    assert files.index("data/orders.csv") < files.index("data/users.csv")  # assembled in order
+    assert any(line.startswith("side table: data/users.csv") and "through data/orders.csv" in line for line in roles.evidence)
+    for frame, source in ((assemble(raw, roles.train), tables["train.csv"]), (assemble(raw, roles.test), tables["test.csv"])):
+        user = source["order_id"].map(tables["orders.csv"].set_index("order_id")["user_id"])
+        assert frame["users__age"].tolist() == user.map(tables["users.csv"].set_index("user_id")["age"]).astype(str).tolist()
+
+
+def test_a_side_table_is_not_reached_through_a_summarised_one(tmp_path: Path) -> None:
+    """Only a one-to-one table leads on: a summarised table's columns are statistics, not keys."""
+    tables = _orders_and_customers()
+    many = pd.concat([tables["orders.csv"], tables["orders.csv"].assign(items=1)], ignore_index=True)
+    files = {k: tables[k] for k in ("train.csv", "test.csv", "sample_submission.csv", "users.csv")} | {"orders.csv": many}
+    roles = decide_roles(build_catalogue(_folder(tmp_path, files)), None)
+    assert [(j.file[0], j.statistics) for j in roles.train.joins] == [("data/orders.csv", True)]
+
+
+def test_a_joined_column_that_holds_train_answers_is_left_out(orders) -> None:
+    """customers.churned is train's answer, blank for test's customers: left out, with why, while
+    the table's other column joins; labels.csv holds nothing else: left out whole."""
+    raw, _, roles = orders
+    joins = _joins(roles.train)
+    assert joins["customers.csv"].columns == ["region"] and list(joins["customers.csv"].left_out) == ["churned"]
+    assert "labels.csv" not in joins
+    line = next(e for e in roles.evidence if e.startswith("side table: data/customers.csv"))
+    assert "left out 'churned' equals the target 'y' on train rows but is blank on 100% of test rows (a leak)" in line
+    line = next(e for e in roles.evidence if "labels.csv" in e)
+    assert line.startswith("side table left out: data/labels.csv: 'label' nearly determines the target 'y'")
+    frame = assemble(raw, roles.train)
+    assert not any("churned" in c or "label" in c for c in frame.columns) and "customers__region" in frame.columns
+
+
+def test_one_file_of_train_and_test_rows_gets_the_leak_guard(tmp_path: Path) -> None:
+    """Train and test in one file: the answered and the blank rows are judged apart, so the
+    table holding answers for the answered rows' customers is left out there too."""
+    tables = _orders_and_customers()
+    both = pd.concat([tables["train.csv"], tables["test.csv"].assign(y="")], ignore_index=True)
+    files = {"data.csv": both, "sample_submission.csv": tables["sample_submission.csv"], "labels.csv": tables["labels.csv"],
+             "customers.csv": tables["customers.csv"]}
+    roles = decide_roles(build_catalogue(_folder(tmp_path, files)), None)
+    assert [(j.file[0], j.columns) for j in roles.train.joins] == [("data/customers.csv", ["region"])]
+    assert any(e.startswith("side table left out: data/labels.csv") for e in roles.evidence)
+
+
+def test_a_telling_column_that_test_rows_hold_is_a_feature() -> None:
+    from setup_pipeline.perception.leaks import gives_away, leaking
+
+    y = pd.Series(["a", "b"] * 30)
+    assert gives_away(y.map({"a": "1", "b": "0"}), y) == "nearly determines"
+    assert gives_away(pd.Series([f"{v:.3f}" for v in np.arange(60) * 2.0]), pd.Series([str(v) for v in np.arange(60)])) == "nearly determines"
+    assert gives_away(pd.Series([f"id{i}" for i in range(60)]), y) is None  # unique per row: says nothing
+    train = pd.DataFrame({"y": y, "copy": y, "weak": ["u", "v", "w"] * 20})
+    test = pd.DataFrame({"copy": ["a"] * 10, "weak": [""] * 10})
+    assert leaking(train, test, ["copy", "weak"], ["y"]) == {}  # held by test rows / telling nothing
+
+
+def test_the_join_check_has_a_floor_on_tiny_budgets() -> None:
+    from solve_pipeline.join_selection import check_seconds
+
+    assert check_seconds(20) == 6.0  # not 2 s: a small table is still compared
+    assert check_seconds(5) == 1.5  # never more than 30% of the run
+    assert check_seconds(600) == 60.0 and check_seconds(None) == 120.0

@@ -16,6 +16,7 @@ from agentk.core.results import SolveResult
 from agentk.report.page import NotAvailable
 from agentk.report.run_dataset import DatasetData, read_dataset
 from agentk.report.run_header import Header, read_header
+from agentk.report.run_joins import JoinsData, read_joins
 from agentk.report.run_section import Record, section
 from agentk.report.run_setup import ATTEMPTS_LINK, SetupData, read_setup
 from agentk.report.run_solver import EVENTS_FILE, SolverData, read_solver
@@ -27,6 +28,7 @@ class RunData(Record):
     setup: SetupData
     solver: SolverData | NotAvailable
     data: DatasetData
+    joins: JoinsData | NotAvailable | None = None  # the side tables joined; None: the plan joins none
     files: list[tuple[str, str]] = []  # (label, relative link) of the run's files that exist
 
 
@@ -57,5 +59,6 @@ def read_run(root: Path) -> RunData:
         setup=read_setup(root),
         solver=read_solver(root, solve),
         data=read_dataset(root, solve),
+        joins=read_joins(root, solve),
         files=[(label, link) for label, link in known if (root / link).is_file()],
     )

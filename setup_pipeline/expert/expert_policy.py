@@ -135,7 +135,8 @@ def _side_joins(facts: DataFacts) -> list[dict]:
     joins = facts.train_table.joins if facts.train_table else []
     return [{"table": " + ".join(j.file), "on": j.keys, "other_on": j.other_keys,
              "kind": "one-to-many" if j.aggregate else "one-to-one", "match": j.match,
-             "key_forms": j.key_forms, "prefix": j.prefix, "columns": j.columns, "last_by": j.time_column}
+             "key_forms": j.key_forms, "prefix": j.prefix, "columns": j.columns, "last_by": j.time_column,
+             "via": j.via, "left_out": j.left_out}
             for j in joins if j.prefix]
 
 

@@ -8,7 +8,8 @@ both train and test), and can take ids from the sample submission by row order.
 A join keyed by the id brings the table's columns as they are named. A side table keyed by other
 columns (a store, a store and a date: relations.py) is a left join whose columns carry its prefix,
 with both sides' keys written alike first (keys.py) and several rows per key summarised
-(side_stats.py); train and test run the same Join, so they get exactly the same columns.
+(side_stats.py); train and test run the same Join, so they get exactly the same columns. Joins run
+in order: a chained one keys on a column an earlier join brought (`orders__user_id`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class Join(BaseModel):
     statistics: bool = False  # aggregate per key: rows, mean/min/max of numbers, distinct words, the last by time
     time_column: str | None = None  # the side table's time, for the last value per key
     match: dict[str, float] = {}  # evidence: share of train / test rows whose key the side table holds
+    via: str | None = None  # a chained join: the side table (first file) whose joined column is the key
+    left_out: dict[str, str] = {}  # evidence: the table's columns not brought in, and why (a leak)
 
     @property
     def keys(self) -> list[str]:
@@ -104,7 +107,7 @@ def _key(frame: pd.DataFrame, columns: list[str], forms: list[KeyForm]) -> pd.Se
     return key.where(~blank, "")
 
 
-def _join(frame: pd.DataFrame, other: pd.DataFrame, join: Join) -> pd.DataFrame:
+def join_table(frame: pd.DataFrame, other: pd.DataFrame, join: Join) -> pd.DataFrame:
     """A left join: every row of the frame kept, in order; a key the table lacks leaves blanks."""
     side = other[join.columns].copy()
     side.insert(0, "__key__", _key(other, join.other_keys, join.key_forms).to_numpy())
@@ -145,7 +148,7 @@ def assemble(raw: str | Path, recipe: TableRecipe | dict, loaded: dict[str, pd.D
         for column in recipe.beside_columns:
             frame[column] = beside[column].to_numpy()
     for join in recipe.joins:
-        frame = _join(frame, _read_parts(raw, join.file, loaded), join)
+        frame = join_table(frame, _read_parts(raw, join.file, loaded), join)
     if recipe.rows != "all":
         blank = _blank(frame, recipe.target_columns)
         frame = frame[blank if recipe.rows == "target_blank" else ~blank]

@@ -14,6 +14,11 @@ is not a store number). A page saying a file is linked ("store.csv can be joined
 the bar, never replaces it: the key must still be found in the content. Single keys come before pairs, one row per key before several. Cost is
 bounded: the main table is sampled, only columns that can be keys (whole numbers, short codes,
 timestamps) are compared, and pairs are built only from columns that already match alone.
+
+A table keyed by a column only a side table holds (Instacart: train's `order_id` finds `orders.csv`,
+whose `user_id` finds `users.csv`) is reached through that one-to-one table, two hops at most: its
+join keys on the column the first join brought (`orders__user_id`) and comes after it. A joined
+column that gives the answer away (leaks.py) is left out, and a table with nothing else, whole.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from pathlib import PurePosixPath
 import pandas as pd
 
 from setup_pipeline.perception.keys import KeyForm, KeyKind, common_form, key_kind, normalise_key, only_days
-from setup_pipeline.perception.recipe import Join
+from setup_pipeline.perception.leaks import leaking
+from setup_pipeline.perception.recipe import Join, join_table
 from setup_pipeline.perception.tables import Logical
 
 MIN_MATCH = 0.5  # share of main rows whose key the side table must hold
@@ -55,7 +61,7 @@ class SideJoin:
     """A found join and the line saying how it was found."""
 
     table: Logical
-    join: Join
+    join: Join | None  # None: matched but left out (every column leaks); the evidence says why
     evidence: str
 
 
@@ -68,7 +74,10 @@ def _comparable(name: str) -> str:
 
 
 class _Search:
-    def __init__(self, train: pd.DataFrame, test: pd.DataFrame | None, keys: list[str]) -> None:
+    def __init__(self, train: pd.DataFrame, test: pd.DataFrame | None, keys: list[str],
+                 aliases: dict[str, str] | None = None) -> None:
+        # A main column brought by an earlier join (`orders__user_id`) is compared by its own name.
+        self.aliases = aliases or {}
         self.frames = [f for f in (train, test) if f is not None]  # whole: which keys the main table has
         # Sampled: the share of rows matched.
         self.samples = {name: f.sample(_MAIN_SAMPLE, random_state=0) if len(f) > _MAIN_SAMPLE else f
@@ -78,6 +87,9 @@ class _Search:
         self.main = [c for c in (self._column(both, k) for k in keys) if c is not None]
         self._normalised: dict[tuple[int, str, KeyForm], pd.Series] = {}
         self._sets: dict[tuple, tuple[set[str], bool]] = {}  # a key's distinct values, and whether it is unique
+
+    def same_name(self, mine: str, theirs: str) -> bool:
+        return _comparable(self.aliases.get(mine, mine)) == _comparable(theirs)
 
     @staticmethod
     def _column(table: Logical, name: str) -> _Column | None:
@@ -140,11 +152,11 @@ class _Search:
                 if form is None:
                     continue
                 shares = self.measure([mine.name], [theirs], [form])
-                strict = form == "integer" and _comparable(mine.name) != _comparable(theirs.name)
+                strict = form == "integer" and not self.same_name(mine.name, theirs.name)
                 if self.accepts(shares, strict, hinted):
                     found.append((mine, theirs, form, shares))
         # Under the same name first, then the most rows matched, one row per key first.
-        found.sort(key=lambda f: (_comparable(f[0].name) == _comparable(f[1].name), f[3]["unique"],
+        found.sort(key=lambda f: (self.same_name(f[0].name, f[1].name), f[3]["unique"],
                                   min(f[3]["train"], f[3].get("test", 1.0))), reverse=True)
         return found
 
@@ -165,7 +177,7 @@ class _Search:
         # One row per key first (a table unique on a location and an hour is keyed by both, not
         # summarised per location), then fewer key columns, then names that agree, then the rows matched.
         def rank(o: tuple[list[str], list[str], list[KeyForm], dict[str, float]]) -> tuple:
-            named = sum(_comparable(m) == _comparable(t) for m, t in zip(o[0], o[1])) / len(o[0])
+            named = sum(self.same_name(m, t) for m, t in zip(o[0], o[1])) / len(o[0])
             return (o[3]["unique"], -len(o[0]), named, min(o[3]["train"], o[3].get("test", 1.0)))
         options.sort(key=rank, reverse=True)
         return options[0]
@@ -209,16 +221,28 @@ def linked_on_page(page: str, tables: list[Logical]) -> set[str]:
     return {t.files[0] for t in tables if any(re.search(rf"\b{re.escape(_stem(t))}\b", s) for s in sentences)}
 
 
-def find_side_joins(train: pd.DataFrame, test: pd.DataFrame | None, keys: list[str],
-                    tables: list[Logical], page: str = "") -> list[SideJoin]:
-    """Joins of `tables` to the main table on its candidate key columns `keys` (columns train and
-    test share, not the id nor the answers), each with its evidence line."""
-    if not tables or not keys:
-        return []
-    search = _Search(train, test, keys)
-    linked = linked_on_page(page, tables)
+def _left_out(search: _Search, table: Logical, join: Join, targets: list[str]) -> dict[str, str]:
+    """The joined table's columns that leak the answer (leaks.py), judged on the sampled rows as
+    joined: column -> why. A summarised column leaks when any of its statistics does."""
+    if not targets or "test" not in search.samples:
+        return {}
+    train, test = (join_table(search.samples[n], table.frame, join) for n in ("train", "test"))
+    added = [c for c in train.columns if c not in search.samples["train"].columns]
+    found = leaking(train, test, added, targets)
+    out: dict[str, str] = {}
+    for column in join.columns:
+        named = join.prefix + column
+        why = next((w for c, w in found.items() if c == named or c.startswith(named + "__")), None)
+        if why:
+            out[column] = why
+    return out
+
+
+def _hop(search: _Search, tables: list[Logical], linked: set[str], taken: set[str], targets: list[str],
+         via: Logical | None) -> list[SideJoin]:
+    """The joins `search` finds among `tables`, leaking columns left out (`join` None when every
+    column leaks: only the evidence line says the table was matched)."""
     found: list[SideJoin] = []
-    taken: set[str] = set()
     for table in tables:
         hinted = table.files[0] in linked
         best = search.best(table, hinted)
@@ -234,15 +258,62 @@ def find_side_joins(train: pd.DataFrame, test: pd.DataFrame | None, keys: list[s
         match = {k: round(v, 4) for k, v in shares.items() if k in ("train", "test")}
         join = Join(file=table.files, on=mine[0] if len(mine) == 1 else mine,
                     other_on=theirs[0] if len(theirs) == 1 else theirs, columns=columns,
-                    aggregate=many, statistics=many, time_column=time, key_forms=forms, prefix=prefix, match=match)
+                    aggregate=many, statistics=many, time_column=time, key_forms=forms, prefix=prefix, match=match,
+                    via=via.files[0] if via else None)
         written = [f for f in forms if f != "text"]
         pairs = " + ".join(f"{m!r}~{t!r}" for m, t in zip(mine, theirs))
+        how = (f"joined on {pairs} "
+               f"({'through ' + ' + '.join(via.files) + '; ' if via else ''}"
+               f"{'one-to-many: summarised per key' if many else 'one-to-one'}; "
+               f"{shares['train']:.0%} of train rows matched" + (f", {shares['test']:.0%} of test" if "test" in shares else "")
+               + (f"; keys read as {', '.join(written)}" if written else "")
+               + (f"; last values by {time!r}" if time else "")
+               + ("; the page links it" if hinted else "") + ")")
+        left_out = _left_out(search, table, join, targets)
+        leaks = "; ".join(f"{c!r} {why}" for c, why in left_out.items())
+        if len(left_out) == len(columns):
+            found.append(SideJoin(table, None, f"side table left out: {' + '.join(table.files)}: {leaks}; it was {how}"))
+            continue
+        join.columns = [c for c in columns if c not in left_out]
+        join.left_out = left_out
         found.append(SideJoin(table, join, (
-            f"side table: {' + '.join(table.files)} joined on {pairs} "
-            f"({'one-to-many: summarised per key' if many else 'one-to-one'}; "
-            f"{shares['train']:.0%} of train rows matched" + (f", {shares['test']:.0%} of test" if "test" in shares else "")
-            + (f"; keys read as {', '.join(written)}" if written else "")
-            + (f"; last values by {time!r}" if time else "")
-            + ("; the page links it" if hinted else "")
-            + f"), {len(columns)} column{'' if len(columns) == 1 else 's'} as {prefix}*")))
+            f"side table: {' + '.join(table.files)} {how}, {len(join.columns)} column{'' if len(join.columns) == 1 else 's'} as {prefix}*"
+            + (f"; left out {leaks}" if leaks else ""))))
+    return found
+
+
+def _bridge(train: pd.DataFrame, test: pd.DataFrame | None, first: SideJoin) -> _Search | None:
+    """A search over the main table with `first`'s joined columns that can be keys (orders'
+    `user_id`, as `orders__user_id`): the main table as the second hop sees it."""
+    assert first.join is not None
+    keyable = [c for c in first.join.columns if key_kind(first.table.frame[c]) is not None]
+    if not keyable:
+        return None
+    bridge = first.join.model_copy(update={"columns": keyable})
+    joined = [join_table(f, first.table.frame, bridge) if f is not None else None for f in (train, test)]
+    keys = [first.join.prefix + c for c in keyable]
+    return _Search(joined[0], joined[1], keys, aliases=dict(zip(keys, keyable)))
+
+
+def find_side_joins(train: pd.DataFrame, test: pd.DataFrame | None, keys: list[str],
+                    tables: list[Logical], page: str = "", targets: list[str] | None = None) -> list[SideJoin]:
+    """Joins of `tables` to the main table on its candidate key columns `keys` (columns train and
+    test share, not the id nor the answers), each with its evidence line; then the tables keyed
+    by a column only a one-to-one side table holds (main.order_id -> orders, orders.user_id ->
+    users), reached through it: two hops at most. `targets` (train columns) let the leak guard
+    leave out a joined column that gives them away."""
+    if not tables or not keys:
+        return []
+    targets = targets or []
+    linked = linked_on_page(page, tables)
+    taken: set[str] = set()
+    found = _hop(_Search(train, test, keys), tables, linked, taken, targets, None)
+    rest = [t for t in tables if all(f.table is not t for f in found)]
+    for first in [f for f in found if f.join is not None and not f.join.aggregate]:
+        search = _bridge(train, test, first) if rest else None
+        if search is None:
+            continue
+        chained = _hop(search, rest, linked, taken, targets, first.table)
+        found += chained
+        rest = [t for t in rest if all(f.table is not t for f in chained)]
     return found

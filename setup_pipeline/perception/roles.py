@@ -245,7 +245,9 @@ class _Decider(TableIndex):
             roles.train_key = test_key
             self.say(f"one file holds train and test: {test.files[0]}; rows with a blank {targets[0]!r} are to predict")
             keys = [c for c in test.columns if c != test_key and c not in targets]
-            self.side_tables(test.frame, None, keys, [t for t in rest if t is not test])
+            # Judged as two row sets, the answered and the blank, as the files of other layouts.
+            blank = test.frame[targets].apply(lambda c: c.astype(str).str.strip() == "").all(axis=1)
+            self.side_tables(test.frame[~blank], test.frame[blank], keys, [t for t in rest if t is not test], targets)
             # The rows to predict, without their blank answers, are the test rows a sample echoes.
             return self._finish(test, test, sample, test_key)
         others = [t for t in rest if t is not test]
@@ -290,21 +292,24 @@ class _Decider(TableIndex):
             others = [t for t in others if t is not table]
         if test is not None:
             keys = [c for c in train.columns if c in test.column_set and c not in (train_key, test_key)]
-            self.side_tables(train.frame, test.frame, keys, others)
+            self.side_tables(train.frame, test.frame, keys, others, [c for c in targets_here if c != train_key])
         return self._finish(train, test, sample, test_key)
 
     def side_tables(self, train: pd.DataFrame, test: pd.DataFrame | None, keys: list[str],
-                    tables: list[Logical]) -> None:
+                    tables: list[Logical], targets: list[str]) -> None:
         """Join the tables keyed by other columns of the main table (a store, a store and a date),
         the same joins on train and test rows. A table with every main column is another copy of
-        the main table (more rows), not a side table."""
+        the main table (more rows), not a side table. `targets`: the train columns a joined column
+        must not give away (relations.py's leak guard)."""
         main = set(keys)
         tables = [t for t in tables if not main <= t.column_set and len(t.columns) >= 2]
-        for found in find_side_joins(train, test, keys, tables, self.page):
+        for found in find_side_joins(train, test, keys, tables, self.page, targets):
+            self.say(found.evidence)
+            if found.join is None:
+                continue
             self.roles.train.joins.append(found.join)
             if self.roles.test is not None:
                 self.roles.test.joins.append(found.join.model_copy())
-            self.say(found.evidence)
 
     def _finish(self, train: Logical | None, test: Logical | None, sample: Logical | None,
                 test_key: str | None) -> Roles:
