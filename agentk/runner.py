@@ -28,6 +28,7 @@ from agentk.grading import LeaderboardPosition, grade_run
 from agentk.llm import LLMConfig, make_client
 from agentk.llm.config import llm_configured
 from agentk.publish import submit_top_k
+from agentk.solve_advisor import SolveAdvisor, llm_client
 from agentk.sources import load_competition
 from agentk.sources.base import Competition
 from agentk.sources.kaggle import fetch_source, kaggle_slug
@@ -101,7 +102,7 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
             state.phase = "solve"
             save(state)
         if state.phase == "solve":
-            _solve(workspace, config, events)
+            _solve(workspace, config, events, competition.id)
             state.phase = "done"
             save(state)
         state.error = None
@@ -201,10 +202,16 @@ def _warn_without_sandbox(events: EventLog) -> None:
                    "it can read and change whatever you can")
 
 
-def _solve(workspace: Workspace, config: RunConfig, events: EventLog) -> None:
+def _solve(workspace: Workspace, config: RunConfig, events: EventLog, competition_id: str = "") -> None:
     events.say(f"  solve: model race, HEBO tuning, blending; {config.solve.folds}-fold CV, budget {config.solve.time_budget_s:.0f} s")
-    with events.status("solving …") as status:
-        result = _run_solver(workspace, config, events, status)
+    advisor = _solve_advisor(config, workspace, events, competition_id)
+    try:
+        with events.status("solving …") as status:
+            result = _run_solver(workspace, config, events, status, advisor)
+    finally:
+        if advisor is not None:
+            advisor.close()
+            advisor.remember_kept()
     plan = read_json_object(SetupLayout(workspace.setup).plan)
     problems = validate_against_setup(workspace, workspace.submission_path, plan)
     if not result.ok:
@@ -218,7 +225,20 @@ def _solve(workspace: Workspace, config: RunConfig, events: EventLog) -> None:
     events.say(f"  submission: [green]valid[/] → {workspace.submission_path}")
 
 
-def _run_solver(workspace: Workspace, config: RunConfig, events: EventLog, status: Any):
+def _solve_advisor(config: RunConfig, workspace: Workspace, events: EventLog, competition_id: str) -> SolveAdvisor | None:
+    """The LLM that answers the solver's decision requests, when the run asked for one."""
+    if not config.solve.llm_solve:
+        return None
+    if _policy_choice(config) == PolicyName.EXPERT:
+        raise AgentKError("--llm-solve needs an LLM: give --llm URL (and --model), with --policy llm or hybrid")
+    _require_sandbox_for_llm_code(config)  # the model's feature code runs inside the solver
+    events.say("  solve: the LLM chooses the solver's actions (the expert's schedule is the fallback)")
+    return SolveAdvisor(llm_client(config, workspace.root), workspace.solve, events,
+                        memory=_experience_store(config, events), competition_id=competition_id)
+
+
+def _run_solver(workspace: Workspace, config: RunConfig, events: EventLog, status: Any,
+                advisor: SolveAdvisor | None = None):
     # A GPU's device files, unless the run asked for the CPU; nothing else of /dev is new.
     gpus = gpu_device_files() if config.solve.device != Device.CPU else ()
     mounts = Mounts.workspace(workspace.root, write=["solve", "submissions"], read=[workspace.root / CONFIG_FILE])
@@ -231,14 +251,15 @@ def _run_solver(workspace: Workspace, config: RunConfig, events: EventLog, statu
         # memory limit holds.
         limits=Limits(timeout_s=config.solve.time_budget_s * 1.5 + 120, max_written_mb=quota_mb(workspace.raw),
                       **({"memory_mb": None} if gpus else {})),
-        on_stdout_line=_solver_printer(events, status),
+        on_stdout_line=_solver_printer(events, status, advisor),
         log_prefix=workspace.logs / "solve",
         mounts=dataclasses.replace(mounts, devices=gpus),
     )
 
 
-def _solver_printer(events: EventLog, status: Any = None):
-    """Turns the solver's JSON lines into events, a line per model and a live fold status."""
+def _solver_printer(events: EventLog, status: Any = None, advisor: SolveAdvisor | None = None):
+    """Turns the solver's JSON lines into events, a line per model and a live fold status; a
+    decision request goes to the advisor (only an LLM solve makes them)."""
 
     def on_line(line: str) -> None:
         if not line.startswith("{"):
@@ -249,6 +270,8 @@ def _solver_printer(events: EventLog, status: Any = None):
             return
         kind = event.pop("event", None)
         events.emit("solver", kind=kind, **event)
+        if kind == "decision_request" and advisor is not None:
+            advisor.on_request(event)
         if kind == "fold" and status is not None:
             status.update(f"solving: {event.get('model')} fold {event.get('fold', 0) + 1} (elapsed {event.get('elapsed_s', 0):.0f} s)")
         if kind == "model" and event.get("score") is not None:

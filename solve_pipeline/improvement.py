@@ -90,7 +90,7 @@ def tune_rounds(solver: Solver, until: float, refit_until: float) -> dict[str, A
         if not rounds and len(open_families) > 1 and \
                 affordable_trials(base.seconds, FIRST_ROUND_SHARE * left) >= MIN_TRIALS:
             budget = FIRST_ROUND_SHARE * left
-        round_report = _one_round(solver, base, best_score[base.name], budget, history[base.name],
+        round_report = tune_round(solver, base, best_score[base.name], budget, history[base.name],
                                   first_points.pop(base.name, []), refit_until)
         rounds.append(round_report)
         if round_report["improved"]:
@@ -103,7 +103,7 @@ def tune_rounds(solver: Solver, until: float, refit_until: float) -> dict[str, A
     return {**first, "rounds": rounds, "stopped": stop_reason}
 
 
-def _one_round(solver: Solver, base: CandidateRun, bar: float, budget: float, earlier: list[Trial],
+def tune_round(solver: Solver, base: CandidateRun, bar: float, budget: float, earlier: list[Trial],
                first: list[dict[str, Any]], refit_until: float) -> dict[str, Any]:
     ctx = solver.ctx
     tunable = tunable_for(base.name, ctx.features, ctx.targets)

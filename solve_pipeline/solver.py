@@ -36,7 +36,7 @@ from typing import Any, Sequence
 from agentk.core.config import Device, Fusion, saved_config
 from agentk.core.results import SolveResult
 from agentk.core.workspace import atomic_write_json
-from solve_pipeline import blend_phase, decode_phase, device, finetune_phase
+from solve_pipeline import blend_phase, decode_phase, device, finetune_phase, llm_loop
 from solve_pipeline.cv import emit
 from solve_pipeline.join_selection import select_joins
 from solve_pipeline.outputs import clear_candidates, ranked_candidates
@@ -70,17 +70,26 @@ def solve(options: SolveOptions) -> dict:
     blend_report: dict[str, Any] = {"skipped": "light mode"}
     decoding: dict[str, Any] = {"skipped": "light mode"}
     finetune: dict[str, Any] = {"skipped": "light mode"}
+    llm_solve: dict[str, Any] | None = None  # recorded only when an LLM took part
     bagging: dict[str, Any] = {"skipped": "light mode"}
     if not options.light:
         finetune = finetune_phase.finetune(solver)
         solver.finish_survivors(outcome)
-        if options.tune:
-            tuning = solver.tune()
-        elif solver.warm is not None and solver.warm_report is not None:
-            ignore_configs(solver.warm, None, "tuning is off", solver.warm_report)
-        solver.revive(outcome)
-        bagging = solver.bag()
-        blend_report = blend_phase.blend(solver)
+        # The LLM's turn (only when the run turned it on): its actions add candidates; the expert's
+        # middle phases still run when it hands the decision back.
+        guided = llm_loop.decide(solver, outcome) if options.llm_solve else None
+        if guided is not None:
+            llm_solve = guided.record.to_json()
+        if guided is None or guided.expert_resumes:
+            if options.tune:
+                tuning = solver.tune()
+            elif solver.warm is not None and solver.warm_report is not None:
+                ignore_configs(solver.warm, None, "tuning is off", solver.warm_report)
+            solver.revive(outcome)
+            bagging = solver.bag()
+        else:
+            tuning = bagging = {"skipped": f"the LLM solve policy: {guided.record.ended}"}
+        blend_report = blend_phase.blend(solver) if guided is None or guided.blend is None else guided.blend
         decoding = decode_phase.decode(solver)
 
     state = solver.state
@@ -116,11 +125,12 @@ def solve(options: SolveOptions) -> dict:
         "timeline": state.timeline,
         "warm_start": solver.warm_report.to_json() if solver.warm_report is not None else None,
         "device": device.summary(),
+        **({"llm_solve": llm_solve} if llm_solve is not None else {}),
     })
     result = record.to_json()
     atomic_write_json(SolveResult.path_in(artifacts.workspace / "solve"), result)
     emit("done", **{k: v for k, v in result.items()
-                    if k not in ("race", "finetune", "tuning", "blend", "decoding", "timeline", "warm_start")})
+                    if k not in ("race", "finetune", "tuning", "blend", "decoding", "timeline", "warm_start", "llm_solve")})
     return result
 
 
@@ -160,7 +170,7 @@ def _saved_settings(workspace: Path) -> dict[str, Any]:
     solve = config.solve
     return {"folds": solve.folds, "seed": solve.seed, "time_budget": solve.time_budget_s, "fusion": solve.fusion,
             "tune": solve.tune, "blend_after": solve.blend_after, "warm_start": solve.warm_start,
-            "device": solve.device}
+            "device": solve.device, "llm_solve": solve.llm_solve}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,7 +10,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 CONFIG_FILE = "config.json"  # in the workspace root
 
@@ -76,6 +76,16 @@ class SolveSettings(BaseModel):
     blend_after: int = Field(3, ge=2, description="fewest complete solutions worth blending")
     device: Device = Device.AUTO  # images, text and the fusion net; tables stay on the CPU
     warm_start: WarmStart | None = None  # set by a campaign from its task memory
+    # The LLM solve policy (--llm-solve): the solver asks the runner's model at its decision points.
+    llm_solve: bool = False
+
+    @model_serializer(mode="wrap")
+    def _without_llm_solve_when_off(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A run without it writes the very config.json it wrote before the option existed.
+        data = handler(self)
+        if not self.llm_solve and isinstance(data, dict):
+            data.pop("llm_solve", None)
+        return data
 
 
 class RunConfig(BaseModel):

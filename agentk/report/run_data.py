@@ -17,6 +17,7 @@ from agentk.report.page import NotAvailable
 from agentk.report.run_dataset import DatasetData, read_dataset
 from agentk.report.run_header import Header, read_header
 from agentk.report.run_joins import JoinsData, read_joins
+from agentk.report.run_llm_solve import LLMSolveData, read_llm_solve
 from agentk.report.run_section import Record, section
 from agentk.report.run_setup import ATTEMPTS_LINK, SetupData, read_setup
 from agentk.report.run_solver import EVENTS_FILE, SolverData, read_solver
@@ -29,6 +30,7 @@ class RunData(Record):
     solver: SolverData | NotAvailable
     data: DatasetData
     joins: JoinsData | NotAvailable | None = None  # the side tables joined; None: the plan joins none
+    llm_solve: LLMSolveData | NotAvailable | None = None  # the LLM's solve decisions; None: no LLM solved
     files: list[tuple[str, str]] = []  # (label, relative link) of the run's files that exist
 
 
@@ -60,5 +62,6 @@ def read_run(root: Path) -> RunData:
         solver=read_solver(root, solve),
         data=read_dataset(root, solve),
         joins=read_joins(root, solve),
+        llm_solve=read_llm_solve(solve),
         files=[(label, link) for label, link in known if (root / link).is_file()],
     )
