@@ -60,6 +60,7 @@ class CVContext:
     priors: dict[str, Predictions]
     seed: int = 0
     light: bool = False
+    truth: pd.DataFrame | None = field(default=None, repr=False)  # _truth()'s cache
     # Set when the setup's metric cannot score even the constant model: the solver then ranks
     # everything by a surrogate (log loss / squared error on transformed targets, lower is better).
     surrogate: bool = False
@@ -85,13 +86,27 @@ def prediction_frame(ids: Sequence[str], targets: list[TargetSpec], outputs: dic
     return build_prediction_frame(ids, targets, outputs, artifacts.transform.inverse, class_indices=chosen)
 
 
-def metric_score(artifacts: SetupArtifacts, frame: pd.DataFrame) -> float:
-    """The setup's metric against the raw target map; NaN when the metric cannot score."""
-    y_true = artifacts.target_map.drop_duplicates("id").set_index("id").loc[frame["id"]]
+def _truth(ctx: CVContext) -> pd.DataFrame:
+    """The raw target map in train-row order with `id` = the row's position, aligned once per solve.
+
+    The solver's own scoring names rows by position on both sides: the metric aligns frames on
+    `id`, and integer positions in the same order cost nothing to align, where a million string
+    ids cost seconds on every call (a race makes hundreds)."""
+    if ctx.truth is None or len(ctx.truth) != ctx.features.n_train:
+        raw = ctx.artifacts.target_map.drop_duplicates("id").set_index("id").loc[list(ctx.features.train_ids)]
+        raw = raw.reset_index(drop=True)
+        raw.insert(0, "id", np.arange(len(raw)))
+        ctx.truth = raw
+    return ctx.truth
+
+
+def metric_score(ctx: CVContext, rows: np.ndarray, frame: pd.DataFrame) -> float:
+    """The setup's metric on some train rows (a frame with positional ids); NaN when it cannot score."""
+    y_true = _truth(ctx).iloc[rows].reset_index(drop=True)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            value = float(artifacts.metric.score(y_true.reset_index(), frame.copy()))
+            value = float(ctx.artifacts.metric.score(y_true, frame.copy()))
     except Exception:  # untrusted metric code: a failure disqualifies the frame, not the run
         return math.nan
     return value if math.isfinite(value) else math.nan
@@ -105,8 +120,7 @@ def score_outputs(ctx: CVContext, rows: np.ndarray | None, outputs: dict[str, np
             for s in ctx.targets}
     if ctx.surrogate:
         return surrogate_loss(ctx, index, full)
-    ids = [ctx.features.train_ids[r] for r in index]
-    return metric_score(ctx.artifacts, prediction_frame(ids, ctx.targets, full, ctx.artifacts, decoders))
+    return metric_score(ctx, index, prediction_frame(index, ctx.targets, full, ctx.artifacts, decoders))
 
 
 def surrogate_loss(ctx: CVContext, rows: np.ndarray, outputs: dict[str, np.ndarray]) -> float:

@@ -175,11 +175,11 @@ class SetupArtifacts:
         if not self.targets or self.target_map is None or self.target_map_transformed is None:
             first = next(iter(self.train_maps.values()))
             return list(dict.fromkeys(first["id"].tolist()))
-        transformed = self.target_map_transformed.drop_duplicates("id").set_index("id")
+        transformed = self.target_map_transformed.drop_duplicates("id")
         columns = [t.column for t in self.targets]
-        usable = set(transformed.index[transformed[columns].notna().all(axis=1)])
-        ordered = dict.fromkeys(self.target_map["id"].tolist())
-        return [i for i in ordered if i in usable]
+        usable = pd.Index(transformed.loc[transformed[columns].notna().all(axis=1), "id"].to_numpy(dtype=object))
+        ordered = self.target_map["id"].drop_duplicates().to_numpy(dtype=object)  # first occurrences, in order
+        return ordered[usable.get_indexer(ordered) >= 0].tolist()
 
 
 def _read_optional(path: Path) -> pd.DataFrame | None:

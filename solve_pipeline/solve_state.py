@@ -101,7 +101,8 @@ class Solver:
     def consider(self, name: str, predictions: dict[str, Predictions], score: float) -> None:
         self.state.cv[name] = score if math.isfinite(score) else None
         emit("model", model=name, score=score, elapsed_s=round(self.state.elapsed(), 2))
-        save_prediction_frames(self.artifacts, self.ctx.features, predictions, name)
+        if not self.ctx.features.big:  # for inspection only: at a million rows, seconds and 100s of MB each
+            save_prediction_frames(self.artifacts, self.ctx.features, predictions, name)
         if not self.options.light:
             record = write_candidate(self.artifacts, self.ctx.features, predictions, name, score)
             if record is not None:
@@ -204,7 +205,9 @@ class Solver:
             self.ctx.surrogate = True
             score = cv_score(constant, self.ctx)
             emit("metric_fallback", reason="the setup's metric returned no score; ranking by log loss / squared error")
-        self.on_finished(constant)
+        # Not calibrated: the class frequencies are already the best constant probabilities.
+        self.state.complete.append(constant)
+        self.consider(constant.name, constant.predictions(), score)
         self.state.phases["constant"] = round(self.state.elapsed(), 2)
 
     def race(self) -> RaceOutcome:

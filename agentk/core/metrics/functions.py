@@ -6,6 +6,7 @@ import importlib
 from typing import Any, Callable
 
 import numpy as np
+import pandas as pd
 
 from agentk.core.metrics.labels import label_list, normalise_labels
 
@@ -105,11 +106,15 @@ def kappa(weights: str) -> MetricFn:
 
 
 def class_indices(y_true: Any, n_classes: int) -> np.ndarray:
-    keys = [{"true": "1", "false": "0"}.get(k, k) for k in normalise_labels(y_true)]
-    try:
-        idx = np.array([int(k) for k in keys], dtype=int)
-    except ValueError:
-        raise ValueError("proba metrics take y_true as class indices 0..K-1") from None
+    given = np.asarray(y_true)
+    if given.dtype.kind in "iub":
+        idx = given.ravel().astype(int)  # already indices (or booleans): what the labels would normalise to
+    else:
+        codes, keys = pd.factorize(normalise_labels(y_true))
+        try:
+            idx = np.array([int({"true": "1", "false": "0"}.get(k, k)) for k in keys] or [0], dtype=int)[codes]
+        except ValueError:
+            raise ValueError("proba metrics take y_true as class indices 0..K-1") from None
     if len(idx) and (idx.min() < 0 or idx.max() >= n_classes):
         raise ValueError(f"class index out of range for {n_classes} probability columns")
     return idx

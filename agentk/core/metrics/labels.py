@@ -48,6 +48,15 @@ def normalise_labels(values: Any) -> np.ndarray:
 
     Raises ValueError on missing values: a label metric cannot score a blank.
     """
+    array = np.asarray(values)
+    items = array.ravel()
+    if _one_kind(items):
+        # Each distinct value normalised once (a million rows of two classes: two calls, not a
+        # million); one kind of value only, so 1 and True never share a distinct value.
+        codes, uniques = pd.factorize(items, use_na_sentinel=True)
+        if (codes < 0).any():
+            raise ValueError("labels contain missing values")
+        return np.array([_normalise_label(u) for u in uniques] + [""], dtype=object)[codes]
     items = np.asarray(values, dtype=object).ravel()
     cache: dict[tuple[type, Any], str] = {}
     out = np.empty(len(items), dtype=object)
@@ -61,8 +70,21 @@ def normalise_labels(values: Any) -> np.ndarray:
     return out
 
 
+def _one_kind(items: np.ndarray) -> bool:
+    """Integers, floats or booleans in a numpy array, or nothing but Python strings."""
+    if items.dtype.kind in "iufb":
+        return True
+    return items.dtype.kind == "O" and pd.api.types.infer_dtype(items, skipna=False) == "string"
+
+
 def normalise_ids(values: Any) -> np.ndarray:
     """Ids as comparable strings: 892, 892.0 and " 892" agree; "0013_01" keeps its zeros."""
+    items = np.asarray(values).ravel()
+    # The common kinds at once (a million ids): integers as their digits, strings stripped.
+    if items.dtype.kind in "iu":
+        return items.astype(str).astype(object)
+    if items.dtype.kind == "O" and pd.api.types.infer_dtype(items, skipna=False) == "string":
+        return pd.Series(items, dtype=object).str.strip().to_numpy(dtype=object)
     out = []
     for value in np.asarray(values, dtype=object).ravel():
         if _missing(value):

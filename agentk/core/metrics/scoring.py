@@ -51,10 +51,10 @@ def score_class_probabilities(name: str, y_true: Any, proba: Any, classes: Seque
     if metric.kind == "ranking":
         return metric.fn(truth, _ranked(keys, p))
     position = {k: i for i, k in enumerate(keys)}
-    unknown = sorted(set(truth) - position.keys())
+    unknown = sorted(set(pd.unique(truth)) - position.keys())
     if unknown:
         raise ValueError(f"no probability column for class(es) {', '.join(unknown[:5])}")
-    idx = np.array([position[k] for k in truth], dtype=int)
+    idx = pd.Index(keys).get_indexer(truth)
     if len(keys) == 2:
         positive = _binary_positive(keys)
         if positive == 0:  # put the positive class second, where binary metrics expect it
@@ -81,14 +81,28 @@ def score_prediction_frame(
     the per-target scores.
     """
     metric = get_metric(name)
+    raw_true, raw_pred = np.asarray(y_true["id"]), np.asarray(y_pred["id"])
+    if raw_true.dtype.kind in "iu" and raw_pred.dtype.kind in "iu" and np.array_equal(raw_true, raw_pred):
+        # Integer ids in the same order (the solver's row positions): nothing to normalise or align.
+        if not pd.Index(raw_true).is_unique:
+            raise ValueError("duplicated ids")
+        return _mean_score(metric, name, y_true, y_pred.reset_index(drop=True), target_columns)
     true_ids, pred_ids = normalise_ids(y_true["id"]), normalise_ids(y_pred["id"])
-    if len(set(pred_ids)) != len(pred_ids) or len(set(true_ids)) != len(true_ids):
+    if not (pd.Index(pred_ids).is_unique and pd.Index(true_ids).is_unique):
         raise ValueError("duplicated ids")
-    if set(true_ids) != set(pred_ids):
+    if len(true_ids) != len(pred_ids) or pd.Index(pred_ids).get_indexer(true_ids).min(initial=0) < 0:
         raise ValueError(f"ids differ: {len(set(true_ids) - set(pred_ids))} missing, "
                          f"{len(set(pred_ids) - set(true_ids))} unexpected")
-    row = {k: i for i, k in enumerate(pred_ids)}
-    pred = y_pred.iloc[[row[k] for k in true_ids]].reset_index(drop=True)
+    if np.array_equal(true_ids, pred_ids):
+        pred = y_pred.reset_index(drop=True)  # already in the answers' order: the solver's frames
+    else:
+        pred = y_pred.iloc[pd.Index(pred_ids).get_indexer(true_ids)].reset_index(drop=True)
+    return _mean_score(metric, name, y_true, pred, target_columns)
+
+
+def _mean_score(metric: Any, name: str, y_true: pd.DataFrame, pred: pd.DataFrame,
+                target_columns: Sequence[str]) -> float:
+    """The mean of the per-target scores of rows already aligned."""
     scores = []
     for target in target_columns:
         truth = y_true[target].to_numpy()
