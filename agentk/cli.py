@@ -66,7 +66,7 @@ def run(
     model: Optional[str] = typer.Option(None, "--model", "--llm-model", help="The served model name."),
     token_budget: Optional[int] = typer.Option(None, "--token-budget", help="Most LLM tokens a run may spend."),
     no_credit_assignment: bool = typer.Option(False, "--no-credit-assignment", help="After a failed meta check, rewrite every covered stage."),
-    llm_solve: bool = typer.Option(False, "--llm-solve", help="Let the LLM choose the solver's actions too (tune, race, feature code, bag, blend, stop); needs --llm."),
+    llm_solve: Optional[bool] = typer.Option(None, "--llm-solve/--no-llm-solve", help="Let the LLM choose the solver's actions too (tune, race, feature code, bag, blend, stop; default: on with --policy llm or hybrid, never with the expert)."),
     unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help="Run LLM-written code even where no sandbox (bubblewrap) can be made."),
     leaderboard: Optional[Path] = typer.Option(None, "--leaderboard", help="A Kaggle leaderboard CSV to place the test score on (default: the competition's leaderboard.csv, if any)."),
     metric: Optional[str] = typer.Option(None, "--metric", help="For data without a competition page (a folder of files, a zip): the metric, e.g. rmse, auc, accuracy (default: assumed from the data, and said)."),
@@ -84,7 +84,7 @@ def run(
         submit=submit or None, force_submit=force_submit or None, submit_top_k=top_k, submit_poll_s=submit_poll,
         policy=chosen_policy, llm_base_url=llm, llm_model=model, llm_token_budget=token_budget,
         credit_assignment=False if no_credit_assignment else None, unsafe_no_sandbox=unsafe_no_sandbox or None,
-        llm_solve=llm_solve or None, leaderboard=leaderboard.resolve() if leaderboard is not None else None, metric=metric,
+        llm_solve=llm_solve, leaderboard=leaderboard.resolve() if leaderboard is not None else None, metric=metric,
     ))
     if leaderboard is not None and not leaderboard.is_file():
         fail(f"leaderboard file not found: {leaderboard}")

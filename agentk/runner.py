@@ -65,6 +65,7 @@ def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
 def _run_locked(competition: Competition, workspace: Workspace, source: str | Path, slug: str | None,
                 config: RunConfig) -> RunOutcome:
     removed = workspace.create()
+    config = _with_llm_solve(config)
     # The solver reads its settings back from here (config.solve).
     atomic_write_json(workspace.root / CONFIG_FILE, json.loads(config.model_dump_json()))
     events = EventLog(workspace.logs / "events.jsonl", quiet=config.quiet)
@@ -165,6 +166,14 @@ def _remember(memory: Any, competition_id: str, workspace: Workspace, events: Ev
 def _policy_choice(config: RunConfig) -> PolicyName:
     configured = llm_configured(config.llm_base_url, config.llm_model)
     return config.policy or (PolicyName.HYBRID if configured else PolicyName.EXPERT)
+
+
+def _with_llm_solve(config: RunConfig) -> RunConfig:
+    """An LLM policy steers the solve too unless the run said --no-llm-solve; the expert never asks
+    (its config stays as it was before the option existed)."""
+    if config.solve.llm_solve is None and _policy_choice(config) != PolicyName.EXPERT:
+        return config.with_solve(llm_solve=True)
+    return config
 
 
 def _policy(config: RunConfig, workspace: Workspace, memory: Any = None, competition_id: str = "") -> tuple[Policy, Blame | None]:

@@ -45,12 +45,19 @@ families under K-fold cross-validation; you choose its next action from its own 
 - tune <family>: one HEBO round on a finished family (only those listed as tunable)
 - race <family>: finish or start a family the race did not finish (only those listed as unfinished)
 - feature: write feature-engineering code (below); it is kept only if the best tabular family's CV improves
+- finetune <network>: fine-tune a pretrained network once more (only those listed as finetunable, which fit the time left)
 - bag: repeat the best models on fresh partitions (lower variance)
 - blend: blend every finished model now, then decode and stop
 - stop: stop improving; blend and decode next
 
 Choose only among the actions allowed now. Every action costs time from the budget left; a candidate
 is adopted only when it beats the best cross-validated score, so a failed action costs time, not quality.
+
+After the first decision the state holds an `ablation` of the best pipeline's parts (tuning, features,
+bagging, blend): each part's CV without it and with it, and its effect (positive: better), with the
+score change of every past action. As MLE-STAR does, work on the part with the largest measured effect
+(`ablation.focus`, through its action) while it keeps paying; when it stops paying, try a part not
+measured yet.
 
 Reply with a short explanation, then one ```json block: {"action": ..., "family": ... or null, "reason": ...}.
 For "feature", also give one ```python block defining
@@ -74,6 +81,8 @@ def prompt(request: DecisionRequest, tips: list[str] | None = None) -> list[Any]
     state = request.model_dump(mode="json", exclude={"token", "n"})
     text = [f"Decision {request.n}. The solve so far:", "```json", json.dumps(state, separators=(",", ":")), "```",
             f"Allowed now: {', '.join(request.allowed)}. Feature code time cap: {request.feature_cap_s:.0f} s."]
+    if request.ablation is not None:
+        text.append(f"Ablation: {request.ablation.why}.")
     if tips:
         text += ["Feature code that helped on similar tasks:", *tips]
     return [system(SYSTEM), user("\n".join(text))]

@@ -1,7 +1,8 @@
-"""A feature block earns its place in CV: the best tabular family, refitted with its default
-parameters on the same folds with the block appended, must beat its own score by more than the
-noise of its fold scores (their standard error). A kept block joins the features every later
-family reads, and its run is adopted through `Solver.consider` like any other solution."""
+"""A feature block earns its place in CV: the best tabular family (the best whose cross-validation
+fits the time left), refitted with its default parameters on the same folds with the block
+appended, must beat its own score by more than the noise of its fold scores (their standard error).
+A kept block joins the features every later family reads, and its run is adopted through
+`Solver.consider` like any other solution."""
 
 from __future__ import annotations
 
@@ -53,9 +54,11 @@ def tabular_bases(solver: Solver) -> dict[str, CandidateRun]:
             if r.name in TABULAR_FAMILIES and solver.state.cv.get(r.name) is not None}
 
 
-def _best(solver: Solver, bases: dict[str, CandidateRun]) -> CandidateRun | None:
+def _best(solver: Solver, bases: dict[str, CandidateRun], seconds_left: float = math.inf) -> CandidateRun | None:
+    """The best base whose own cross-validation took no longer than the time left (a block judged by a
+    family that cannot finish is a window spent for nothing); the best of all when none fits."""
     ranked = solver.ctx.direction.ranked(list(bases.values()), key=lambda r: solver.state.cv[r.name])
-    return ranked[0] if ranked else None
+    return next((r for r in ranked if r.seconds <= seconds_left), ranked[0] if ranked else None)
 
 
 def with_block(features: FeatureSet, block: FeatureBlock) -> FeatureSet:
@@ -117,6 +120,7 @@ def try_feature(solver: Solver, code: str, n: int, until: float, bases: dict[str
         emit("feature_refused", n=n, reason=verdict.refused)
         return record
     record.columns = list(verdict.block.train.columns)
+    base = _best(solver, bases, until - time.monotonic()) or base
     features = with_block(solver.ctx.features, verdict.block)
     ctx = dataclasses.replace(solver.ctx, features=features)
     family = base.candidate.name  # a kept block's run is named <family>_fe<n>

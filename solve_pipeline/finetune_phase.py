@@ -28,6 +28,7 @@ def finetune(solver: Solver) -> dict[str, Any]:
     except Exception as error:  # noqa: BLE001 - a network that cannot load costs its option, not the solve
         options, notes = [], [f"fine-tuning unavailable: {type(error).__name__}: {str(error)[:200]}"]
     emit("finetune_plan", notes=notes, probe_s=round(time.monotonic() - began, 2))
+    solver.finetune_options = options  # the LLM solve policy's finetune action prices from the same plan
     report: dict[str, Any] = {"notes": notes, "runs": []}
     for option in options:
         left = solver.at(FINETUNE_UNTIL) - time.monotonic()

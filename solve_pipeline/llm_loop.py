@@ -11,15 +11,17 @@ either way.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentk.core.solve_decisions import DecisionRecord, LLMSolveRecord, PastDecision, SolveAction
+from agentk.core.solve_decisions import DecisionRecord, DecisionRequest, LLMSolveRecord, PastDecision, SolveAction
 from solve_pipeline import blend_phase
 from solve_pipeline.automl import RaceOutcome, finish_cheapest_first
-from solve_pipeline.cv import CandidateRun, emit, fit_fold, start_run
+from solve_pipeline.cv import CandidateRun, emit, finish_run, fit_fold, start_run
 from solve_pipeline.feature_trial import tabular_bases, try_feature
+from solve_pipeline.finetune_phase import FINETUNE_FOLD_SLACK
 from solve_pipeline.hebo_tool import Trial
 from solve_pipeline.improvement import tune_round, bag_leaders
 from solve_pipeline.llm_channel import DecisionChannel
@@ -52,6 +54,7 @@ class _Loop:
     bars: dict[str, float] = field(default_factory=dict)
     history: list[PastDecision] = field(default_factory=list)
     bases: dict[str, CandidateRun] | None = None  # feature blocks' comparison runs (feature_trial.py)
+    blend_cache: dict[tuple[str, ...], float | None] = field(default_factory=dict)  # the ablation's blend estimates
 
 
 def decide(solver: Solver, outcome: RaceOutcome) -> LoopOutcome:
@@ -65,19 +68,21 @@ def decide(solver: Solver, outcome: RaceOutcome) -> LoopOutcome:
             return _end(record, f"{MAX_DECISIONS} decisions taken; the expert goes on", resumes=True)
         n = loop.channel.next_number()
         request = build_request(solver, outcome, n, loop.channel.token,
-                                {k: len(v) for k, v in loop.trials.items()}, loop.history, left)
+                                {k: len(v) for k, v in loop.trials.items()}, loop.history, left,
+                                decisions=record.decisions, blend_cache=loop.blend_cache)
         reply, waited = loop.channel.ask(request, max(WAIT_MIN_S, min(WAIT_MAX_S, WAIT_SHARE * left)))
-        expert = _expert_reason(reply, request.allowed, request.tunable, request.unfinished)
+        expert = _expert_reason(reply, request)
         if expert is not None:
             record.decisions.append(DecisionRecord(n=n, action="expert", source="expert", reason=expert,
-                                                   tokens=reply.tokens if reply else 0, llm_seconds=round(waited, 3)))
+                                                   tokens=reply.tokens if reply else 0, llm_seconds=round(waited, 3),
+                                                   ablation=request.ablation))
             emit("decision", n=n, action="expert", reason=expert)
             return _end(record, f"the expert decides: {expert}", resumes=True)
         assert reply is not None and reply.action is not None
         action = reply.action
         decision = DecisionRecord(n=n, action=action.action, family=action.family, reason=action.reason,
                                   tokens=reply.tokens, llm_seconds=round(waited, 3),
-                                  score_before=request.best_score)
+                                  score_before=request.best_score, ablation=request.ablation)
         emit("decision", n=n, action=action.action, family=action.family, reason=action.reason)
         if action.action == "stop":
             decision.outcome = "stopped: blending and decoding next"
@@ -85,7 +90,7 @@ def decide(solver: Solver, outcome: RaceOutcome) -> LoopOutcome:
             return _end(record, f"the model stopped: {action.reason}".rstrip(": "), resumes=False)
         started = time.monotonic()
         try:
-            blend = _act(loop, action, decision, n)
+            blend = _act(loop, action, decision, n, request)
         except Exception as error:  # noqa: BLE001 - a failed action costs its time, never the solve
             decision.outcome = f"failed: {type(error).__name__}: {error}"
             blend = None
@@ -111,13 +116,14 @@ def _end(record: LLMSolveRecord, why: str, *, resumes: bool) -> LoopOutcome:
     return LoopOutcome(record, resumes)
 
 
-def _expert_reason(reply: Any, allowed: list[str], tunable: list[str], unfinished: list[str]) -> str | None:
+def _expert_reason(reply: Any, request: DecisionRequest) -> str | None:
     """Why the expert takes this decision back, or None when the model's action can be carried out."""
     if reply is None:
         return "no reply in time"
     action: SolveAction | None = reply.action
     if action is None:
         return reply.expert_reason or "the reply held no action"
+    allowed, tunable, unfinished = request.allowed, request.tunable, request.unfinished
     if action.action not in allowed:
         return f"{action.action!r} is not allowed now (allowed: {', '.join(allowed)})"
     if action.action == "tune" and action.family not in tunable:
@@ -126,10 +132,13 @@ def _expert_reason(reply: Any, allowed: list[str], tunable: list[str], unfinishe
         return f"cannot race {action.family!r} (unfinished: {', '.join(unfinished)})"
     if action.action == "feature" and not (action.code and "add_features" in action.code):
         return "the feature action carried no add_features function"
+    if action.action == "finetune" and action.family is not None and action.family not in request.finetunable:
+        return f"cannot fine-tune {action.family!r} (fits now: {', '.join(request.finetunable)})"
     return None
 
 
-def _act(loop: _Loop, action: SolveAction, decision: DecisionRecord, n: int) -> dict[str, Any] | None:
+def _act(loop: _Loop, action: SolveAction, decision: DecisionRecord, n: int,
+         request: DecisionRequest) -> dict[str, Any] | None:
     solver, left = loop.solver, loop.until - time.monotonic()
     if action.action == "tune":
         decision.outcome = _tune(loop, str(action.family), ROUND_SHARE * left)
@@ -140,6 +149,8 @@ def _act(loop: _Loop, action: SolveAction, decision: DecisionRecord, n: int) -> 
             loop.bases = tabular_bases(solver)
         decision.feature = try_feature(solver, str(action.code), n, loop.until, loop.bases)
         decision.outcome = decision.feature.verdict
+    elif action.action == "finetune":
+        decision.outcome = _finetune(loop, action.family or next(iter(request.finetunable)), n)
     elif action.action == "bag":
         report = bag_leaders(solver, time.monotonic() + ROUND_SHARE * left)
         decision.outcome = str(report.get("stopped") or report.get("skipped") or "bagged")
@@ -183,3 +194,20 @@ def _race(loop: _Loop, family: str) -> str:
     if entry.status != "finished" and run not in outcome.pruned:
         outcome.pruned.append(run)  # the expert's revive may still finish it
     return f"{entry.status}" + (f": {entry.reason}" if entry.reason and entry.status != "finished" else "")
+
+
+def _finetune(loop: _Loop, network: str, n: int) -> str:
+    """The plan's network fine-tuned once more, with its own seed: a further model for the blend,
+    adopted like any other when its CV wins."""
+    solver = loop.solver
+    option = next(o for o in solver.finetune_options if o.candidate.name == network)
+    ctx = dataclasses.replace(solver.ctx, seed=solver.ctx.seed + 1000 * n)
+    run = start_run(option.candidate, ctx, name=f"{network}_llm{n}")
+    if run is None:
+        return "skipped: no usable features"
+    fold_cap = FINETUNE_FOLD_SLACK * option.seconds / len(ctx.folds)
+    if not finish_run(run, ctx, loop.until, fold_cap_s=fold_cap):
+        return f"out of time: {len(run.done)} of {len(ctx.folds)} folds"
+    solver.on_finished(run)
+    score = solver.state.cv.get(run.name)
+    return "fine-tuned" + (f": CV {score:.5g}" if score is not None else "")

@@ -1,15 +1,28 @@
 """The compact, typed picture of a solve that the model decides from: the task's shape, the race
-table, the tuning so far, the best solution and its parts, the time left and the actions allowed
-now. No data values go out, only names, shapes and scores."""
+table, the tuning so far, the best solution and its parts, the time left, the actions allowed now
+and, from the second request on, the ablation of the best pipeline (llm_ablation.py). No data values
+go out, only names, shapes and scores."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from agentk.core.solve_decisions import DecisionRequest, FamilyView, PastDecision, TargetView, TaskView
+from agentk.core.solve_decisions import (
+    Ablation,
+    DecisionRecord,
+    DecisionRequest,
+    FamilyView,
+    PastDecision,
+    TargetView,
+    TaskView,
+)
 from solve_pipeline.automl import RaceOutcome
-from solve_pipeline.feature_trial import code_cap, tabular_bases
+from solve_pipeline.cv import emit
+from solve_pipeline.feature_trial import MIN_CAP_S, code_cap, tabular_bases
+from solve_pipeline.finetune_plan import FinetuneOption
+from solve_pipeline.llm_ablation import ablate
 from solve_pipeline.hebo_tool import hebo_missing
 from solve_pipeline.registry import tunable_for
 
@@ -48,14 +61,24 @@ def unfinished_families(outcome: RaceOutcome) -> list[str]:
     return [r.name for r in outcome.pruned] + [c.name for c in outcome.unstarted]
 
 
-def allowed_actions(solver: Solver, outcome: RaceOutcome) -> list[str]:
+def finetunable(options: Sequence[FinetuneOption], seconds_left: float) -> dict[str, float]:
+    """The fine-tuning plan's options that fit the time left, network -> estimated seconds (none on a
+    table: the plan has none)."""
+    return {o.candidate.name: round(o.seconds, 1) for o in options if o.seconds <= seconds_left}
+
+
+def allowed_actions(solver: Solver, outcome: RaceOutcome, seconds_left: float) -> list[str]:
     allowed = []
     if tunable_families(solver):
         allowed.append("tune")
     if unfinished_families(outcome):
         allowed.append("race")
-    if "tab" in solver.artifacts.train_maps and solver.artifacts.target_map is not None and tabular_bases(solver):
+    # Below the code cap's floor the child cannot even start its imports: a block would only time out.
+    if seconds_left >= MIN_CAP_S and "tab" in solver.artifacts.train_maps and solver.artifacts.target_map is not None \
+            and tabular_bases(solver):
         allowed.append("feature")
+    if finetunable(solver.finetune_options, seconds_left):
+        allowed.append("finetune")
     if any(r.name != "constant" for r in solver.state.complete):
         allowed.append("bag")
     allowed += ["blend", "stop"]
@@ -63,14 +86,28 @@ def allowed_actions(solver: Solver, outcome: RaceOutcome) -> list[str]:
 
 
 def build_request(solver: Solver, outcome: RaceOutcome, n: int, token: str, trials: dict[str, int],
-                  history: list[PastDecision], seconds_left: float) -> DecisionRequest:
+                  history: list[PastDecision], seconds_left: float, decisions: Sequence[DecisionRecord] = (),
+                  blend_cache: dict[tuple[str, ...], float | None] | None = None) -> DecisionRequest:
+    """`decisions`: those taken so far; after the first, the request carries their ablation."""
     state = solver.state
+    allowed = allowed_actions(solver, outcome, seconds_left)
     race = [FamilyView(family=e.family, status=e.status, cv=_finite(state.cv.get(e.family)),
                        first_fold_score=e.first_fold_score, tuned_trials=trials.get(e.family, 0), reason=e.reason)
             for e in outcome.entries]
     return DecisionRequest(
         n=n, token=token, task=task_view(solver), race=race, best_score=_finite(state.best_score),
         best_parts={t: p.model for t, p in state.best.items()}, budget_left_s=round(max(seconds_left, 0.0), 1),
-        allowed=allowed_actions(solver, outcome), tunable=tunable_families(solver),
-        unfinished=unfinished_families(outcome), history=list(history), feature_cap_s=round(code_cap(seconds_left), 1))
+        allowed=allowed, tunable=tunable_families(solver),
+        unfinished=unfinished_families(outcome), history=list(history), feature_cap_s=round(code_cap(seconds_left), 1),
+        finetunable=finetunable(solver.finetune_options, seconds_left),
+        ablation=_ablation(solver, outcome, decisions, allowed, blend_cache) if decisions else None)
+
+
+def _ablation(solver: Solver, outcome: RaceOutcome, decisions: Sequence[DecisionRecord], allowed: list[str],
+              cache: dict[tuple[str, ...], float | None] | None) -> Ablation | None:
+    try:
+        return ablate(solver, outcome, decisions, allowed, cache)
+    except Exception as error:  # noqa: BLE001 - feedback is a help: the decision is asked for without it
+        emit("ablation_failed", reason=f"{type(error).__name__}: {error}")
+        return None
 

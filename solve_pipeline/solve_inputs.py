@@ -43,7 +43,7 @@ class SolveOptions:
     # A campaign's suggestions from its nearest solved tasks; None: a cold start.
     warm_start: WarmStart | None = _DEFAULTS.warm_start
     # Ask the runner's LLM at the decision points (llm_loop.py); off: the expert's schedule alone.
-    llm_solve: bool = _DEFAULTS.llm_solve
+    llm_solve: bool = False  # the runner resolved config.json's unset value before the solver started
 
 
 

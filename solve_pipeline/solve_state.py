@@ -10,7 +10,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from solve_pipeline.solve_inputs import SolveOptions, read_plan
 from solve_pipeline.submission_record import SubmissionRecord, adopt_submission, setup_fingerprint
 from solve_pipeline.validation import RANDOM, Validation
 from solve_pipeline.warm_start import WarmReport, order_race
+
+if TYPE_CHECKING:
+    from solve_pipeline.finetune_plan import FinetuneOption
 
 RACE_SHARE = 0.5
 TUNE_UNTIL = 0.75
@@ -69,6 +72,8 @@ class Solver:
         self.fingerprint = setup_fingerprint(artifacts.setup_dir, list(ctx.features.test_ids))
         self.validation = validation
         self.bags: dict[str, Bag] = {}
+        # The fine-tuning plan's options (finetune_phase.py); empty where nothing fits or applies.
+        self.finetune_options: list[FinetuneOption] = []
         self._bag_runs: dict[str, CandidateRun] = {}
         warm = options.warm_start if not options.light else None
         self.warm, self.warm_report = warm, (WarmReport(sources=list(warm.sources)) if warm is not None else None)

@@ -170,7 +170,7 @@ def _saved_settings(workspace: Path) -> dict[str, Any]:
     solve = config.solve
     return {"folds": solve.folds, "seed": solve.seed, "time_budget": solve.time_budget_s, "fusion": solve.fusion,
             "tune": solve.tune, "blend_after": solve.blend_after, "warm_start": solve.warm_start,
-            "device": solve.device, "llm_solve": solve.llm_solve}
+            "device": solve.device, "llm_solve": bool(solve.llm_solve)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -75,6 +75,10 @@ class ScriptedLLMServer:
         self._httpd.server_close()
         self._thread.join(timeout=5)
 
+    def reply_for(self, body: Any) -> Reply:
+        """The reply to one chat request: the script's next (a subclass may read the request first)."""
+        return self._next()
+
     def _next(self) -> Reply:
         with self._lock:
             if not self.script:
@@ -137,7 +141,7 @@ class ScriptedLLMServer:
                                             f"tokens. However, you requested {prompt + asked} tokens ({prompt} in the "
                                             f"messages, {asked} in the completion). Please reduce the length of the "
                                             "messages or completion."})
-                reply = server._next()
+                reply = server.reply_for(body)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 headers = {"Retry-After": reply.retry_after} if reply.retry_after is not None else {}

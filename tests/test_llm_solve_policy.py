@@ -233,7 +233,7 @@ def test_stop_skips_to_blending_and_an_expert_run_writes_no_llm_solve(tmp_path: 
     assert [d["action"] for d in result["llm_solve"]["decisions"]] == ["stop"]
     assert result["bagging"] == {"skipped": "the LLM solve policy: the model stopped: The race settled it."}
 
-    expert = ratio_workspace(tmp_path / "expert", short.model_copy(update={"llm_solve": False}))
+    expert = ratio_workspace(tmp_path / "expert", short.model_copy(update={"llm_solve": None}))
     result, events = run_solver(expert)
     check_solved(expert, result, events)
     assert "llm_solve" not in result and not any(e["event"] == "decision_request" for e in events)

@@ -76,14 +76,17 @@ class SolveSettings(BaseModel):
     blend_after: int = Field(3, ge=2, description="fewest complete solutions worth blending")
     device: Device = Device.AUTO  # images, text and the fusion net; tables stay on the CPU
     warm_start: WarmStart | None = None  # set by a campaign from its task memory
-    # The LLM solve policy (--llm-solve): the solver asks the runner's model at its decision points.
-    llm_solve: bool = False
+    # The LLM solve policy: the solver asks the runner's model at its decision points. None: on when
+    # the run's policy is llm or hybrid (the runner decides, agentk/runner.py), off for the expert;
+    # --llm-solve / --no-llm-solve set it.
+    llm_solve: bool | None = None
 
     @model_serializer(mode="wrap")
-    def _without_llm_solve_when_off(self, handler: SerializerFunctionWrapHandler) -> Any:
-        # A run without it writes the very config.json it wrote before the option existed.
+    def _without_llm_solve_when_unset(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # An expert run writes the very config.json it wrote before the option existed; a choice made
+        # (True or False) is kept, so a config read back means what was written.
         data = handler(self)
-        if not self.llm_solve and isinstance(data, dict):
+        if self.llm_solve is None and isinstance(data, dict):
             data.pop("llm_solve", None)
         return data
 

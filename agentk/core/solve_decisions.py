@@ -17,8 +17,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 LLM_DIR = "llm"  # under solve/
-ActionName = Literal["tune", "race", "feature", "bag", "blend", "stop"]
-ACTIONS: tuple[str, ...] = ("tune", "race", "feature", "bag", "blend", "stop")
+ActionName = Literal["tune", "race", "feature", "finetune", "bag", "blend", "stop"]
+ACTIONS: tuple[str, ...] = ("tune", "race", "feature", "finetune", "bag", "blend", "stop")
 
 
 def llm_dir(solve_dir: Path) -> Path:
@@ -72,6 +72,38 @@ class PastDecision(BaseModel):
     score_change: float | None = None
 
 
+class AblationPart(BaseModel):
+    """One part of the current best pipeline, off and on: the CV without it, with it, and the effect."""
+
+    part: Literal["tuning", "features", "bagging", "blend"]
+    action: str  # the action that works on this part
+    without_model: str | None = None
+    without_cv: float | None = None
+    with_model: str | None = None
+    with_cv: float | None = None
+    # with minus without, signed so that positive is better whatever the metric's direction; None:
+    # not measured yet (the part was never tried).
+    effect: float | None = None
+    estimated: bool = False  # from predictions already made, without a fit (the blend before blending)
+    note: str = ""
+
+
+class ActionEffect(BaseModel):
+    n: int
+    action: str
+    family: str | None = None
+    score_change: float | None = None
+
+
+class Ablation(BaseModel):
+    """MLE-STAR's ablation, from what the solver already has: which part moves the CV most."""
+
+    parts: list[AblationPart] = Field(default_factory=list)
+    actions: list[ActionEffect] = Field(default_factory=list)  # each past action's score change
+    focus: str | None = None  # the part with the largest measured effect whose action is allowed now
+    why: str = ""
+
+
 class DecisionRequest(BaseModel):
     n: int
     token: str  # this solve's nonce: a reply left by an earlier solve never answers this one
@@ -85,6 +117,9 @@ class DecisionRequest(BaseModel):
     unfinished: list[str] = Field(default_factory=list)
     history: list[PastDecision] = Field(default_factory=list)
     feature_cap_s: float = 60.0
+    # Fine-tuning options the solver's plan says fit the time left: network -> estimated seconds.
+    finetunable: dict[str, float] = Field(default_factory=dict)
+    ablation: Ablation | None = None  # every request after the first
 
 
 class SolveAction(BaseModel):
@@ -134,6 +169,7 @@ class DecisionRecord(BaseModel):
     score_change: float | None = None
     outcome: str = ""
     feature: FeatureRecord | None = None
+    ablation: Ablation | None = None  # what the model was shown before it chose
 
 
 class LLMSolveRecord(BaseModel):
