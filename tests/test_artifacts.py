@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from agentk.core.artifacts import SetupLayout
-from agentk.core.maps import MapError, read_map
+from agentk.core.maps import MapError, read_map, write_map
 from agentk.core.metrics import Direction
 from agentk.core.predictions import TargetSpec, prediction_frame
 from agentk.core.results import RunResult, SolveResult, run_direction
@@ -64,6 +64,19 @@ def _inverse(frame: pd.DataFrame) -> pd.DataFrame:
 
 TARGETS = [TargetSpec("label", "binary", ["cat", "dog"]), TargetSpec("price", "regression")]
 OUTPUTS = {"label": np.array([[0.8, 0.2], [0.4, 0.6]]), "price": np.array([1.0, 2.0])}
+
+
+@pytest.mark.parametrize("cells", [
+    ["a b", " padded ", "", "é\t"],  # nothing to quote: Arrow writes it
+    ["a,b", 'say "hi"', "two\nlines", "cr\ronly"],  # quotes needed: pandas writes it
+])
+def test_write_map_writes_what_pandas_writes(tmp_path: Path, cells: list[str]) -> None:
+    text = pd.DataFrame({"id": ["1", "2", "3", "4"], "t": cells, "u": pd.Series(["p", None, "q", ""], dtype="str")})
+    mixed = text.assign(n=[1, 2, 3, 4])
+    for frame in (text, mixed, text[["id"]]):
+        write_map(frame, tmp_path / "ours.csv")
+        frame.to_csv(tmp_path / "pandas.csv", index=False, lineterminator="\r\n")
+        assert (tmp_path / "ours.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
 
 
 def test_prediction_frame_has_labels_values_and_probabilities() -> None:

@@ -34,3 +34,18 @@ def test_repeated_tables_with_new_text_are_not_leakage() -> None:
     train = maps("train", range(20), ["US", "UK"] * 10, [f"train sentence {i}" for i in range(20)])
     test = maps("test", range(100, 110), ["US", "UK"] * 5, [f"test sentence {i}" for i in range(10)])
     assert not _same_rows(train, test)
+
+
+def test_numbers_are_judged_as_their_text_whatever_the_column_dtypes() -> None:
+    """A quick look at single columns decides only where hashing the rows as text would agree."""
+    name, test_name = SetupLayout.input_map_name("train", "tab"), SetupLayout.input_map_name("test", "tab")
+    train = pd.DataFrame({"id": [str(i) for i in range(20)], "x": [i / 7 for i in range(20)], "city": ["a", "b"] * 10})
+    copied = train.iloc[5:15].assign(id=[str(i) for i in range(100, 110)])
+    assert _same_rows({name: train}, {test_name: copied})
+    new_number = copied.assign(x=copied["x"].where(copied.index != 7, 99.5))
+    assert not _same_rows({name: train}, {test_name: new_number})
+    # 3 (int) and 3.0 (float) are one value but two texts: a copy whose column lost its fraction is new.
+    whole = pd.DataFrame({"id": [str(i) for i in range(20)], "x": [float(i) for i in range(20)], "city": ["a"] * 20})
+    as_int = whole.iloc[:10].assign(id=[str(i) for i in range(100, 110)], x=range(10))
+    assert not _same_rows({name: whole}, {test_name: as_int})
+    assert _same_rows({name: whole}, {test_name: as_int.assign(x=as_int["x"].astype(float))})

@@ -115,3 +115,47 @@ def test_catalogue_unpacks_archives_once_and_safely(tmp_path: Path) -> None:
     assert any("evil.zip" in note for note in catalogue.notes)
     again = build_catalogue(tmp_path)  # the unpacked folder is reused, not unpacked twice
     assert [t.path for t in again.tables] == [t.path for t in catalogue.tables]
+
+
+_AWKWARD = [
+    'id,text,n\n1,"a, b",2\n2,"say ""hi""",3\n3,"two\nlines",4\n4,,5\n',
+    'id,text,n\r\n1, padded ,2\r\n2,"x"y,3\r\n3,a"b"c,4\r\n',
+    'id;city;price\n1;Zürich;3,25\n2;Oslo;10,5\n',
+    'id,x\n1,2\n\n3,4\n',
+    'id,x\n',  # a header alone is no table
+    'id,x\n1,2\n',
+    'id,x\n1,2,3\n4,5,6\n',  # one more field than the header: pandas makes the first an index
+    'id,x,y\n1,2\n3,4,5\n',  # a short row
+    'id,id,x\n1,2,3\n',
+    'id,,x\n1,2,3\n',
+    'id,x\r\n1,""\r\n\r\n"2"," 3 "\r\n',
+]
+
+
+@pytest.mark.parametrize("content", _AWKWARD)
+def test_large_files_read_by_arrow_give_the_c_parsers_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            content: str) -> None:
+    """Arrow reads big delimited files; where it would read a cell otherwise, pandas' C parser does."""
+    import agentk.core.readers as readers
+
+    path = tmp_path / "t.csv"
+    path.write_text(content, encoding="utf-8", newline="")
+    try:
+        expected = read_table(path)
+    except UnreadableTable:
+        monkeypatch.setattr(readers, "ARROW_MIN_BYTES", 0)
+        with pytest.raises(UnreadableTable):
+            read_table(path)
+        return
+    monkeypatch.setattr(readers, "ARROW_MIN_BYTES", 0)
+    pd.testing.assert_frame_equal(read_table(path), expected)
+
+
+def test_large_files_in_any_encoding_read_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentk.core.readers as readers
+
+    for encoding in ("latin-1", "utf-8-sig", "utf-16"):
+        path = tmp_path / f"{encoding}.csv"
+        path.write_bytes(_csv().encode(encoding))
+        monkeypatch.setattr(readers, "ARROW_MIN_BYTES", 0)
+        _check(read_table(path))

@@ -15,7 +15,7 @@ import pandas as pd
 
 from unit_tests_setup.context import CheckContext
 from agentk.core.artifacts import MODALITY_CODES, TASKS, SetupLayout
-from agentk.core.maps import MapError, read_map
+from agentk.core.maps import MapError, map_columns, read_map
 from agentk.core.metrics import normalise_labels
 from agentk.core.metrics.direction import Direction
 from unit_tests_setup.files import IMAGE_EXTENSIONS, csv_headers, has_images, has_tables
@@ -117,7 +117,7 @@ def input_map_check(split: str, code: str) -> Callable[[CheckContext], list[str]
         if split == "test":
             train_path = ctx.layout.input_map("train", code)
             if train_path.exists():
-                train_columns = list(read_map(train_path).columns)
+                train_columns = map_columns(train_path)
                 if list(frame.columns) != train_columns:
                     problems.append(f"{name} columns differ from the train map's: {_diff(train_columns, list(frame.columns))}")
         return problems

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
 
 
 class MapError(ValueError):
@@ -29,3 +31,41 @@ def read_map(path: Path) -> pd.DataFrame:
     if "id" in frame.columns:
         frame["id"] = frame["id"].str.strip()
     return frame
+
+
+def map_columns(path: Path) -> list[str]:
+    """A map's columns as read_map names them, from its header alone (a million rows need not be
+    read to compare two maps' columns)."""
+    path = Path(path)
+    if not path.exists():
+        raise MapError(f"{path.name} was not written")
+    try:
+        return list(pd.read_csv(path, dtype={"id": str}, nrows=0).columns)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        raise MapError(f"{path.name} cannot be read as CSV: {str(exc).splitlines()[0]}") from exc
+
+
+def write_map(frame: pd.DataFrame, path: Path) -> None:
+    """Write a map as every stage does: CSV without the index, CRLF records, cells quoted only
+    where they must be (a cell holding a \r or \n is quoted, so it reads back as one cell).
+
+    A frame of text columns none of whose cells needs quotes goes through Arrow's writer, which
+    writes the same bytes as pandas in a fraction of the time (seconds on a million rows);
+    anything else, or a cell Arrow refuses to write unquoted, goes through pandas.
+    """
+    path = Path(path)
+    if _all_text(frame):
+        options = pa_csv.WriteOptions(eol="\r\n", quoting_style="none", quoting_header="none")
+        try:
+            pa_csv.write_csv(pa.Table.from_pandas(frame, preserve_index=False), path, write_options=options)
+            return
+        except (pa.ArrowException, ValueError, TypeError):
+            pass
+    frame.to_csv(path, index=False, lineterminator="\r\n")
+
+
+def _all_text(frame: pd.DataFrame) -> bool:
+    """Text columns under distinct text names, at least two (pandas quotes a lone empty cell)."""
+    names = list(frame.columns)
+    return (frame.shape[1] >= 2 and all(isinstance(c, str) for c in names) and len(set(names)) == len(names)
+            and all(isinstance(t, pd.StringDtype) and t.storage == "pyarrow" for t in frame.dtypes))

@@ -21,6 +21,8 @@ from typing import IO, Literal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
 from charset_normalizer import from_bytes
 
 from agentk.core.archives import check_zip, open_zip
@@ -38,6 +40,11 @@ _SCAN_CHUNK = 16 * 2**20
 _DELIMITERS = ",\t;|"
 _DECIMAL_COMMA = re.compile(r"^[+-]?\d+,\d+$")
 _PLAIN_NUMBER = re.compile(r"^[+-]?\d+$")
+# Delimited files this large are read by Arrow (same cells, a tenth of the time); smaller ones by
+# pandas' C parser alone, whose reading every test pins down.
+ARROW_MIN_BYTES = 4 * 2**20
+_ARROW_BLOCK_BYTES = 2**20
+_ARROW_CHECK_ROWS = 500
 
 
 class UnreadableTable(Exception):
@@ -260,12 +267,55 @@ def _read_delimited(data: bytes, nrows: int | None) -> pd.DataFrame:
     sniffed = _delimiter(text[:max(_SNIFF_BYTES, _nth_line_end(text, 3))])
     one_column = _one_column_delimiter(text) if sniffed is None else None
     delimiter = sniffed or one_column or ","
-    frame = pd.read_csv(io.StringIO(text), sep=delimiter, dtype=str, keep_default_na=False, na_filter=False,
-                        nrows=nrows, skipinitialspace=False)
+    frame = None
+    if sniffed is not None and nrows is None and len(data) >= ARROW_MIN_BYTES:
+        # ASCII text is its own UTF-8: the bytes read go to Arrow as they are, not a copy.
+        frame = _read_with_arrow(data if data.isascii() else text.encode("utf-8"), text, delimiter)
+    if frame is None:
+        frame = pd.read_csv(io.StringIO(text), sep=delimiter, dtype=str, keep_default_na=False, na_filter=False,
+                            nrows=nrows, skipinitialspace=False)
     frame.columns = [str(c).strip().lstrip("\ufeff") for c in frame.columns]
     # A one-column file of "3,25" cells is European too: a comma-separated writer would have quoted them.
     if delimiter == ";" or one_column is not None:
         frame = _undo_decimal_comma(frame)
+    return frame
+
+
+def _read_with_arrow(utf8: bytes, text: str, delimiter: str) -> pd.DataFrame | None:
+    """The frame pandas' C parser gives from `text` (`utf8` holds it encoded), read by Arrow's
+    multithreaded reader (a million rows in seconds rather than half a minute); None when Arrow
+    cannot read the file or reads its first rows otherwise than the C parser does (a header pandas
+    would rename, ragged rows, another reading of a quote), and the C parser reads it then."""
+    header = next(csv.reader(io.StringIO(text[:_nth_line_end(text, 1)]), delimiter=delimiter), None)
+    if not header or "" in header or len(set(header)) != len(header):
+        return None  # pandas names these columns itself ("Unnamed: 0", "a.1")
+    try:
+        table = pa_csv.read_csv(
+            pa.py_buffer(utf8),
+            # Blocks of a few records at least (a wide table's rows are long), parsed in parallel.
+            read_options=pa_csv.ReadOptions(block_size=max(_ARROW_BLOCK_BYTES, 8 * _nth_line_end(text, 3))),
+            parse_options=pa_csv.ParseOptions(delimiter=delimiter, quote_char='"', double_quote=True, escape_char=False,
+                                              newlines_in_values=True, ignore_empty_lines=True),
+            convert_options=pa_csv.ConvertOptions(column_types={c: pa.large_string() for c in header}, null_values=[],
+                                                  strings_can_be_null=False, quoted_strings_can_be_null=False))
+    except (pa.ArrowException, ValueError):
+        return None
+    if table.column_names != header:
+        return None
+    frame = table.to_pandas(types_mapper={pa.large_string(): pd.StringDtype("pyarrow", na_value=np.nan)}.get)
+    # The C parser reads the first rows too, from a head of the text (not a copy of all of it).
+    end = -1
+    for _ in range(2 * _ARROW_CHECK_ROWS):
+        end = text.find("\n", end + 1)
+        if end < 0:
+            break
+    try:
+        head = pd.read_csv(io.StringIO(text[:end + 1] if end >= 0 else text), sep=delimiter, dtype=str,
+                           keep_default_na=False, na_filter=False, nrows=_ARROW_CHECK_ROWS, skipinitialspace=False)
+    except (ValueError, pd.errors.ParserError):
+        return None
+    if list(head.columns) != header or not head.equals(frame.head(len(head))):
+        return None
     return frame
 
 

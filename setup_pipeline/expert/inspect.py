@@ -7,6 +7,7 @@ numbers are parsed only to judge what a column is.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -22,6 +23,12 @@ from setup_pipeline.perception.catalogue import Catalogue, build_catalogue
 from setup_pipeline.perception.page_text import as_markdown
 from setup_pipeline.perception.roles import decide_roles
 from setup_pipeline.perception.tables import match_column
+
+
+@functools.cache
+def _whitespace_class() -> str:
+    """Every character str.split() splits on, so a count of them bounds the words it finds."""
+    return "[" + "".join(c for c in map(chr, range(0x110000)) if c.isspace()) + "]"
 
 
 def inspect_competition(raw_dir: Path) -> DataFacts:
@@ -240,7 +247,14 @@ class _Inspection(TargetDecisions, ImageLayouts):
     def _is_text(series: pd.Series) -> bool:
         """Long, mostly unique free text; names, codes and categories stay tabular."""
         values = present(series)
-        if values.empty or as_numbers(values) is not None or is_bool_like(values):
+        # Six words need eleven characters and five whitespace characters between them: a column
+        # with fewer on average (numbers, codes) is not text, known without parsing a million
+        # cells as numbers.
+        if values.empty or values.str.len().mean() < 11 or values.str.count(_whitespace_class()).mean() < 5:
+            return False
+        if values.nunique() < 0.5 * len(values):
+            return False
+        if as_numbers(values) is not None or is_bool_like(values):
             return False
         words = values.str.split().str.len().mean()
         return bool(words >= 6 and values.nunique() >= 0.5 * len(values))

@@ -177,7 +177,7 @@ class TargetDecisions:
             if numbers is None:
                 raise ExpertDeclined(f"metric {metric} scores numbers but target {fact.column!r} is not numeric")
             return fact.model_copy(update={"task": "regression", "classes": None})
-        labels = sorted(set(values))
+        labels = sorted(set(values.unique().tolist()))  # distinct first: Arrow cells one by one are slow
         # Under a label metric whole numbers are classes, as long as each class recurs.
         few = len(labels) <= _MAX_CLASSES * 50 and len(labels) * 3 <= max(len(values), 10)
         integral = numbers is not None and bool((numbers == numbers.round()).all())

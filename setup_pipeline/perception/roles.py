@@ -105,7 +105,9 @@ class _Decider(TableIndex):
                 prediction = [c for c in sample.columns if c != key]
                 for table in [t for t in rest if not self.labels_every_row(t, prediction)]:
                     for column in self.columns_with(table, keys):
-                        share = overlap(keys, self.values(table, column))
+                        if not self.can_agree(sample, key, table, column):
+                            continue
+                        share = self.share(sample, key, table, column)
                         if keys_agree(key, column, share):
                             candidates.append((table, column, share))
             self.roles.key = key or sample.columns[0]
@@ -349,7 +351,7 @@ class _Decider(TableIndex):
         names = [c for c in (self.roles.header or []) if c != self.roles.key and c != "..."]
         named = [c for c in names if c in test.column_set]
         if sample is not None and test_key is not None:
-            rows = test.frame[test_key].astype(str).str.strip().isin(self.values(sample, self.roles.key)).to_numpy()
+            rows = self.stripped_in(test, test_key, sample, self.roles.key)
             if rows.all() or not rows.any():
                 return []
             blank = []

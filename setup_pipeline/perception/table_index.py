@@ -5,14 +5,21 @@ class labels.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from agentk.core.metrics import normalise_labels
 from setup_pipeline.perception.catalogue import Catalogue
-from setup_pipeline.perception.tables import MATCH, Logical, blank_for, group_parts, is_unique, keys_agree, overlap
+from setup_pipeline.perception.tables import MATCH, Logical, blank_for, group_parts, keys_agree, overlap
 
 # Wider tables look for keys in one vectorised pass (columns_with).
 WIDE_COLUMNS = 1000
+# A key's first rows are distinct and filled: a repeat there settles that a column is none.
+_HEAD_ROWS = 1000
+# Values looked up one by one before a column is hashed whole, where every value must be found.
+_PROBES = 3
 
 
 class TableIndex:
@@ -23,6 +30,8 @@ class TableIndex:
         self.tables = group_parts(catalogue)
         self._value_cache: dict[tuple[int, str], set[str]] = {}
         self._cells_cache: dict[int, pd.Series] = {}
+        self._distinct_cache: dict[tuple[int, str], pa.Array] = {}
+        self._profile_cache: dict[tuple[int, str], tuple[int, bool]] = {}
         self.image_names = {p.stem for p in catalogue.images} | {p.name for p in catalogue.images}
         per_folder: dict = {}
         for p in catalogue.images:
@@ -34,7 +43,7 @@ class TableIndex:
         if not self.image_names:
             return None
         for column in table.columns:
-            if is_unique(table.frame, column) and overlap(self.values(table, column), self.image_names) >= MATCH:
+            if self.is_unique(table, column) and overlap(self.values(table, column), self.image_names) >= MATCH:
                 return column
         return None
 
@@ -56,19 +65,80 @@ class TableIndex:
             self._value_cache[key] = table.values(column)
         return self._value_cache[key]
 
+    # ---- counted by Arrow: a million-row column is hashed once, never turned into Python objects
+
+    def _profile(self, table: Logical, column: str) -> tuple[int, bool]:
+        """The column's count of distinct stripped cells (nunique) and whether it is a key
+        (tables.is_unique), from one pass."""
+        key = (id(table), column)
+        if key not in self._profile_cache:
+            cells = table.frame[column].astype(str).str.strip()
+            uniq = cells.unique()
+            unique = bool(len(cells)) and len(uniq) == len(cells) and not (cells == "").any()
+            self._profile_cache[key] = (len(uniq) - int(pd.isna(uniq).any()), unique)
+        return self._profile_cache[key]
+
+    def is_unique(self, table: Logical, column: str) -> bool:
+        key = (id(table), column)
+        for rows in (_HEAD_ROWS, len(table.frame) // 8):
+            if key in self._profile_cache or rows < _HEAD_ROWS or len(table.frame) <= rows:
+                break
+            head = table.frame[column].head(rows).astype(str).str.strip()
+            if not head.is_unique or (head == "").any():
+                return False  # a repeat or a blank among the first rows: no key, as the whole column says
+        return self._profile(table, column)[1]
+
+    def distinct(self, table: Logical, column: str) -> pa.Array:
+        """`values` as an Arrow array, compared by Arrow's `is_in` (pandas' `isin` on text loops
+        in Python)."""
+        key = (id(table), column)
+        if key not in self._distinct_cache:
+            cells = table.frame[column].astype(str).str.strip()
+            self._distinct_cache[key] = pa.array(cells[cells != ""].unique(), type=pa.large_string())
+        return self._distinct_cache[key]
+
+    def stripped_in(self, table: Logical, column: str, other: Logical, theirs: str) -> np.ndarray:
+        """Per row of `table`, whether its stripped `column` cell is one of values(other, theirs)."""
+        cells = pa.array(table.frame[column].astype(str).str.strip(), type=pa.large_string())
+        return pc.is_in(cells, value_set=self.distinct(other, theirs)).to_numpy(zero_copy_only=False)
+
+    def share(self, table: Logical, column: str, other: Logical, theirs: str) -> float:
+        """overlap(values(table, column), values(other, theirs))."""
+        mine = self.distinct(table, column)
+        if not len(mine):
+            return 0.0
+        return pc.sum(pc.is_in(mine, value_set=self.distinct(other, theirs))).as_py() / len(mine)
+
+    def can_agree(self, table: Logical, column: str, other: Logical, theirs: str) -> bool:
+        """False when keys_agree(column, theirs, share) cannot hold, known without comparing the
+        values: `theirs` has fewer rows or distinct cells than the share asks for, or, where every
+        value must be found (two names), the first values are not all there."""
+        mine = self.distinct(table, column)
+        need = MATCH if column.lower() == theirs.lower() else 1.0
+        if not len(mine) or len(other.frame) / len(mine) < need:
+            return False  # fewer rows than the share asks for distinct values
+        if need == 1.0 and (id(other), theirs) not in self._profile_cache:
+            cells = pa.array(other.frame[theirs].astype(str))
+            stripped = pc.utf8_trim_whitespace(cells)  # as pandas' str.strip() strips Arrow text
+            if not all(pc.any(pc.equal(stripped, value)).as_py() for value in mine[:_PROBES].to_pylist()):
+                return False
+        return self._profile(other, theirs)[0] / len(mine) >= need
 
     def key_match(self, table: Logical, others: list[Logical]) -> tuple[str, Logical, str, float] | None:
         """The column of `table` whose values best match a column of another table."""
         best = None
         for column in table.columns:
-            if not is_unique(table.frame, column):
+            if not self.is_unique(table, column):
                 continue
-            mine = self.values(table, column)
+            mine = self.distinct(table, column)
             for other in others:
-                for theirs in self.columns_with(other, mine):
-                    if other.frame[theirs].astype(str).str.strip().nunique() < 0.5 * len(mine):
+                wide = len(other.columns) > WIDE_COLUMNS
+                for theirs in self.columns_with(other, self.values(table, column)) if wide else other.columns:
+                    if not self.can_agree(table, column, other, theirs):
                         continue
-                    share = overlap(mine, self.values(other, theirs))
+                    if self._profile(other, theirs)[0] < 0.5 * len(mine):
+                        continue
+                    share = self.share(table, column, other, theirs)
                     if keys_agree(column, theirs, share) and (best is None or share > best[3]):
                         best = (column, other, theirs, share)
             if best is not None:
