@@ -1,6 +1,7 @@
-"""Shared test set-up, and how `make test` spreads the suite over two pytest-xdist workers."""
+"""Shared test set-up, and how `make test` spreads the suite over pytest-xdist workers."""
 
-from collections import defaultdict
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -10,18 +11,34 @@ pytest.register_assert_rewrite("tiny_campaign")
 # Modules that share one costly session fixture, or a local Ray cluster, run on one worker, so the
 # fixture is built once and no two Ray heads start side by side.
 SHARED_GROUP = "tiny_campaign_and_ray"
-SHARED_FIXTURES = {"tiny_campaign"}
+SHARED_FIXTURE_MODULE = "tiny_campaign"
 RAY_MODULES = {"test_campaign", "test_campaign_executors"}
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Each test module is one xdist group (`--dist loadgroup`): module-scoped fixtures, such as
-    the end-to-end runs started together, are then built once, on one worker."""
-    by_module: dict[str, list[pytest.Item]] = defaultdict(list)
-    for item in items:
-        by_module[item.module.__name__ if isinstance(item, pytest.Function) else item.nodeid.split("::")[0]].append(item)
-    for module, module_items in by_module.items():
-        shared = module.rsplit(".", 1)[-1] in RAY_MODULES or any(SHARED_FIXTURES & set(getattr(i, "fixturenames", ())) for i in module_items)
-        for item in module_items:
-            item.add_marker(pytest.mark.xdist_group(SHARED_GROUP if shared else module))
+def _shared_modules() -> set[str]:
+    """Test modules that load the tiny campaign (`pytest_plugins = ["tiny_campaign"]`) or start Ray."""
+    here = Path(__file__).resolve().parent
+    users = {p.stem for p in here.glob("test_*.py") if SHARED_FIXTURE_MODULE in p.read_text(encoding="utf-8")}
+    return users | RAY_MODULES
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With `--dist loadgroup`, each test module is one unit of work (module fixtures, such as the
+    end-to-end runs started together, are built once, on one worker), and the modules of
+    `_shared_modules` are one unit together.
+
+    A scheduler, not `xdist_group` marks: under pytest 9 xdist's renaming of marked tests no longer
+    reaches their node ids, so marked modules were spread over every worker, each building the
+    module's fixtures again (the end-to-end runs three times over)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    shared = _shared_modules()
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return SHARED_GROUP if Path(path).stem in shared else path
+
+    return ModuleScheduling(config, log)
