@@ -19,13 +19,12 @@ from solve_pipeline.calibration import calibrate_run
 from solve_pipeline.cv import CandidateRun, emit, finish_run, start_run
 from solve_pipeline.dataset import CATEGORY, NUMERIC, FeatureSet
 from solve_pipeline.feature_code import FeatureBlock, check_feature_code
-from solve_pipeline.registry import family_candidate
+from solve_pipeline.features import aligned
+from solve_pipeline.registry import TABLE_FAMILIES, family_candidate
 
 if TYPE_CHECKING:
     from solve_pipeline.solve_state import Solver
 
-# Families that read the tabular block, so a new column can change their score.
-TABULAR_FAMILIES = ("lightgbm", "lightgbm_te", "catboost", "linear", "linear_power", "extratrees", "random_forest")
 # The code's wall-clock cap: CAP_SHARE of the time left, within [MIN_CAP_S, CAP_S] and never past the
 # time left. The floor covers the child's own start (pandas and pyarrow imports) on a busy machine.
 CAP_S, CAP_SHARE, MIN_CAP_S = 60.0, 0.1, 5.0
@@ -40,9 +39,9 @@ def input_frames(solver: Solver) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]
     artifacts, features = solver.artifacts, solver.ctx.features
     if "tab" not in artifacts.train_maps or artifacts.target_map is None:
         return None
-    train = artifacts.train_maps["tab"].drop_duplicates("id").set_index("id").reindex(features.train_ids)
-    test = artifacts.test_maps["tab"].drop_duplicates("id").set_index("id").reindex(features.test_ids)
-    raw = artifacts.target_map.drop_duplicates("id").set_index("id").reindex(features.train_ids)
+    train = aligned(artifacts.train_maps["tab"], features.train_ids)
+    test = aligned(artifacts.test_maps["tab"], features.test_ids)
+    raw = aligned(artifacts.target_map, features.train_ids)
     targets = [s.column for s in solver.ctx.targets if s.column in raw.columns]
     train = train.join(raw[targets], rsuffix="__target")
     return train.reset_index(names="id"), test.reset_index(names="id"), targets
@@ -51,7 +50,7 @@ def input_frames(solver: Solver) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]
 def tabular_bases(solver: Solver) -> dict[str, CandidateRun]:
     """The race's finished tabular families by name: each one's run on the current features."""
     return {r.name: r for r in solver.state.complete
-            if r.name in TABULAR_FAMILIES and solver.state.cv.get(r.name) is not None}
+            if r.name in TABLE_FAMILIES and solver.state.cv.get(r.name) is not None}
 
 
 def _best(solver: Solver, bases: dict[str, CandidateRun], seconds_left: float = math.inf) -> CandidateRun | None:

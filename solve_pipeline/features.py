@@ -17,7 +17,7 @@ from solve_pipeline.tabular_features import id_parts, tabular_columns
 from solve_pipeline.text_features import TextBlocks, text_blocks
 
 
-def _aligned(frame: pd.DataFrame, ids: Sequence[str]) -> pd.DataFrame:
+def aligned(frame: pd.DataFrame, ids: Sequence[str]) -> pd.DataFrame:
     """Rows of a map in `ids` order; ids absent from the map become all-missing rows."""
     return frame.drop_duplicates("id").set_index("id").reindex(list(ids))
 
@@ -37,8 +37,8 @@ def build_features(
     tab_parts: dict[str, pd.Series] = {}
     kinds: dict[str, str] = {}
     if "tab" in artifacts.train_maps:
-        train_tab = _aligned(artifacts.train_maps["tab"], train_ids)
-        test_tab = _aligned(artifacts.test_maps["tab"], test_ids)
+        train_tab = aligned(artifacts.train_maps["tab"], train_ids)
+        test_tab = aligned(artifacts.test_maps["tab"], test_ids)
         common = [c for c in train_tab.columns if c in test_tab.columns]
         both = pd.concat([train_tab[common], test_tab[common]], ignore_index=True)
         tab_parts, kinds = tabular_columns(both)
@@ -46,15 +46,15 @@ def build_features(
             tab_parts[key], kinds[key] = values, FREQUENCY
     text = TextBlocks()
     if "txt" in artifacts.train_maps:
-        text = text_blocks(_aligned(artifacts.train_maps["txt"], train_ids),
-                           _aligned(artifacts.test_maps["txt"], test_ids), max_text_features)
+        text = text_blocks(aligned(artifacts.train_maps["txt"], train_ids),
+                           aligned(artifacts.test_maps["txt"], test_ids), max_text_features)
         for key, values in text.stats.items():
             tab_parts[key], kinds[key] = values, TEXT_STAT
 
     image = ImageBlocks()
     if "img" in artifacts.train_maps:
-        image = image_blocks(_aligned(artifacts.train_maps["img"], train_ids),
-                             _aligned(artifacts.test_maps["img"], test_ids), artifacts.setup_dir, image_size)
+        image = image_blocks(aligned(artifacts.train_maps["img"], train_ids),
+                             aligned(artifacts.test_maps["img"], test_ids), artifacts.setup_dir, image_size)
 
     names, matrix_columns = [], []
     for name, values in tab_parts.items():

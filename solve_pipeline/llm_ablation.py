@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from agentk.core.metrics.direction import finite
 from agentk.core.solve_decisions import Ablation, AblationPart, ActionEffect, DecisionRecord
 from solve_pipeline.automl import RaceOutcome
 from solve_pipeline.cv import score_outputs
@@ -27,8 +28,8 @@ BLEND_TOP = 3  # the blend estimate averages this many leading models
 _BAG = re.compile(r"^(?P<base>.+)_bag\d+$")
 
 
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
+def finite_or_none(value: float | None) -> float | None:
+    return value if finite(value) else None
 
 
 def _effect(solver: Solver, without: float | None, with_: float | None) -> float | None:
@@ -118,7 +119,7 @@ def _blend(solver: Solver, cv: dict[str, float], cache: dict[tuple[str, ...], fl
 def _average_score(solver: Solver, runs: list) -> float | None:
     try:
         mean = {s.column: np.mean([r.oof[s.column] for r in runs], axis=0) for s in solver.ctx.targets}
-        return _finite(float(score_outputs(solver.ctx, None, mean)))
+        return finite_or_none(float(score_outputs(solver.ctx, None, mean)))
     except Exception:  # noqa: BLE001 - an estimate that cannot be made is left out, never a failed decision
         return None
 
@@ -127,7 +128,7 @@ def ablate(solver: Solver, outcome: RaceOutcome, decisions: Sequence[DecisionRec
            cache: dict[tuple[str, ...], float | None] | None = None) -> Ablation:
     """The parts (tuning, features, bagging, blend) with and without, each past action's score
     change, and the part to work on: the largest positive effect whose action is allowed now."""
-    cv = {n: s for n, s in solver.state.cv.items() if _finite(s) is not None}
+    cv = {n: s for n, s in solver.state.cv.items() if finite_or_none(s) is not None}
     race = [e.family for e in outcome.entries if e.family in cv and e.family != "constant"]
     parts = [_tuning(solver, cv, race, decisions), _features(solver, decisions), _bagging(solver, cv),
              _blend(solver, cv, {} if cache is None else cache)]

@@ -5,7 +5,6 @@ go out, only names, shapes and scores."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -22,7 +21,7 @@ from solve_pipeline.automl import RaceOutcome
 from solve_pipeline.cv import emit
 from solve_pipeline.feature_trial import MIN_CAP_S, code_cap, tabular_bases
 from solve_pipeline.finetune_plan import FinetuneOption
-from solve_pipeline.llm_ablation import ablate
+from solve_pipeline.llm_ablation import ablate, finite_or_none
 from solve_pipeline.hebo_tool import hebo_missing
 from solve_pipeline.registry import tunable_for
 
@@ -30,10 +29,6 @@ if TYPE_CHECKING:
     from solve_pipeline.solve_state import Solver
 
 MAX_COLUMNS = 60  # a wide table's column list is cut here: the prompt stays small
-
-
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
 
 
 def task_view(solver: Solver) -> TaskView:
@@ -91,11 +86,11 @@ def build_request(solver: Solver, outcome: RaceOutcome, n: int, token: str, tria
     """`decisions`: those taken so far; after the first, the request carries their ablation."""
     state = solver.state
     allowed = allowed_actions(solver, outcome, seconds_left)
-    race = [FamilyView(family=e.family, status=e.status, cv=_finite(state.cv.get(e.family)),
+    race = [FamilyView(family=e.family, status=e.status, cv=finite_or_none(state.cv.get(e.family)),
                        first_fold_score=e.first_fold_score, tuned_trials=trials.get(e.family, 0), reason=e.reason)
             for e in outcome.entries]
     return DecisionRequest(
-        n=n, token=token, task=task_view(solver), race=race, best_score=_finite(state.best_score),
+        n=n, token=token, task=task_view(solver), race=race, best_score=finite_or_none(state.best_score),
         best_parts={t: p.model for t, p in state.best.items()}, budget_left_s=round(max(seconds_left, 0.0), 1),
         allowed=allowed, tunable=tunable_families(solver),
         unfinished=unfinished_families(outcome), history=list(history), feature_cap_s=round(code_cap(seconds_left), 1),

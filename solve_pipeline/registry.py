@@ -315,6 +315,9 @@ FAMILIES: tuple[Family, ...] = (
            defaults=_fixed(FUSION_DEFAULTS), switchable=True),
 )
 BY_NAME: dict[str, Family] = {family.name: family for family in FAMILIES}
+# The families whose matrices are built from the tabular block: a new table column can move them.
+TABLE_FAMILIES: frozenset[str] = frozenset(
+    f.name for f in FAMILIES if f.inputs in (_tree_inputs, _linear_inputs, _linear_power_inputs))
 
 
 def family_candidate(name: str, budget_s: float | None = None, params: Params | None = None) -> ModelCandidate:

@@ -88,16 +88,14 @@ def score_prediction_frame(
             raise ValueError("duplicated ids")
         return _mean_score(metric, name, y_true, y_pred.reset_index(drop=True), target_columns)
     true_ids, pred_ids = normalise_ids(y_true["id"]), normalise_ids(y_pred["id"])
-    if not (pd.Index(pred_ids).is_unique and pd.Index(true_ids).is_unique):
+    predicted = pd.Index(pred_ids)
+    if not (predicted.is_unique and pd.Index(true_ids).is_unique):
         raise ValueError("duplicated ids")
-    if len(true_ids) != len(pred_ids) or pd.Index(pred_ids).get_indexer(true_ids).min(initial=0) < 0:
+    rows = predicted.get_indexer(true_ids)
+    if len(true_ids) != len(pred_ids) or rows.min(initial=0) < 0:
         raise ValueError(f"ids differ: {len(set(true_ids) - set(pred_ids))} missing, "
                          f"{len(set(pred_ids) - set(true_ids))} unexpected")
-    if np.array_equal(true_ids, pred_ids):
-        pred = y_pred.reset_index(drop=True)  # already in the answers' order: the solver's frames
-    else:
-        pred = y_pred.iloc[pd.Index(pred_ids).get_indexer(true_ids)].reset_index(drop=True)
-    return _mean_score(metric, name, y_true, pred, target_columns)
+    return _mean_score(metric, name, y_true, y_pred.iloc[rows].reset_index(drop=True), target_columns)
 
 
 def _mean_score(metric: Any, name: str, y_true: pd.DataFrame, pred: pd.DataFrame,
