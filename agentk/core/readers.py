@@ -272,8 +272,7 @@ def _read_delimited(data: bytes, nrows: int | None) -> pd.DataFrame:
         # ASCII text is its own UTF-8: the bytes read go to Arrow as they are, not a copy.
         frame = _read_with_arrow(data if data.isascii() else text.encode("utf-8"), text, delimiter)
     if frame is None:
-        frame = pd.read_csv(io.StringIO(text), sep=delimiter, dtype=str, keep_default_na=False, na_filter=False,
-                            nrows=nrows, skipinitialspace=False)
+        frame = _c_parser(text, delimiter, nrows)
     frame.columns = [str(c).strip().lstrip("\ufeff") for c in frame.columns]
     # A one-column file of "3,25" cells is European too: a comma-separated writer would have quoted them.
     if delimiter == ";" or one_column is not None:
@@ -310,13 +309,18 @@ def _read_with_arrow(utf8: bytes, text: str, delimiter: str) -> pd.DataFrame | N
         if end < 0:
             break
     try:
-        head = pd.read_csv(io.StringIO(text[:end + 1] if end >= 0 else text), sep=delimiter, dtype=str,
-                           keep_default_na=False, na_filter=False, nrows=_ARROW_CHECK_ROWS, skipinitialspace=False)
+        head = _c_parser(text[:end + 1] if end >= 0 else text, delimiter, _ARROW_CHECK_ROWS)
     except (ValueError, pd.errors.ParserError):
         return None
     if list(head.columns) != header or not head.equals(frame.head(len(head))):
         return None
     return frame
+
+
+def _c_parser(text: str, delimiter: str, nrows: int | None) -> pd.DataFrame:
+    """Every cell as its text, blanks kept: how every delimited table is read (Arrow must match it)."""
+    return pd.read_csv(io.StringIO(text), sep=delimiter, dtype=str, keep_default_na=False, na_filter=False,
+                       nrows=nrows, skipinitialspace=False)
 
 
 def _nth_line_end(text: str, n: int) -> int:
