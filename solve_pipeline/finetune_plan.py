@@ -33,6 +33,9 @@ GPU_FINETUNE_EPOCHS = (4, 3, 2, 1)
 GPU_FIRST_FIT_S = 15.0
 # Below this no fine-tuning fits anywhere, and the timed probe itself would cost seconds.
 FINETUNE_MIN_S = 30.0
+# Thread-seconds per text per epoch below which no CPU fine-tunes MiniLM (measured: 36-70 on two
+# cores): where even this pace misses the time left, the timed probe (~10 s) is not worth running.
+CPU_FINETUNE_FLOOR_S = 0.01
 
 
 def _minilm_finetune(epochs: int) -> ModelCandidate:
@@ -103,6 +106,11 @@ def finetune_options(features: FeatureSet, n_folds: int, seconds: float,
     if features.raw_text_columns_train is not None:
         from solve_pipeline.text_finetune import estimate_finetune_seconds  # lazy: torch
 
+        floor = n_folds * rows * CPU_FINETUNE_FLOOR_S / max(threads, 1)
+        if not device.is_cuda() and floor > seconds:
+            notes.append(f"text: one MiniLM epoch x {n_folds} folds needs at least ~{floor:.0f} s on CPU, "
+                         f"{seconds:.0f} s left: frozen embeddings only")
+            return options, notes
         per_epoch = n_folds * estimate_finetune_seconds(features, int(rows), 1.0, threads)
         tried = GPU_FINETUNE_EPOCHS if device.is_cuda() else FINETUNE_EPOCHS
         startup = GPU_FIRST_FIT_S if device.is_cuda() else 0.0

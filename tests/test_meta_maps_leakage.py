@@ -3,6 +3,7 @@ constant column, or a modality that repeats while another does not, is no eviden
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from agentk.core.artifacts import SetupLayout
@@ -49,3 +50,22 @@ def test_numbers_are_judged_as_their_text_whatever_the_column_dtypes() -> None:
     as_int = whole.iloc[:10].assign(id=[str(i) for i in range(100, 110)], x=range(10))
     assert not _same_rows({name: whole}, {test_name: as_int})
     assert _same_rows({name: whole}, {test_name: as_int.assign(x=as_int["x"].astype(float))})
+
+
+def test_a_wide_copy_is_caught_and_one_new_cell_in_its_last_column_clears_it() -> None:
+    """Thousands of number columns are settled in batches: a copy is found by whole rows, and a
+    single new value in the last column still proves a test row new."""
+    name, test_name = SetupLayout.input_map_name("train", "tab"), SetupLayout.input_map_name("test", "tab")
+    rng = np.random.default_rng(0)
+    train = pd.DataFrame(rng.integers(0, 3, size=(40, 1500)), columns=[f"c{j}" for j in range(1500)])
+    train.insert(0, "id", [str(i) for i in range(40)])
+    copied = train.iloc[:10].assign(id=[str(i) for i in range(100, 110)])
+    assert _same_rows({name: train}, {test_name: copied})
+    new_cell = copied.copy()
+    new_cell.iloc[3, -1] = 7  # a value no train row has in that column
+    assert not _same_rows({name: train}, {test_name: new_cell})
+    # Every cell of this row is seen in its column (0, 1 or 2), the row as a whole in no train row.
+    shuffled = copied.copy()
+    shuffled.iloc[3, 1:] = train.iloc[20, 1:].to_numpy()[::-1]
+    assert not (train.iloc[:, 1:] == shuffled.iloc[3, 1:].to_numpy()).all(axis=1).any()
+    assert not _same_rows({name: train}, {test_name: shuffled})

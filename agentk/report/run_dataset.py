@@ -90,10 +90,12 @@ def _column_kind(values: pd.Series) -> str:
     present = values.dropna()
     if present.empty:
         return "empty"
-    if pd.api.types.is_bool_dtype(present) or set(present.astype(str).str.lower().unique()) <= {"true", "false"}:
+    if pd.api.types.is_bool_dtype(present):
         return "boolean"
-    if pd.api.types.is_numeric_dtype(present):
+    if pd.api.types.is_numeric_dtype(present):  # before making text of every cell: 4,000 columns took seconds
         return "numeric"
+    if set(present.astype(str).str.lower().unique()) <= {"true", "false"}:
+        return "boolean"
     text = present.astype(str)
     if text.str.len().mean() > 30 and text.str.contains(" ").mean() > 0.5:
         return "text"

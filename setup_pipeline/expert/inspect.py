@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from agentk.core import metrics
 from setup_pipeline.expert.description import submission_example_rows, submission_header
@@ -23,6 +25,12 @@ from setup_pipeline.perception.catalogue import Catalogue, build_catalogue
 from setup_pipeline.perception.page_text import as_markdown
 from setup_pipeline.perception.roles import decide_roles
 from setup_pipeline.perception.tables import match_column
+
+
+def _longest_cell(series: pd.Series) -> int:
+    """Characters in the column's longest cell, as written (stripping only shortens cells)."""
+    longest = pc.max(pc.utf8_length(pa.array(series.astype(str) if series.dtype == object else series))).as_py()
+    return int(longest or 0)
 
 
 @functools.cache
@@ -246,6 +254,8 @@ class _Inspection(TargetDecisions, ImageLayouts):
     @staticmethod
     def _is_text(series: pd.Series) -> bool:
         """Long, mostly unique free text; names, codes and categories stay tabular."""
+        if _longest_cell(series) < 11:
+            return False  # read by Arrow in one pass: a wide table's thousands of number columns
         values = present(series)
         # Six words need eleven characters and five whitespace characters between them: a column
         # with fewer on average (numbers, codes) is not text, known without parsing a million

@@ -29,7 +29,8 @@ class TableIndex:
         self.catalogue = catalogue
         self.tables = group_parts(catalogue)
         self._value_cache: dict[tuple[int, str], set[str]] = {}
-        self._cells_cache: dict[int, pd.Series] = {}
+        self._cells_cache: dict[int, np.ndarray] = {}
+        self._repeating_cache: dict[int, set[str]] = {}
         self._distinct_cache: dict[tuple[int, str], pa.Array] = {}
         self._profile_cache: dict[tuple[int, str], tuple[int, bool]] = {}
         self.image_names = {p.stem for p in catalogue.images} | {p.name for p in catalogue.images}
@@ -53,11 +54,27 @@ class TableIndex:
         over the table rather than a set of values per column (20,000 columns took minutes)."""
         if len(table.columns) <= WIDE_COLUMNS:
             return table.columns
-        key = id(table)
-        if key not in self._cells_cache:  # every cell in one column: one hash pass, not one per column
-            self._cells_cache[key] = pd.Series(table.frame.to_numpy(dtype=object).ravel())
-        hits = self._cells_cache[key].isin(values).to_numpy().reshape(table.frame.shape).any(axis=0)
+        # every cell in one column: one hash pass, not one per column
+        hits = pd.Series(self._cells(table).ravel()).isin(values).to_numpy().reshape(table.frame.shape).any(axis=0)
         return [column for column, hit in zip(table.columns, hits) if hit]
+
+    def _cells(self, table: Logical) -> np.ndarray:
+        key = id(table)
+        if key not in self._cells_cache:
+            self._cells_cache[key] = table.frame.to_numpy(dtype=object)
+        return self._cells_cache[key]
+
+    def _repeating(self, table: Logical) -> set[str]:
+        """The columns of a wide table holding some cell twice as written (so twice stripped too,
+        hence no key), settled for every column by one hashing pass instead of a profile per
+        column (4,000 columns took seconds). A hash collision could only call a key repeating."""
+        key = id(table)
+        if key not in self._repeating_cache:
+            hashes = pd.util.hash_array(self._cells(table).ravel()).reshape(table.frame.shape)
+            hashes.sort(axis=0)
+            repeats = (hashes[1:] == hashes[:-1]).any(axis=0)
+            self._repeating_cache[key] = {c for c, r in zip(table.columns, repeats) if r}
+        return self._repeating_cache[key]
 
     def values(self, table: Logical, column: str) -> set[str]:
         key = (id(table), column)
@@ -80,6 +97,8 @@ class TableIndex:
 
     def is_unique(self, table: Logical, column: str) -> bool:
         key = (id(table), column)
+        if len(table.columns) > WIDE_COLUMNS and key not in self._profile_cache and column in self._repeating(table):
+            return False
         for rows in (_HEAD_ROWS, len(table.frame) // 8):
             if key in self._profile_cache or rows < _HEAD_ROWS or len(table.frame) <= rows:
                 break
