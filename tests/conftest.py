@@ -1,5 +1,6 @@
 """Shared test set-up, and how `make test` spreads the suite over pytest-xdist workers."""
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +36,24 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from xdist.scheduler import LoadScopeScheduling
 
     shared = _shared_modules()
+    root = config.rootpath
+
+    @functools.cache
+    def end_to_end(scope: str) -> bool:
+        path = root / scope
+        return path.is_file() and "mark.integration" in path.read_text(encoding="utf-8")
 
     class ModuleScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
             return SHARED_GROUP if Path(path).stem in shared else path
+
+        def _assign_work_unit(self, node: Any) -> None:
+            # The longest units first (the shared group, then modules of end-to-end runs, then by
+            # count of tests): a long module handed out last keeps one worker busy while the
+            # other has nothing left to do.
+            scope = max(self.workqueue, key=lambda s: (s == SHARED_GROUP, end_to_end(s), len(self.workqueue[s])))
+            self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
 
     return ModuleScheduling(config, log)

@@ -29,7 +29,8 @@ from setup_pipeline.perception.tables import match_column
 
 def _longest_cell(series: pd.Series) -> int:
     """Characters in the column's longest cell, as written (stripping only shortens cells)."""
-    longest = pc.max(pc.utf8_length(pa.array(series.astype(str) if series.dtype == object else series))).as_py()
+    cells = series if isinstance(series.dtype, pd.StringDtype) else series.astype(str)
+    longest = pc.max(pc.utf8_length(pa.array(cells))).as_py()
     return int(longest or 0)
 
 
