@@ -21,7 +21,7 @@ from agentk.core.errors import AgentKError, SolveFailed
 from agentk.core.events import EventLog
 from agentk.core.isolation import Mounts, gpu_device_files, isolation_status
 from agentk.core.results import LeaderboardPlace, MetaRecord, RunResult, SolveResult, StageRecord, run_direction
-from agentk.core.sandbox import Limits, run_python
+from agentk.core.sandbox import Limits, data_room_mb, run_python
 from agentk.core.workspace import RunState, Workspace, atomic_write_json, read_json_object, workspace_for
 from agentk.core.workspace_lock import workspace_lock
 from agentk.grading import LeaderboardPosition, grade_run
@@ -259,7 +259,7 @@ def _run_solver(workspace: Workspace, config: RunConfig, events: EventLog, statu
         # reserves far more address space than any RLIMIT_AS allows: with a GPU only the cgroup's
         # memory limit holds.
         limits=Limits(timeout_s=config.solve.time_budget_s * 1.5 + 120, max_written_mb=quota_mb(workspace.raw),
-                      **({"memory_mb": None} if gpus else {})),
+                      memory_mb=None if gpus else data_room_mb()),
         on_stdout_line=_solver_printer(events, status, advisor),
         log_prefix=workspace.logs / "solve",
         mounts=dataclasses.replace(mounts, devices=gpus),

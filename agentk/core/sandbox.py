@@ -276,6 +276,15 @@ def _run(
     return result
 
 
+def data_room_mb() -> int:
+    """An address-space cap for a child that holds the competition's data in memory (the solver):
+    the default's room for thread stacks and malloc arenas plus 85% of the machine's memory, since
+    a fixed 8 GB refused a 4M-row table's 860 MB feature block. What is resident stays bounded by
+    the cgroup (85% of the memory) where one can be made."""
+    total = _default_total_mb()
+    return Limits.memory_mb + (total or 0)
+
+
 def _default_total_mb() -> int | None:
     try:
         return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.85) >> 20
