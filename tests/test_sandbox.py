@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agentk.core.sandbox import ExecutionResult, Limits, run_python, scrubbed_env
+from agentk.core.sandbox import ExecutionResult, Limits, data_room_mb, run_python, scrubbed_env
 
 FAST = Limits(timeout_s=20.0, grace_s=1.0)
 
@@ -170,6 +170,20 @@ def test_default_memory_limit_allows_the_numeric_stack(tmp_path: Path) -> None:
     result = run_python([script], cwd=tmp_path, limits=Limits(timeout_s=60))
     assert result.ok, result.error_summary()
     assert result.stdout == "3.0\n"
+
+
+def test_the_solvers_cap_leaves_room_for_data_beyond_the_default(tmp_path: Path) -> None:
+    """A 4M-row table's arrays do not fit the default 8 GB of address space; the solver's cap adds
+    the machine's memory (np.empty reserves the space without touching it)."""
+    script = write_script(tmp_path, """
+        import numpy as np
+        block = np.empty(9 * 1024**3, dtype=np.uint8)
+        print("held", flush=True)
+    """)
+    default = run_python([script], cwd=tmp_path, limits=Limits(timeout_s=60))
+    assert not default.ok and "Unable to allocate 9.00 GiB" in default.error_summary()
+    roomy = run_python([script], cwd=tmp_path, limits=Limits(timeout_s=60, memory_mb=data_room_mb()))
+    assert roomy.ok and roomy.stdout == "held\n", roomy.error_summary()
 
 
 def test_cpu_limit_stops_a_spinning_child(tmp_path: Path) -> None:
