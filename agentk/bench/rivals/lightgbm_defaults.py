@@ -32,7 +32,7 @@ from agentk.bench.rivals.common import (
 )
 from agentk.bench.rivals.frames import enter_setup, normalise, prediction_frame, write_formatted
 from agentk.core.isolation import Mounts
-from agentk.core.sandbox import Limits, run_python
+from agentk.core.sandbox import Limits, data_room_mb, run_python
 from agentk.core.workspace import Workspace
 from agentk.sources.base import Competition
 
@@ -53,7 +53,7 @@ def run_lightgbm(workspace: Workspace, competition: Competition, time_budget_s: 
     execution, seconds, peak = measured(lambda: run_python(
         ["-m", "agentk.bench.rivals.lightgbm_defaults", str(workspace.root), "--out", str(submission), "--seed", str(seed)],
         cwd=folder,
-        limits=Limits(timeout_s=time_budget_s + STARTUP_ALLOWANCE_S),
+        limits=Limits(timeout_s=time_budget_s + STARTUP_ALLOWANCE_S, memory_mb=data_room_mb()),  # the data, as the solver
         log_prefix=folder / "run",
         mounts=Mounts.workspace(workspace.root, write=[]),
     ))
