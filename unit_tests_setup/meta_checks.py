@@ -75,13 +75,14 @@ def _same_rows(train_maps: dict[str, pd.DataFrame], test_maps: dict[str, pd.Data
         # the same value: compared as values (text of a million cells took most of a minute).
         native = [i for i, (a, b) in enumerate(zip(train.dtypes, test.dtypes)) if a == b and a.kind in "iufb"]
         texts = sorted(set(range(test.shape[1])) - set(native))
-        mine, theirs = _cell_hashes(test, native), _cell_hashes(train, native)
-        if _surely_new(mine, theirs):
+        test_cells, train_cells = _cell_hashes(test, native), _cell_hashes(train, native)
+        if _surely_new(test_cells, train_cells):
             return False
-        mine = _row_hashes(np.hstack([mine, _cell_hashes(test, texts, as_text=True)]))
-        if len(np.unique(mine)) < 2:
+        test_rows = _row_hashes(np.hstack([test_cells, _cell_hashes(test, texts, as_text=True)]))
+        if len(np.unique(test_rows)) < 2:
             continue
-        if not np.isin(mine, _row_hashes(np.hstack([theirs, _cell_hashes(train, texts, as_text=True)]))).all():
+        train_rows = _row_hashes(np.hstack([train_cells, _cell_hashes(train, texts, as_text=True)]))
+        if not np.isin(test_rows, train_rows).all():
             return False
         compared = True
     return compared
