@@ -79,6 +79,28 @@ def test_write_map_writes_what_pandas_writes(tmp_path: Path, cells: list[str]) -
         assert (tmp_path / "ours.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
 
 
+def test_write_map_on_a_pyarrow_without_newer_write_options(tmp_path: Path, monkeypatch) -> None:
+    """pyarrow before `eol`/`quoting_header` (the GPU machine's image had one) refuses the options:
+    the map is still written, by pandas, with the same bytes."""
+    import pyarrow.csv as pa_csv
+
+    refused = []
+
+    def old_write_options(**kwargs):
+        refused.append(kwargs)
+        if "eol" in kwargs or "quoting_header" in kwargs:
+            raise TypeError("__init__() got an unexpected keyword argument 'eol'")
+        return original(**kwargs)
+
+    original = pa_csv.WriteOptions
+    monkeypatch.setattr(pa_csv, "WriteOptions", old_write_options)
+    frame = pd.DataFrame({"id": ["1", "2"], "t": ["a b", "c"]}, dtype="str")
+    write_map(frame, tmp_path / "ours.csv")
+    frame.to_csv(tmp_path / "pandas.csv", index=False, lineterminator="\r\n")
+    assert (tmp_path / "ours.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes() == b"id,t\r\n1,a b\r\n2,c\r\n"
+    assert refused, "the Arrow path was not tried"
+
+
 def test_prediction_frame_has_labels_values_and_probabilities() -> None:
     frame = prediction_frame(["a", "b"], TARGETS, OUTPUTS, _inverse)
     assert list(frame.columns) == ["id", "label", "label__proba__cat", "label__proba__dog", "price"]

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,16 +27,15 @@ pytestmark = pytest.mark.integration
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 COMPETITIONS = sorted(p.name for p in (SHARED / "competitions").iterdir() if (p / "description.md").exists())
 AGENTK = [sys.executable, "-m", "agentk.cli"]
-# CI-sized budgets: small enough for two cores, large enough to beat a constant clearly. On tables
-# and images the race's pace-setter (the linear model, which the race never skips) clears every
-# margin below on its own, and it finishes within ~8 s of the solver's start on a loaded two-core
-# machine. On text the featurisation comes out of the budget first, so text keeps twice as much.
+# CI-sized budgets: small enough for two cores, large enough to beat a constant clearly. The race's
+# pace-setter (the linear model on tables and images, naive Bayes on texts alone), which the race
+# finishes past its deadline if it must, clears every margin below on its own. On text the
+# featurisation comes out of the budget first, so text keeps twice as much.
 TABLE_BUDGET_S, TEXT_BUDGET_S = 15, 30
 TEXT_COMPETITIONS = {"nlp-getting-started", "spooky-author-identification"}
 RUN_ARGS = ["--folds", "3", "--json"]
-# Since the pace-setter alone meets their assertions, table and image runs do not depend on how much
-# CPU their solver gets: two run at once, one's single-threaded setup stages overlapping the
-# other's. Text runs need their budget's CPU: they are `solo` tests, which `make test` runs alone.
+# Since the pace-setter alone meets their assertions, no run depends on how much CPU its solver
+# gets: two run at once, one's single-threaded setup stages overlapping the other's.
 PARALLEL_RUNS = 2
 
 
@@ -100,57 +99,51 @@ def shared(name: str) -> Callable[[Path], Path]:
     return lambda _root: SHARED / "competitions" / name
 
 
-# Test name -> how its competition folder is made (in the run's working folder).
-TABLE_RUNS: dict[str, Callable[[Path], Path]] = {
-    **{f"test_shared_competition_end_to_end[{name}]": shared(name) for name in COMPETITIONS if name not in TEXT_COMPETITIONS},
-    "test_digits_class_folders_local_layout": lambda root: make_digits(root / "digits-folders", "folders"),
+# Test name -> how its competition folder is made (in the run's working folder), and its budget.
+RUNS: dict[str, tuple[Callable[[Path], Path], int]] = {
+    **{f"test_shared_competition_end_to_end[{name}]": (shared(name), TEXT_BUDGET_S if name in TEXT_COMPETITIONS else TABLE_BUDGET_S)
+       for name in COMPETITIONS},
+    "test_digits_class_folders_local_layout": (lambda root: make_digits(root / "digits-folders", "folders"), TABLE_BUDGET_S),
     "test_digits_csv_layout_as_mlebench_prepared":
-        lambda root: make_mlebench_layout(make_digits(root / "digits-csv", "csv"), root / "mlebench"),
+        (lambda root: make_mlebench_layout(make_digits(root / "digits-csv", "csv"), root / "mlebench"), TABLE_BUDGET_S),
+    "test_mlebench_layout_without_sample_submission":
+        (lambda root: make_mlebench_layout(smaller_spooky(root / "spooky"), root / "mlebench"), TEXT_BUDGET_S),
 }
 
 
 @pytest.fixture(scope="module")
-def table_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[Run]]]:
-    """The selected table and image runs, all started on first use, PARALLEL_RUNS at a time."""
-    selected = [item.name for item in request.session.items if item.path == request.path and item.name in TABLE_RUNS]
+def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[Run]]]:
+    """The selected runs, all started on first use, PARALLEL_RUNS at a time."""
+    selected = [item.name for item in request.session.items if item.path == request.path and item.name in RUNS]
     with ThreadPoolExecutor(PARALLEL_RUNS) as pool:
-        yield {name: pool.submit(run_agentk, TABLE_RUNS[name], tmp_path_factory.mktemp("run"), TABLE_BUDGET_S) for name in selected}
+        yield {name: pool.submit(run_agentk, RUNS[name][0], tmp_path_factory.mktemp("run"), RUNS[name][1]) for name in selected}
 
 
-def solved_table(request: pytest.FixtureRequest, table_runs: dict[str, Future[Run]]) -> dict:
-    return assert_solved(table_runs[request.node.name].result())
-
-
-def solved_text(make_source: Callable[[Path], Path], tmp_path: Path, table_runs: dict[str, Future[Run]]) -> dict:
-    wait(table_runs.values())  # the machine to itself
-    return assert_solved(run_agentk(make_source, tmp_path, TEXT_BUDGET_S))
+def solved(request: pytest.FixtureRequest, runs: dict[str, Future[Run]]) -> dict:
+    return assert_solved(runs[request.node.name].result())
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.solo) if name in TEXT_COMPETITIONS else name for name in COMPETITIONS])
-def test_shared_competition_end_to_end(name: str, request: pytest.FixtureRequest, table_runs: dict[str, Future[Run]], tmp_path: Path) -> None:
-    if name in TEXT_COMPETITIONS:
-        solved_text(shared(name), tmp_path, table_runs)
-    else:
-        solved_table(request, table_runs)
+@pytest.mark.parametrize("name", COMPETITIONS)
+def test_shared_competition_end_to_end(name: str, request: pytest.FixtureRequest, runs: dict[str, Future[Run]]) -> None:
+    solved(request, runs)
 
 
 @pytest.mark.slow
-def test_digits_class_folders_local_layout(request: pytest.FixtureRequest, table_runs: dict[str, Future[Run]]) -> None:
-    result = solved_table(request, table_runs)
+def test_digits_class_folders_local_layout(request: pytest.FixtureRequest, runs: dict[str, Future[Run]]) -> None:
+    result = solved(request, runs)
     assert result["test_score"] > 0.85
 
 
 @pytest.mark.slow
-def test_digits_csv_layout_as_mlebench_prepared(request: pytest.FixtureRequest, table_runs: dict[str, Future[Run]]) -> None:
-    result = solved_table(request, table_runs)
+def test_digits_csv_layout_as_mlebench_prepared(request: pytest.FixtureRequest, runs: dict[str, Future[Run]]) -> None:
+    result = solved(request, runs)
     assert result["source"] == "mlebench" and result["test_score"] > 0.85
 
 
 @pytest.mark.slow
-@pytest.mark.solo
-def test_mlebench_layout_without_sample_submission(table_runs: dict[str, Future[Run]], tmp_path: Path) -> None:
-    result = solved_text(lambda root: make_mlebench_layout(smaller_spooky(root / "spooky"), root / "mlebench"), tmp_path, table_runs)
+def test_mlebench_layout_without_sample_submission(request: pytest.FixtureRequest, runs: dict[str, Future[Run]]) -> None:
+    result = solved(request, runs)
     assert result["test_metric"] == "multiclass_logloss"
 
 

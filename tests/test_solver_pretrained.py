@@ -37,7 +37,7 @@ def test_images_get_a_pretrained_family_and_a_resumed_run_reuses_the_embeddings(
     assert len(cached) == 1
     stamp = cached[0].stat().st_mtime_ns
 
-    again, events = run_solver(workspace, "--time-budget", "20", "--folds", "2", "--no-tune")
+    again, events = run_solver(workspace, "--time-budget", "10", "--folds", "2", "--no-tune")
     assert next(e for e in events if e["event"] == "pretrained")["sources"] == pretrained["sources"]
     assert cached[0].stat().st_mtime_ns == stamp  # read back, not recomputed
     assert again["cv"]["pretrained_linear"] == result["cv"]["pretrained_linear"]

@@ -55,8 +55,9 @@ def write_map(frame: pd.DataFrame, path: Path) -> None:
     """
     path = Path(path)
     if _all_text(frame):
-        options = pa_csv.WriteOptions(eol="\r\n", quoting_style="none", quoting_header="none")
         try:
+            # An older pyarrow lacks `eol`/`quoting_header` (TypeError): pandas writes the same bytes.
+            options = pa_csv.WriteOptions(eol="\r\n", quoting_style="none", quoting_header="none")
             pa_csv.write_csv(pa.Table.from_pandas(frame, preserve_index=False), path, write_options=options)
             return
         except (pa.ArrowException, ValueError, TypeError):
