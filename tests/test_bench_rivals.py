@@ -166,6 +166,10 @@ def test_peak_memory_sees_a_child_process(tmp_path: Path) -> None:
     with PeakRss(interval_s=0.05) as peak:
         subprocess.run([sys.executable, "-c", "import time; b = bytearray(300 << 20); b[::4096] = b'x' * len(b[::4096]); time.sleep(0.5)"], check=True)
     assert 250 < peak.mb < 2000
+    # The peak names the process that made it: this interpreter, with its -c.
+    command, mb = peak.peak_parts[0]
+    assert command.startswith(Path(sys.executable).name + " -c") and 250 < mb < 2000
+    assert peak.breakdown().endswith(command) and " MB " in peak.breakdown()
 
 
 def test_rivals_option_is_validated(tmp_path: Path) -> None:

@@ -145,6 +145,7 @@ def _run_one(run_competition, source: str, competition_id: str, config: RunConfi
     setup = result.setup
     workspace = Workspace(Path(config.workspace_root).resolve() / competition_id)
     agentk = _agentk_system(result, workspace, error, total, peak.mb)
+    agentk.peak_breakdown = peak.breakdown() or None
     return {
         "competition": competition_id,
         "seed": config.solve.seed,

@@ -41,6 +41,7 @@ class SystemResult:
     time_to_first_submission_s: float | None = None
     total_s: float | None = None
     peak_rss_mb: float | None = None
+    peak_breakdown: str | None = None  # the processes that made the peak, largest first
     submission_path: str | None = None
     notes: list[str] = field(default_factory=list)
 

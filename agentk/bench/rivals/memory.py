@@ -19,11 +19,13 @@ import resource
 import threading
 from types import TracebackType
 
+import psutil
+
 from agentk.core.processes import process_table
 
 
-def tree_rss_bytes(root_pid: int, include_root: bool = False) -> int:
-    """Summed RSS of `root_pid`'s descendants (and of anything sharing a descendant's process
+def tree_rss(root_pid: int, include_root: bool = False) -> dict[int, int]:
+    """pid -> RSS of `root_pid`'s descendants (and of anything sharing a descendant's process
     group: the sandbox makes each child a group leader, so an orphaned grandchild still counts)."""
     table = process_table()
     children: dict[int, list[int]] = {}
@@ -40,7 +42,28 @@ def tree_rss_bytes(root_pid: int, include_root: bool = False) -> int:
     found |= {pid for pid, info in table.items() if info.pgrp in groups and pid != root_pid}
     if include_root and root_pid in table:
         found.add(root_pid)
-    return sum(table[pid].rss_bytes for pid in found if pid in table)
+    return {pid: table[pid].rss_bytes for pid in found if pid in table}
+
+
+def tree_rss_bytes(root_pid: int, include_root: bool = False) -> int:
+    """Summed RSS of `root_pid`'s descendants (see tree_rss)."""
+    return sum(tree_rss(root_pid, include_root).values())
+
+
+def _named(pid: int) -> str:
+    """A process's command, short: `python -m solve_pipeline.solver`, `python code_metric.py`."""
+    try:
+        words = psutil.Process(pid).cmdline()
+    except (psutil.Error, OSError):
+        return f"pid {pid}"
+    if not words:
+        return f"pid {pid}"
+    name = os.path.basename(words[0])
+    rest = [w if w.startswith("-") else os.path.basename(w) for w in words[1:3]]
+    return " ".join([name, *rest])
+
+
+PEAK_PARTS = 4
 
 
 class PeakRss:
@@ -49,6 +72,8 @@ class PeakRss:
     def __init__(self, interval_s: float = 0.2) -> None:
         self.interval_s = interval_s
         self._peak_bytes = 0
+        # The processes that made the sampled peak, largest first: (command, MB).
+        self.peak_parts: list[tuple[str, float]] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._maxrss_before_kb = 0
@@ -69,8 +94,17 @@ class PeakRss:
     def _sample(self) -> None:
         me = os.getpid()
         while not self._stop.is_set():
-            self._peak_bytes = max(self._peak_bytes, tree_rss_bytes(me))
+            parts = tree_rss(me)
+            total = sum(parts.values())
+            if total > self._peak_bytes:
+                self._peak_bytes = total
+                largest = sorted(parts.items(), key=lambda item: -item[1])[:PEAK_PARTS]
+                self.peak_parts = [(_named(pid), round(rss / 2**20, 1)) for pid, rss in largest if rss >= 2**20]
             self._stop.wait(self.interval_s)
+
+    def breakdown(self) -> str:
+        """What made the sampled peak, e.g. `6,210 MB python -m solve_pipeline.solver; 890 MB bwrap`."""
+        return "; ".join(f"{mb:,.0f} MB {name}" for name, mb in self.peak_parts)
 
     @property
     def mb(self) -> float:
