@@ -58,7 +58,8 @@ def race(candidates: list[ModelCandidate], ctx: CVContext, deadline: float, high
     """Run the race until every survivor finishes or the deadline passes.
 
     Until one family has finished, the race may run on to `hard_deadline` (the end of the whole
-    budget): a real model beats the constant, however little time is left for anything else.
+    budget), and the first family with features finishes even past it: a real model beats the
+    constant, however little time is left for anything else.
     """
     hard = deadline if hard_deadline is None else max(deadline, hard_deadline)
     entries: dict[str, RaceEntry] = {}
@@ -73,7 +74,9 @@ def race(candidates: list[ModelCandidate], ctx: CVContext, deadline: float, high
         # built (no pretrained network, no text) passes the role on.
         pace_setter = not paced
         entry = entries[candidate.name] = RaceEntry(candidate.name, "skipped")
-        if time.monotonic() > (hard if pace_setter else deadline):
+        # The pace-setter runs even when the budget went to building the features (a loaded
+        # machine, a tiny budget): seconds over the budget beat submitting the constant.
+        if not pace_setter and time.monotonic() > deadline:
             entry.status, entry.reason = "out_of_time", "the race's time budget was spent before rung one"
             emit("skip", model=candidate.name, reason=entry.reason)
             unstarted.append(candidate)
@@ -127,14 +130,16 @@ def finish_cheapest_first(runs: list[CandidateRun], entries: dict[str, RaceEntry
     exempt = not finished_any  # one family only may run past the budget
     for run in sorted(runs, key=lambda r: r.seconds):
         entry = entries[run.name]
-        limit = deadline if finished_any else max(deadline, first_deadline)
+        limit: float | None = deadline if finished_any else max(deadline, first_deadline)
         remaining = limit - time.monotonic()
         expected = run.seconds * (len(ctx.folds) - len(run.done))
+        fold_cap_s = max(FOLD_CAP_FACTOR * run.seconds / max(len(run.done), 1), RUNG_ONE_MIN_S)
         if exempt:
-            # Nothing real has finished: the cheapest family finishes even past the budget (by about
-            # its own remaining folds), since a constant submission is no submission to a user.
+            # Nothing real has finished: the cheapest family finishes even past the budget, since a
+            # constant submission is no submission to a user. Its fold cap bounds it (about 1.5x
+            # its remaining folds' estimate), and a busy machine cannot stop it between folds.
             exempt = False
-            limit = max(limit, time.monotonic() + 1.5 * expected)
+            limit = None
         elif expected <= CHEAP_S:
             # Seconds to finish (naive Bayes, a small linear model): always worth a complete solution.
             limit = max(limit, time.monotonic() + 1.5 * CHEAP_S)
@@ -147,8 +152,7 @@ def finish_cheapest_first(runs: list[CandidateRun], entries: dict[str, RaceEntry
         try:
             # Later folds get about the first fold's time: a family cut short in rung one stays
             # cut alike, and the estimate above stays honest.
-            first_fold_s = run.seconds / max(len(run.done), 1)
-            finished = finish_run(run, ctx, limit, fold_cap_s=max(FOLD_CAP_FACTOR * first_fold_s, RUNG_ONE_MIN_S))
+            finished = finish_run(run, ctx, limit, fold_cap_s=fold_cap_s)
         except Exception as error:  # noqa: BLE001
             entry.status, entry.reason = "failed", f"{type(error).__name__}: {error}"
             emit("skip", model=run.name, reason=entry.reason)

@@ -31,7 +31,7 @@ AGENTK = [sys.executable, "-m", "agentk.cli"]
 # pace-setter (the linear model on tables and images, naive Bayes on texts alone), which the race
 # finishes past its deadline if it must, clears every margin below on its own. On text the
 # featurisation comes out of the budget first, so text keeps twice as much.
-TABLE_BUDGET_S, TEXT_BUDGET_S = 15, 30
+TABLE_BUDGET_S, TEXT_BUDGET_S = 15, 20
 TEXT_COMPETITIONS = {"nlp-getting-started", "spooky-author-identification"}
 RUN_ARGS = ["--folds", "3", "--json"]
 # Since the pace-setter alone meets their assertions, no run depends on how much CPU its solver

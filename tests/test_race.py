@@ -104,3 +104,15 @@ def test_a_pruned_family_that_finishes_in_seconds_is_finished(tmp_path: Path, mo
     assert status == {"linear": "finished", "lightgbm": "finished", "catboost": "finished", "slow": "pruned",
                       "cheap": "finished"}
     assert "cheap" in finished and [run.name for run in outcome.pruned] == ["slow"]
+
+
+def test_the_pace_setter_runs_when_features_took_the_whole_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Featurising ate the budget (a loaded machine, a tiny budget): the first family still
+    finishes, past the end, rather than leaving the constant as the submission."""
+    ctx = _context(tmp_path, monkeypatch)
+    finished: list[str] = []
+    now = time.monotonic()
+    outcome = race([family_candidate("linear"), family_candidate("lightgbm")], ctx, now - 2, True,
+                   lambda run: finished.append(run.name), hard_deadline=now - 1)
+    status = {e.family: e.status for e in outcome.entries}
+    assert finished == ["linear"] and status == {"linear": "finished", "lightgbm": "out_of_time"}
