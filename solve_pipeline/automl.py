@@ -54,12 +54,13 @@ class RaceOutcome:
 
 
 def race(candidates: list[ModelCandidate], ctx: CVContext, deadline: float, higher_is_better: bool,
-         on_finished: Callable[[CandidateRun], None], hard_deadline: float | None = None) -> RaceOutcome:
+         on_finished: Callable[[CandidateRun], None], hard_deadline: float | None = None,
+         past_the_end: bool = True) -> RaceOutcome:
     """Run the race until every survivor finishes or the deadline passes.
 
     Until one family has finished, the race may run on to `hard_deadline` (the end of the whole
-    budget), and the first family with features finishes even past it: a real model beats the
-    constant, however little time is left for anything else.
+    budget), and the first family with features finishes even past it (unless not `past_the_end`):
+    a real model beats the constant, however little time is left for anything else.
     """
     hard = deadline if hard_deadline is None else max(deadline, hard_deadline)
     entries: dict[str, RaceEntry] = {}
@@ -76,7 +77,7 @@ def race(candidates: list[ModelCandidate], ctx: CVContext, deadline: float, high
         entry = entries[candidate.name] = RaceEntry(candidate.name, "skipped")
         # The pace-setter runs even when the budget went to building the features (a loaded
         # machine, a tiny budget): seconds over the budget beat submitting the constant.
-        if not pace_setter and time.monotonic() > deadline:
+        if time.monotonic() > (deadline if not pace_setter else hard if not past_the_end else math.inf):
             entry.status, entry.reason = "out_of_time", "the race's time budget was spent before rung one"
             emit("skip", model=candidate.name, reason=entry.reason)
             unstarted.append(candidate)

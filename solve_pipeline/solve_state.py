@@ -223,8 +223,9 @@ class Solver:
             emit("warm_start", phase="race", order=self.warm_report.race_order, sources=self.warm_report.sources,
                  ignored=[i for i in self.warm_report.ignored if "config" not in i and "configs" not in i])
         share = 1.0 if self.options.light or not self.options.tune else RACE_SHARE
+        # A budget of zero asks for the constant alone; any other budget gets a real model.
         outcome = race(candidates, self.ctx, self.at(share), self.higher, self.on_finished,
-                       hard_deadline=self.at(HARD_STOP))
+                       hard_deadline=self.at(HARD_STOP), past_the_end=self.options.time_budget != 0)
         self.state.phases["race"] = round(self.state.elapsed(), 2)
         return outcome
 
