@@ -3,8 +3,8 @@
 The first family with usable features (the catalog lists the cheapest, or on images the frozen
 pretrained features, first) is finished at once, so a real model replaces the constant submission
 early whatever the budget. Rung one then fits a single
-fold of every other family; the weaker half (by that fold's metric) is dropped unless finishing it
-takes seconds, and the survivors finish their remaining folds cheapest first. Every finished family keeps its OOF and test
+fold of every other family; the weaker half (by that fold's metric) is dropped, and the survivors
+finish their remaining folds cheapest first. Every finished family keeps its OOF and test
 predictions for blending.
 """
 
@@ -107,9 +107,6 @@ def race(candidates: list[ModelCandidate], ctx: CVContext, deadline: float, high
             rung.append((run, score))
 
     kept = survivors(rung, higher_is_better, keep_at_least=MIN_SURVIVORS - 1)
-    # Pruning a family whose remaining folds take seconds saves nothing, and a blend can use it
-    # (naive Bayes over one more view of the texts): it is finished with the survivors.
-    kept += [run for run, _ in rung if run not in kept and run.seconds * (len(ctx.folds) - len(run.done)) <= CHEAP_S]
     for run, _ in rung:
         if run not in kept:
             entries[run.name].status = "pruned"

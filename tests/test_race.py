@@ -90,22 +90,6 @@ def test_survivors_stopped_by_the_deadline_finish_before_tuning(tmp_path: Path, 
     assert {e.family: e.status for e in outcome.entries}["slow"] == "finished"
 
 
-def test_a_pruned_family_that_finishes_in_seconds_is_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rung one drops its weaker half, but not one whose remaining folds take seconds: it costs
-    nothing and a blend may use it. A weak slow family stays pruned."""
-    ctx = _context(tmp_path, monkeypatch)
-    linear, lightgbm, catboost = (family_candidate(name) for name in ("linear", "lightgbm", "catboost"))
-    slow = ModelCandidate("slow", linear.matrices, lambda s, o, f: SlowConstant(s))
-    cheap = ModelCandidate("cheap", linear.matrices, lambda s, o, f: ConstantModel(s))
-    finished: list[str] = []
-    outcome = race([linear, lightgbm, catboost, slow, cheap], ctx, time.monotonic() + 60, True,
-                   lambda run: finished.append(run.name))
-    status = {e.family: e.status for e in outcome.entries}
-    assert status == {"linear": "finished", "lightgbm": "finished", "catboost": "finished", "slow": "pruned",
-                      "cheap": "finished"}
-    assert "cheap" in finished and [run.name for run in outcome.pruned] == ["slow"]
-
-
 def test_the_pace_setter_runs_when_features_took_the_whole_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Featurising ate the budget (a loaded machine, a tiny budget): the first family still
     finishes, past the end, rather than leaving the constant as the submission."""

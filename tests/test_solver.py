@@ -27,7 +27,6 @@ from solve_pipeline.baseline_models import LightGBMModel, LinearModel, ModelOpti
 from solve_pipeline.folds import make_folds
 from solve_pipeline.batches import iterate_batches
 from solve_pipeline.dataset import CATEGORY, DATE_PART
-from solve_pipeline.automl import CHEAP_S
 from solve_pipeline.features import build_features
 from solve_pipeline.outputs import ranked_candidates
 from solve_pipeline.setup_modules import SetupArtifacts, TargetSpec, load_setup_module
@@ -104,14 +103,10 @@ def test_race_halves_then_finishes_survivors(titanic_solved: tuple[Path, dict, l
     assert {"linear", "lightgbm", "catboost", "extratrees", "random_forest"} <= set(race)
     pruned = [e for e in events if e["event"] == "pruned"]
     # The pace-setter (linear, listed first) finishes at once; of the others, the better half (at
-    # least two) survive their first fold and the rest are pruned, unless finishing them takes
-    # seconds (then they finish too: on titanic most do).
+    # least two) survive their first fold and the rest are pruned.
     assert race["linear"]["status"] == "finished"
-    rung = [e for name, e in race.items() if name != "linear"]
-    worse = sorted(rung, key=lambda e: -e["first_fold_score"])[max(2, math.ceil(len(rung) / 2)):]
-    assert {p["model"] for p in pruned} <= {e["family"] for e in worse}
-    for entry in worse:
-        assert entry["family"] in {p["model"] for p in pruned} or entry["seconds"] <= 3 * CHEAP_S, entry
+    rung = len(race) - 1
+    assert len(pruned) == rung - max(2, math.ceil(rung / 2))
     for event in pruned:
         # A pruned family's first fold was no better than any survivor's.
         survivors = [e["first_fold_score"] for e in result["race"]
