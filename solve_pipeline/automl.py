@@ -77,7 +77,10 @@ def race(candidates: list[ModelCandidate], ctx: CVContext, deadline: float, high
         entry = entries[candidate.name] = RaceEntry(candidate.name, "skipped")
         # The pace-setter runs even when the budget went to building the features (a loaded
         # machine, a tiny budget): seconds over the budget beat submitting the constant.
-        if time.monotonic() > (deadline if not pace_setter else hard if not past_the_end else math.inf):
+        cutoff = deadline
+        if pace_setter:
+            cutoff = math.inf if past_the_end else hard
+        if time.monotonic() > cutoff:
             entry.status, entry.reason = "out_of_time", "the race's time budget was spent before rung one"
             emit("skip", model=candidate.name, reason=entry.reason)
             unstarted.append(candidate)
