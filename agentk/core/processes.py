@@ -48,3 +48,15 @@ def group_alive(pgid: int) -> bool:
         except OSError:
             continue  # exited while we looked
     return False
+
+
+def short_command(pid: int) -> str:
+    """A process's command, short: `python -m solve_pipeline.solver`, `python code_metric.py`."""
+    try:
+        words = psutil.Process(pid).cmdline()
+    except (psutil.Error, OSError):
+        return f"pid {pid}"
+    if not words:
+        return f"pid {pid}"
+    rest = [w if w.startswith("-") else os.path.basename(w) for w in words[1:3]]
+    return " ".join([os.path.basename(words[0]), *rest])

@@ -19,9 +19,7 @@ import resource
 import threading
 from types import TracebackType
 
-import psutil
-
-from agentk.core.processes import process_table
+from agentk.core.processes import process_table, short_command
 
 
 def tree_rss(root_pid: int, include_root: bool = False) -> dict[int, int]:
@@ -48,19 +46,6 @@ def tree_rss(root_pid: int, include_root: bool = False) -> dict[int, int]:
 def tree_rss_bytes(root_pid: int, include_root: bool = False) -> int:
     """Summed RSS of `root_pid`'s descendants (see tree_rss)."""
     return sum(tree_rss(root_pid, include_root).values())
-
-
-def _named(pid: int) -> str:
-    """A process's command, short: `python -m solve_pipeline.solver`, `python code_metric.py`."""
-    try:
-        words = psutil.Process(pid).cmdline()
-    except (psutil.Error, OSError):
-        return f"pid {pid}"
-    if not words:
-        return f"pid {pid}"
-    name = os.path.basename(words[0])
-    rest = [w if w.startswith("-") else os.path.basename(w) for w in words[1:3]]
-    return " ".join([name, *rest])
 
 
 PEAK_PARTS = 4
@@ -99,7 +84,7 @@ class PeakRss:
             if total > self._peak_bytes:
                 self._peak_bytes = total
                 largest = sorted(parts.items(), key=lambda item: -item[1])[:PEAK_PARTS]
-                self.peak_parts = [(_named(pid), round(rss / 2**20, 1)) for pid, rss in largest if rss >= 2**20]
+                self.peak_parts = [(short_command(pid), round(rss / 2**20, 1)) for pid, rss in largest if rss >= 2**20]
             self._stop.wait(self.interval_s)
 
     def breakdown(self) -> str:
