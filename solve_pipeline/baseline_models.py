@@ -203,7 +203,7 @@ class LightGBMModel(ClassifierBase):
             valid_sets = [lgb.Dataset(X_val, label=y_val, reference=train)]
             callbacks = [lgb.early_stopping(self.options.early_stopping_rounds, verbose=False)]
         if self.options.deadline is not None:
-            callbacks.append(_stop_at(self.options.deadline))
+            callbacks.append(lightgbm_deadline(self.options.deadline))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.booster_ = lgb.train(self._params(X.shape[0]), train, num_boost_round=rounds,
@@ -226,7 +226,7 @@ class LightGBMModel(ClassifierBase):
         return self._raw(X)
 
 
-def _stop_at(deadline: float) -> Callable:
+def lightgbm_deadline(deadline: float) -> Callable:
     """LightGBM callback: keep the trees built so far once the time budget is spent."""
     import time
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from solve_pipeline import blending
+from solve_pipeline import blending, stackers
 from solve_pipeline.cv import Predictions, emit, normalise_proba, score_outputs
 from solve_pipeline.decode_phase import decode_reserve
 
@@ -25,6 +25,8 @@ def blend(solver: Solver) -> dict[str, Any]:
     blended: dict[str, Predictions] = {}
     report: dict[str, Any] = {}
     deadline = solver.at(BLEND_UNTIL) - decode_reserve(solver)
+    features = solver.ctx.features
+    table = stackers.table_columns(features.tab_train, features.tab_test, features.n_train, features.n_test)
     for spec in solver.ctx.targets:
         task = spec.task if spec.is_classification else "regression"
         held = {t: p.oof for t, p in solver.state.best.items()}
@@ -36,7 +38,7 @@ def blend(solver: Solver) -> dict[str, Any]:
         result = blending.blend(
             [blending.Solution(r.name, r.oof[spec.column], r.test[spec.column]) for r in solutions],
             solver.ctx.y[spec.column], task, score_fn, solver.higher,
-            blend_after=solver.options.blend_after, seed=solver.ctx.seed, deadline=deadline)
+            blend_after=solver.options.blend_after, seed=solver.ctx.seed, deadline=deadline, table=table)
         report[spec.column] = {"method": result.method, "score": result.score, "weights": result.weights,
                                "single_scores": result.single_scores, "blend_scores": result.blend_scores}
         if result.dropped:

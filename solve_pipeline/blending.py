@@ -1,12 +1,13 @@
 """The blending tool: combine solutions' out-of-fold predictions once enough solutions exist.
 
-Three blenders are tried: a non-negative weighted average (weights on the simplex, fitted by a
-smooth surrogate loss: log loss for classification, squared error for regression), a linear
-stacking level (logistic regression on the solutions' log-odds, ridge for regression: it can
-sharpen and re-weigh per class, which won on spooky-author-identification, log loss 0.308 vs the
-average's 0.329 out of fold) and a small MLP stacked on the OOF predictions. Each blender is itself scored out of fold with CV over the
-OOF rows (fitted on some rows, scored on others), and a blend is kept only when that nested
-score beats the best single solution; otherwise the best single solution is returned as is.
+Four blenders are tried: a non-negative weighted average (weights on the simplex, fitted by a
+smooth surrogate loss: log loss for classification, squared error for regression), and three
+stacking levels over the OOF predictions (stackers.py): a linear one (it can sharpen and re-weigh
+per class, which won on spooky-author-identification, log loss 0.308 vs the average's 0.329 out of
+fold), a small MLP, and boosting that also reads the table's own columns. Each blender is itself
+scored out of fold with CV over the OOF rows (fitted on some rows, scored on others), and a blend
+is kept only when that nested score beats the best single solution; otherwise the best single
+solution is returned as is.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from agentk.core.artifacts import Task
 from agentk.core.metrics.direction import Direction
 from agentk.core.metrics.functions import class_log_loss
 from solve_pipeline.folds import make_folds
+from solve_pipeline.stackers import BoostedStacker, LinearStacker, MLPBlender, boosted_applies, stack_features
 
-Method = Literal["best_single", "weighted", "stack", "mlp"]
-_EPS = 1e-7
+Method = Literal["best_single", "weighted", "stack", "mlp", "boosted"]
 PROBE_EPOCHS = 4  # the MLP's pace is measured on this many epochs when time is short
 PROBE_ROWS = 20_000  # ... on at most this many rows, scaled to all of them
 
@@ -112,88 +113,17 @@ def fit_weights(preds: list[np.ndarray], y: np.ndarray, task: Task, deadline: fl
     return weights / weights.sum() if weights.sum() > 0 else start
 
 
-def _stack_features(preds: list[np.ndarray], task: Task) -> np.ndarray:
-    columns = [p[:, 1:] if task == "multiclass" else p[:, None] for p in preds]
-    features = np.hstack(columns)
-    if task != "regression":
-        # Log-odds spread out probabilities near 0 and 1, where ranking models differ most.
-        clipped = np.clip(features, _EPS, 1 - _EPS)
-        features = np.log(clipped / (1 - clipped))
-    return features
-
-
-class _LinearStacker:
-    """Logistic regression (ridge for regression) over the solutions' log-odds."""
-
-    def __init__(self, task: Task, n_classes: int) -> None:
-        self.task, self.n_classes = task, n_classes
-
-    def fit(self, features: np.ndarray, y: np.ndarray) -> _LinearStacker:
-        from sklearn.linear_model import LogisticRegression, RidgeCV
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            if self.task == "regression":
-                self.model_ = RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(features, y)
-            else:
-                self.model_ = LogisticRegression(C=1.0, max_iter=1000).fit(features, y.astype(int))
-        return self
-
-    def predict(self, features: np.ndarray) -> np.ndarray:
-        if self.task == "regression":
-            return np.asarray(self.model_.predict(features), dtype=np.float64)
-        full = np.zeros((features.shape[0], self.n_classes))
-        full[:, self.model_.classes_.astype(int)] = self.model_.predict_proba(features)
-        return full[:, 1] if self.task == "binary" else full
-
-
-class _MLPBlender:
-    """A small MLP over the solutions' predictions (scikit-learn fit/predict discipline)."""
-
-    max_iter = 400
-
-    def __init__(self, task: Task, n_classes: int, seed: int, max_iter: int | None = None) -> None:
-        self.task, self.n_classes, self.seed = task, n_classes, seed
-        if max_iter is not None:
-            self.max_iter = max_iter
-
-    def fit(self, features: np.ndarray, y: np.ndarray) -> _MLPBlender:
-        from sklearn.compose import TransformedTargetRegressor
-        from sklearn.neural_network import MLPClassifier, MLPRegressor
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import StandardScaler
-
-        net_args = {"hidden_layer_sizes": (16,), "alpha": 1e-2, "max_iter": self.max_iter,
-                    "random_state": self.seed}
-        if self.task == "regression":
-            net = TransformedTargetRegressor(MLPRegressor(**net_args),
-                                             transformer=StandardScaler())
-        else:
-            net = MLPClassifier(**net_args)
-        self.model_ = make_pipeline(StandardScaler(), net)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # convergence warnings on tiny folds
-            self.model_.fit(features, y)
-        return self
-
-    def predict(self, features: np.ndarray) -> np.ndarray:
-        if self.task == "regression":
-            return np.asarray(self.model_.predict(features), dtype=np.float64)
-        proba = self.model_.predict_proba(features)
-        full = np.zeros((features.shape[0], self.n_classes))
-        full[:, self.model_.classes_.astype(int)] = proba  # a fold may lack a class
-        return full[:, 1] if self.task == "binary" else full
-
-
 def blend(solutions: list[Solution], y: np.ndarray, task: Task,
           score_fn: Callable[[np.ndarray, np.ndarray], float], higher_is_better: bool,
-          blend_after: int = 3, folds: int = 5, seed: int = 0, deadline: float | None = None) -> BlendResult:
+          blend_after: int = 3, folds: int = 5, seed: int = 0, deadline: float | None = None,
+          table: tuple[np.ndarray, np.ndarray] | None = None) -> BlendResult:
     """Blend when at least `blend_after` solutions exist and a blend beats the best single one.
 
     `score_fn(y, pred)` scores predictions in the solutions' layout (higher or lower better as
     `higher_is_better` says). `y` holds class indices 0..K-1 for classification.
     With a `deadline` (time.monotonic()), a blender whose projected cost no longer fits the time
     left is dropped (recorded in `dropped`); with none left, the best single solution stands.
+    `table` (train, test) holds the table's own columns, row for row, for the boosted stacker.
     """
     if not solutions:
         raise ValueError("no solutions to blend")
@@ -223,8 +153,12 @@ def blend(solutions: list[Solution], y: np.ndarray, task: Task,
     # on the same folds weighted it up and met that fold unseen (house prices: nested 0.150 where
     # the weights fitted on every row score 0.119). Every row is out of fold either way.
     splits = make_folds(len(y), folds, seed + BLEND_FOLD_SEED_OFFSET, None if task == "regression" else y)
-    features = _stack_features(oofs, task)
-    nested = {"weighted": np.zeros_like(oofs[0]), "stack": np.zeros_like(oofs[0]), "mlp": np.zeros_like(oofs[0])}
+    features = stack_features(oofs, task)
+    if table is not None and (len(table[0]) != len(y) or len(table[1]) != len(tests[0])):
+        table = None  # rows that do not line up with the predictions' are no help
+    boosted_features = features if table is None else np.hstack([features, table[0]])
+    names = ["weighted", "stack", "mlp"] + (["boosted"] if boosted_applies(task, n_classes) else [])
+    nested = {name: np.zeros_like(oofs[0]) for name in names}
     active = list(nested)
     if deadline is not None:
         # The MLP cannot be stopped once fitting: one fit's cost is projected from a few epochs
@@ -237,14 +171,14 @@ def blend(solutions: list[Solution], y: np.ndarray, task: Task,
         at = np.sort(np.random.default_rng(seed).choice(len(y), rows, replace=False))  # every class, whatever the order
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            _MLPBlender(task, n_classes, seed, max_iter=1).fit(features[at], y[at])
+            MLPBlender(task, n_classes, seed, max_iter=1).fit(features[at], y[at])
             began = time.monotonic()
-            _MLPBlender(task, n_classes, seed, max_iter=1).fit(features[at], y[at])
+            MLPBlender(task, n_classes, seed, max_iter=1).fit(features[at], y[at])
             one = time.monotonic() - began
-            _MLPBlender(task, n_classes, seed, max_iter=1 + PROBE_EPOCHS).fit(features[at], y[at])
+            MLPBlender(task, n_classes, seed, max_iter=1 + PROBE_EPOCHS).fit(features[at], y[at])
             more = time.monotonic() - began - one
         per_epoch = max(more - one, 0.0) / PROBE_EPOCHS * len(y) / rows
-        per_fit = max(one - per_epoch * rows / len(y), 0.0) + per_epoch * _MLPBlender.max_iter
+        per_fit = max(one - per_epoch * rows / len(y), 0.0) + per_epoch * MLPBlender.max_iter
         if per_fit > deadline - time.monotonic():
             active.remove("mlp")
             result.dropped["mlp"] = f"one fit projected {per_fit:.0f} s, {max(deadline - time.monotonic(), 0):.0f} s left"
@@ -256,10 +190,16 @@ def blend(solutions: list[Solution], y: np.ndarray, task: Task,
                 weights = fit_weights([p[train_idx] for p in oofs], y[train_idx], task, deadline)
                 nested[name][valid_idx] = _combine([p[valid_idx] for p in oofs], weights)
             elif name == "stack":
-                stacker = _LinearStacker(task, n_classes).fit(features[train_idx], y[train_idx])
+                stacker = LinearStacker(task, n_classes).fit(features[train_idx], y[train_idx])
                 nested[name][valid_idx] = stacker.predict(features[valid_idx])
+            elif name == "boosted":
+                # Boosting could take every second left: each fit gets a share of it, so the
+                # other blenders' folds and its own refit still fit (a fit cut short keeps its trees).
+                cap = _fit_share(deadline, len(splits) - index + 1)
+                boosted = BoostedStacker(task, n_classes, seed, cap).fit(boosted_features[train_idx], y[train_idx])
+                nested[name][valid_idx] = boosted.predict(boosted_features[valid_idx])
             else:
-                mlp = _MLPBlender(task, n_classes, seed).fit(features[train_idx], y[train_idx])
+                mlp = MLPBlender(task, n_classes, seed).fit(features[train_idx], y[train_idx])
                 nested[name][valid_idx] = mlp.predict(features[valid_idx])
             spent[name] += time.monotonic() - began
         if deadline is None:
@@ -286,13 +226,29 @@ def blend(solutions: list[Solution], y: np.ndarray, task: Task,
     if winner == "weighted":
         test = _combine(tests, full_weights)
     elif winner == "stack":
-        test = _LinearStacker(task, n_classes).fit(features, y).predict(_stack_features(tests, task))
+        test = LinearStacker(task, n_classes).fit(features, y).predict(stack_features(tests, task))
+    elif winner == "boosted":
+        test_features = stack_features(tests, task)
+        if table is not None:
+            test_features = np.hstack([test_features, table[1]])
+        # Never cut shorter than its folds ran: a refit of a few trees would not be the blender scored.
+        cap = None if deadline is None else max(_fit_share(deadline, 1) or 0.0,
+                                                time.monotonic() + 1.5 * spent["boosted"] / len(splits))
+        test = BoostedStacker(task, n_classes, seed, cap).fit(boosted_features, y).predict(test_features)
     else:
-        mlp = _MLPBlender(task, n_classes, seed).fit(features, y)
-        test = mlp.predict(_stack_features(tests, task))
+        mlp = MLPBlender(task, n_classes, seed).fit(features, y)
+        test = mlp.predict(stack_features(tests, task))
     result.method, result.score = winner, result.blend_scores[winner]
     result.oof, result.test = nested[winner], test
     return result
+
+
+def _fit_share(deadline: float | None, fits_left: int) -> float | None:
+    """The deadline of one boosted fit: half the time left shared by the fits still to go."""
+    if deadline is None:
+        return None
+    now = time.monotonic()
+    return now + max(deadline - now, 0.0) / (2 * max(fits_left, 1))
 
 
 def as_class_matrix(pred: np.ndarray, task: Task) -> np.ndarray:

@@ -67,7 +67,7 @@ def test_binary_blend_not_worse_than_best_single(cancer) -> None:
     print(f"breast cancer AUC: singles {result.single_scores}, blenders {result.blend_scores}, "
           f"chosen {result.method} {result.score:.4f}")
     assert set(result.single_scores) == {s.name for s in solutions}
-    assert set(result.blend_scores) == {"weighted", "stack", "mlp"}
+    assert set(result.blend_scores) == {"weighted", "stack", "mlp", "boosted"}
     assert result.method == "best_single" or result.score > best_single
     assert result.score >= best_single
     assert result.test.shape == (n_test,) and result.oof.shape == y.shape
@@ -156,16 +156,66 @@ def test_mismatched_shapes_rejected(cancer) -> None:
 
 def test_blender_is_scored_out_of_fold() -> None:
     """On pure noise an in-sample MLP looks good; the nested score must stay near chance."""
-    from solve_pipeline.blending import _MLPBlender, _stack_features
+    from solve_pipeline.stackers import MLPBlender, stack_features
 
     rng = np.random.default_rng(1)
     y = rng.integers(0, 2, size=150)
     noise = [Solution(f"noise{i}", rng.uniform(size=150), rng.uniform(size=30))
              for i in range(10)]
-    features = _stack_features([s.oof for s in noise], "binary")
-    in_sample = roc_auc_score(y, _MLPBlender("binary", 2, 0).fit(features, y).predict(features))
+    features = stack_features([s.oof for s in noise], "binary")
+    in_sample = roc_auc_score(y, MLPBlender("binary", 2, 0).fit(features, y).predict(features))
     result = blend(noise, y, "binary", roc_auc_score, higher_is_better=True, seed=0)
     assert in_sample > 0.75
     assert max(result.blend_scores.values()) < 0.62
     assert result.test.shape == (30,)
 
+
+
+def test_boosted_stacker_reads_the_table_to_know_whom_to_trust() -> None:
+    """Two models, each right on its own half of the rows, and a table column that says which half
+    a row is in: only a stacker that reads the column can take the better one row by row."""
+    rng = np.random.default_rng(5)
+    n, n_test = 900, 300
+    side = rng.integers(0, 2, size=n + n_test)
+    truth = rng.integers(0, 3, size=n + n_test)
+
+    def guesses(good_side: int) -> np.ndarray:
+        # As sure on its bad half as on its good one, but of a class drawn at random there.
+        # Right four times in five on its good half (a floor that stops boosting early).
+        right = (side == good_side) & (rng.uniform(size=n + n_test) < 0.8)
+        drawn = np.where(right, truth, rng.integers(0, 3, size=n + n_test))
+        sure = np.full((n + n_test, 3), 0.05)
+        sure[np.arange(n + n_test), drawn] = 0.9
+        return sure
+
+    a, b = guesses(0), guesses(1)
+    solutions = [Solution("a", a[:n], a[n:]), Solution("b", b[:n], b[n:]), Solution("mean", (a[:n] + b[:n]) / 2,
+                                                                                    (a[n:] + b[n:]) / 2)]
+    table = side[:n, None].astype(float), side[n:, None].astype(float)
+
+    def mlogloss(y_true: np.ndarray, proba: np.ndarray) -> float:
+        return float(log_loss(y_true, np.clip(proba, 1e-7, 1), labels=np.arange(3)))
+
+    y = truth[:n]
+    with_table = blend(solutions, y, "multiclass", mlogloss, higher_is_better=False, seed=0, table=table)
+    without = blend(solutions, y, "multiclass", mlogloss, higher_is_better=False, seed=0)
+    print(f"blenders with the table {with_table.blend_scores}, without {without.blend_scores}")
+    assert with_table.method == "boosted"
+    assert with_table.blend_scores["boosted"] < 0.7 * without.blend_scores["boosted"]
+    assert with_table.blend_scores["boosted"] < 0.7 * min(without.blend_scores.values())
+    assert mlogloss(truth[n:], with_table.test) < 0.8 * mlogloss(truth[n:], without.test)
+    # Rows that do not line up with the predictions are not read.
+    short = blend(solutions, y, "multiclass", mlogloss, higher_is_better=False, seed=0,
+                  table=(table[0][:-1], table[1]))
+    assert short.blend_scores["boosted"] == pytest.approx(without.blend_scores["boosted"])
+
+
+def test_boosted_stacker_stays_out_of_many_classes() -> None:
+    rng = np.random.default_rng(2)
+    k = 30
+    y = np.arange(300) % k
+    solutions = [Solution(f"s{i}", rng.dirichlet(np.ones(k), size=300), rng.dirichlet(np.ones(k), size=20))
+                 for i in range(3)]
+    result = blend(solutions, y, "multiclass", lambda t, p: float(log_loss(t, np.clip(p, 1e-7, 1), labels=np.arange(k))),
+                   higher_is_better=False, seed=0)
+    assert "boosted" not in result.blend_scores and "boosted" not in result.dropped

@@ -40,8 +40,8 @@ def test_race_order_follows_the_inputs() -> None:
     text = _features(text_train=sparse.csr_matrix(np.ones((20, 3))), text_test=sparse.csr_matrix(np.ones((20, 3))),
                      raw_text_columns_train={"t": ["a"] * 20}, raw_text_columns_test={"t": ["b"] * 20})
     # The text views, cheap ones first.
-    views = ["naive_bayes", "naive_bayes_counts", "complement_nb", "linear_chars", "naive_bayes_chars", "nbsvm",
-             "naive_bayes_char_counts"]
+    views = ["naive_bayes", "naive_bayes_cased", "naive_bayes_counts", "complement_nb", "linear_chars",
+             "naive_bayes_chars", "nbsvm", "naive_bayes_char_counts"]
     # Beside a table the logistic model over everything sets the pace; on texts alone naive Bayes.
     assert _names(text) == ["linear", *views, "pretrained_linear", *TABLE_ONLY[1:], "fusion"]
     assert _names(text, fusion="off") == ["linear", *views, "pretrained_linear", *TABLE_ONLY[1:]]
