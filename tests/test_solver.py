@@ -161,7 +161,7 @@ def test_blend_kept_only_when_it_beats_the_best_single(titanic_solved: tuple[Pat
     report = result["blend"]["Survived"]
     best_single = max(report["single_scores"].values())
     # A blender whose projected cost no longer fits the budget's end is dropped, with its reason.
-    assert set(report["blend_scores"]) | set(report.get("dropped", {})) == {"weighted", "stack", "mlp"}
+    assert set(report["blend_scores"]) | set(report.get("dropped", {})) == {"weighted", "stack", "mlp", "boosted"}
     assert not set(report["blend_scores"]) & set(report.get("dropped", {}))
     if report["blend_scores"]:
         assert sum(report["weights"].values()) == pytest.approx(1.0)
@@ -242,7 +242,12 @@ def test_features_dates_text_images(tmp_path: Path) -> None:
     text = build_features(spooky, max_text_features=2000)
     assert text.text_train.shape[0] == 1200 and 0 < text.text_train.shape[1] <= 2000
     assert text.text_test.shape == (300, text.text_train.shape[1])
-    assert text.tab_names == ["text__len", "text__words"]
+    assert text.tab_names[:2] == ["text__len", "text__words"]
+    # Style counts beside them (the stacking level reads them to know which text model to trust).
+    assert {"text__commas", "text__semicolons", "text__capitals", "text__mean_word_len"} <= set(text.tab_names)
+    raw = spooky.train_maps["txt"].set_index("id").loc[text.train_ids, "text"]
+    semicolons = text.tab_train[:, text.tab_names.index("text__semicolons")]
+    assert np.array_equal(semicolons, raw.str.count(";").to_numpy(dtype=float))
 
     shapes = SetupArtifacts.load(shapes_workspace(tmp_path / "shapes"))
     images = build_features(shapes, image_size=16)

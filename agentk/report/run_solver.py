@@ -49,7 +49,7 @@ class Tuning(Record):
 
 class Blend(Record):
     target: str
-    method: str | None = None  # what was kept: best_single, weighted or mlp
+    method: str | None = None  # what was kept: best_single or a blender (weighted, stack, mlp, boosted)
     score: float | None = None
     best_single: str | None = None
     best_single_score: float | None = None
