@@ -301,10 +301,11 @@ FAMILIES: tuple[Family, ...] = (
            defaults=lambda features: {"C": _linear_c(features)}, tune_classifiers_only=True),
     # Text views a stacking level feeds on: naive Bayes over word TF-IDF (lower-cased and as
     # written), word counts (and its complement form) and character n-grams, NB-SVM over word
-    # presence, the logistic model over character 1-5 grams; the cheap ones first. On texts alone naive Bayes sets the pace: seconds
-    # per fold where the logistic model over every n-gram takes tens (spooky at 120 s: the logistic
-    # model's five folds were the whole race, 0.406, where naive Bayes scores 0.365). Spooky, out of
-    # fold: the four oldest views stack to 0.308; with the four newer ones, 0.292.
+    # presence, the logistic model over character 1-5 grams; the cheap ones first. On texts alone
+    # naive Bayes sets the pace: seconds per fold where the logistic model over every n-gram takes
+    # tens (spooky at 120 s: the logistic model's five folds were the whole race, 0.406, where naive
+    # Bayes scores 0.365). Spooky, out of fold: the four oldest views stack to 0.308; with the four
+    # newer ones, 0.292.
     Family("naive_bayes", _view_inputs("word_tfidf"), _naive_bayes, applies=has_text,
            space=tuple(NAIVE_BAYES_SPACE), defaults=_fixed({"alpha": NAIVE_BAYES_ALPHA}), classifiers_only=True,
            leads=text_only),

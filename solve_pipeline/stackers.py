@@ -11,8 +11,8 @@ fit/predict discipline, predicting in the solutions' layout: (n,) for regression
 - `BoostedStacker`: LightGBM over the predictions beside the table's own columns, as AutoGluon's
   second layer reads the original features too. The predictions say what each model thinks; the
   columns say where each model is to be trusted (spooky-author-identification, out of fold: the
-  logistic stacker 0.304; boosting over the same predictions and twelve counts of punctuation and
-  length 0.296; on the held-out rows 0.275 and 0.258).
+  logistic stacker 0.304; boosting over the same predictions and a dozen counts of punctuation
+  and length 0.296; on the held-out rows 0.275 and 0.258).
 """
 
 from __future__ import annotations
