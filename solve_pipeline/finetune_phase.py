@@ -3,28 +3,47 @@ says they fit (finetune_plan.py prices them), each fold capped near its estimate
 
 from __future__ import annotations
 
+import math
 import time
 from typing import TYPE_CHECKING, Any
 
+from agentk.core.metrics.direction import Direction
 from solve_pipeline.cv import emit, finish_run, start_run
 from solve_pipeline.finetune_plan import finetune_options
 
 if TYPE_CHECKING:
+    from solve_pipeline.automl import RaceOutcome
     from solve_pipeline.solve_state import Solver
 
 # Fine-tuning a pretrained network wins most where it applies (photos, text): it may run this far,
 # leaving tuning whatever is left before TUNE_UNTIL (nothing, when it runs past it).
 FINETUNE_UNTIL = 0.85
 FINETUNE_FOLD_SLACK = 1.5  # a fine-tuning fold may run this far past its share of the estimate
+FROZEN_TEXT_FAMILY = "pretrained_linear"  # the race family over frozen sentence embeddings
 
 
-def finetune(solver: Solver) -> dict[str, Any]:
+def text_promise(solver: Solver, outcome: RaceOutcome | None) -> float | None:
+    """The frozen sentence embedding's family's share of the race leader's gain over the constant,
+    on first folds (1: it leads); None where the race did not measure it, or photos share it."""
+    if outcome is None or solver.ctx.features.image_paths_train is not None:
+        return None
+    scores = {e.family: e.first_fold_score for e in outcome.entries
+              if e.first_fold_score is not None and math.isfinite(e.first_fold_score)}
+    frozen, constant = scores.get(FROZEN_TEXT_FAMILY), solver.state.cv.get("constant")
+    best = Direction(solver.higher).best_score(scores.values())
+    if frozen is None or constant is None or best is None or best == constant:
+        return None
+    return (frozen - constant) / (best - constant)
+
+
+def finetune(solver: Solver, outcome: RaceOutcome | None = None) -> dict[str, Any]:
     """Pretrained networks fine-tuned end to end, when their timed estimate fits before
     tuning's end; tuning then gets what is left. Each fold is capped near its estimate."""
     began = time.monotonic()
     try:
         options, notes = finetune_options(solver.ctx.features, len(solver.ctx.folds),
-                                          solver.at(FINETUNE_UNTIL) - time.monotonic())
+                                          solver.at(FINETUNE_UNTIL) - time.monotonic(),
+                                          text_promise=text_promise(solver, outcome))
     except Exception as error:  # noqa: BLE001 - a network that cannot load costs its option, not the solve
         options, notes = [], [f"fine-tuning unavailable: {type(error).__name__}: {str(error)[:200]}"]
     emit("finetune_plan", notes=notes, probe_s=round(time.monotonic() - began, 2))

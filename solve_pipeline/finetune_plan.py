@@ -36,6 +36,16 @@ FINETUNE_MIN_S = 30.0
 # Thread-seconds per text per epoch below which no CPU fine-tunes MiniLM (measured: 36-70 on two
 # cores): where even this pace misses the time left, the timed probe (~10 s) is not worth running.
 CPU_FINETUNE_FLOOR_S = 0.01
+# On a CPU, text fine-tuning is planned into at most this share of the time left. Its price comes
+# from a short probe, a busy machine runs slower, and a fine-tune that misses its deadline is lost
+# whole (spooky, 1 epoch x 5 folds on a shared machine: 570 s a fold against 497 s estimated, the
+# fifth fold past the phase's end after 40 minutes).
+CPU_TEXT_FINETUNE_MARGIN = 0.8
+# The frozen sentence embedding's share of the race leader's gain over the constant (first folds)
+# below which a CPU does not fine-tune MiniLM: the embedding then reads the wrong signal, and
+# fine-tuning would cost most of the budget for a weak model (spooky's authorship is style: frozen
+# MiniLM 0.66 where naive Bayes scores 0.34, a share of 0.57; fine-tuned for one epoch, 0.52 a fold).
+CPU_TEXT_FINETUNE_MIN_PROMISE = 0.8
 
 
 def _minilm_finetune(epochs: int) -> ModelCandidate:
@@ -88,10 +98,11 @@ def _image_finetune(features: FeatureSet, n_folds: int, seconds: float,
         f"~{total:.0f} s of {seconds:.0f} s")
 
 
-def finetune_options(features: FeatureSet, n_folds: int, seconds: float,
-                     threads: int = 2) -> tuple[list[FinetuneOption], list[str]]:
+def finetune_options(features: FeatureSet, n_folds: int, seconds: float, threads: int = 2,
+                     text_promise: float | None = None) -> tuple[list[FinetuneOption], list[str]]:
     """What fine-tuning fits in `seconds` (most epochs that fit, from a timed probe of real
-    batches), and a note for every modality on why or why not."""
+    batches), and a note for every modality on why or why not. `text_promise`: the frozen text
+    embedding's share of the race leader's gain over the constant, where the race measured it."""
     options: list[FinetuneOption] = []
     notes: list[str] = []
     rows = features.n_train * (n_folds - 1) / max(n_folds, 1)
@@ -106,6 +117,11 @@ def finetune_options(features: FeatureSet, n_folds: int, seconds: float,
     if features.raw_text_columns_train is not None:
         from solve_pipeline.text_finetune import estimate_finetune_seconds  # lazy: torch
 
+        if not device.is_cuda() and text_promise is not None and text_promise < CPU_TEXT_FINETUNE_MIN_PROMISE:
+            notes.append(f"text: frozen MiniLM features reach {text_promise:.0%} of the best family's gain over "
+                         f"the constant (first fold): fine-tuning on a CPU is not worth the time, frozen "
+                         f"embeddings only")
+            return options, notes
         floor = n_folds * rows * CPU_FINETUNE_FLOOR_S / max(threads, 1)
         if not device.is_cuda() and floor > seconds:
             notes.append(f"text: one MiniLM epoch x {n_folds} folds needs at least ~{floor:.0f} s on CPU, "
@@ -114,7 +130,8 @@ def finetune_options(features: FeatureSet, n_folds: int, seconds: float,
         per_epoch = n_folds * estimate_finetune_seconds(features, int(rows), 1.0, threads)
         tried = GPU_FINETUNE_EPOCHS if device.is_cuda() else FINETUNE_EPOCHS
         startup = GPU_FIRST_FIT_S if device.is_cuda() else 0.0
-        fitting = [e for e in tried if startup + e * per_epoch <= seconds]
+        room = seconds if device.is_cuda() else CPU_TEXT_FINETUNE_MARGIN * seconds
+        fitting = [e for e in tried if startup + e * per_epoch <= room]
         if fitting:
             total = startup + fitting[0] * per_epoch
             options.append(FinetuneOption(_minilm_finetune(fitting[0]), total, fitting[0]))
@@ -122,5 +139,5 @@ def finetune_options(features: FeatureSet, n_folds: int, seconds: float,
                          f"~{total:.0f} s of {seconds:.0f} s")
         else:
             notes.append(f"text: one MiniLM epoch x {n_folds} folds needs ~{per_epoch:.0f} s, "
-                         f"{seconds:.0f} s left: frozen embeddings only")
+                         f"{seconds:.0f} s left ({room:.0f} s to plan into): frozen embeddings only")
     return options, notes

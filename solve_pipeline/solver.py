@@ -73,7 +73,7 @@ def solve(options: SolveOptions) -> dict:
     llm_solve: dict[str, Any] | None = None  # recorded only when an LLM took part
     bagging: dict[str, Any] = {"skipped": "light mode"}
     if not options.light:
-        finetune = finetune_phase.finetune(solver)
+        finetune = finetune_phase.finetune(solver, outcome)
         solver.finish_survivors(outcome)
         # The LLM's turn (only when the run turned it on): its actions add candidates; the expert's
         # middle phases still run when it hands the decision back.

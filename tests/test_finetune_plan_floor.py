@@ -41,3 +41,38 @@ def test_a_small_set_is_still_priced_by_the_probe(monkeypatch: pytest.MonkeyPatc
     options, notes = finetune_options(_texts(400), n_folds=5, seconds=60.0, threads=2)
     assert probed == [160]  # four fifths of the 200 train rows per fold
     assert [o.epochs for o in options] == [3] and notes[0].startswith("text: MiniLM fine-tuning, 3 epochs")
+
+
+def test_a_frozen_embedding_far_behind_skips_cpu_fine_tuning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(text_finetune, "estimate_finetune_seconds", _probe_refused)
+    options, notes = finetune_options(_texts(400), n_folds=5, seconds=600.0, threads=2, text_promise=0.57)
+    assert options == [] and "57%" in notes[0] and "frozen embeddings only" in notes[0]
+
+
+def test_cpu_fine_tuning_is_planned_with_room_to_spare(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 17.5 s an epoch over five folds: three epochs (52.5 s) fit 60 s, but not the 48 s planned into.
+    monkeypatch.setattr(text_finetune, "estimate_finetune_seconds", lambda *_args: 3.5)
+    options, notes = finetune_options(_texts(400), n_folds=5, seconds=60.0, threads=2, text_promise=0.95)
+    assert [o.epochs for o in options] == [2] and notes[0].startswith("text: MiniLM fine-tuning, 2 epochs")
+
+
+def test_text_promise_is_the_frozen_familys_share_of_the_leaders_gain() -> None:
+    from types import SimpleNamespace
+
+    from solve_pipeline.automl import RaceEntry, RaceOutcome
+    from solve_pipeline.finetune_phase import text_promise
+
+    def solver(higher: bool, constant: float, images: object = None) -> SimpleNamespace:
+        features = SimpleNamespace(image_paths_train=images)
+        return SimpleNamespace(ctx=SimpleNamespace(features=features), state=SimpleNamespace(cv={"constant": constant}),
+                               higher=higher)
+
+    log_loss = RaceOutcome([RaceEntry("naive_bayes", "finished", 0.34), RaceEntry("pretrained_linear", "pruned", 0.66),
+                            RaceEntry("lightgbm", "pruned", 0.69)], [])
+    assert text_promise(solver(False, 1.09), log_loss) == pytest.approx((0.66 - 1.09) / (0.34 - 1.09))
+    f1 = RaceOutcome([RaceEntry("linear", "finished", 0.75), RaceEntry("pretrained_linear", "finished", 0.77)], [])
+    assert text_promise(solver(True, 0.0), f1) == pytest.approx(1.0)
+    # Unmeasured, or sharing its family with photos: no promise to judge by.
+    assert text_promise(solver(True, 0.0), RaceOutcome([RaceEntry("linear", "finished", 0.75)], [])) is None
+    assert text_promise(solver(True, 0.0, images={"photo": []}), f1) is None
+    assert text_promise(solver(True, 0.0), None) is None
