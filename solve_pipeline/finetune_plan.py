@@ -41,10 +41,13 @@ CPU_FINETUNE_FLOOR_S = 0.01
 # whole (spooky, 1 epoch x 5 folds on a shared machine: 570 s a fold against 497 s estimated, the
 # fifth fold past the phase's end after 40 minutes).
 CPU_TEXT_FINETUNE_MARGIN = 0.8
-# The frozen sentence embedding's share of the race leader's gain over the constant (first folds)
-# below which a CPU does not fine-tune MiniLM: the embedding then reads the wrong signal, and
-# fine-tuning would cost most of the budget for a weak model (spooky's authorship is style: frozen
-# MiniLM 0.66 where naive Bayes scores 0.34, a share of 0.57; fine-tuned for one epoch, 0.52 a fold).
+# A CPU fine-tune dearer than this share of the time left must be promised by the race: its frozen
+# sentence embedding's share of the race leader's gain over the constant (first folds) must reach
+# CPU_TEXT_FINETUNE_MIN_PROMISE. Below it the embedding reads the wrong signal, and fine-tuning would
+# cost most of the budget for a weak model (spooky's authorship is style: frozen MiniLM 0.66 where
+# naive Bayes scores 0.34, a share of 0.57; fine-tuned for one epoch, 0.52 a fold). A cheap
+# fine-tune runs whatever the race said: on a few hundred texts the first folds are noise.
+CPU_TEXT_FINETUNE_DEAR = 0.5
 CPU_TEXT_FINETUNE_MIN_PROMISE = 0.8
 
 
@@ -117,11 +120,6 @@ def finetune_options(features: FeatureSet, n_folds: int, seconds: float, threads
     if features.raw_text_columns_train is not None:
         from solve_pipeline.text_finetune import estimate_finetune_seconds  # lazy: torch
 
-        if not device.is_cuda() and text_promise is not None and text_promise < CPU_TEXT_FINETUNE_MIN_PROMISE:
-            notes.append(f"text: frozen MiniLM features reach {text_promise:.0%} of the best family's gain over "
-                         f"the constant (first fold): fine-tuning on a CPU is not worth the time, frozen "
-                         f"embeddings only")
-            return options, notes
         floor = n_folds * rows * CPU_FINETUNE_FLOOR_S / max(threads, 1)
         if not device.is_cuda() and floor > seconds:
             notes.append(f"text: one MiniLM epoch x {n_folds} folds needs at least ~{floor:.0f} s on CPU, "
@@ -132,8 +130,13 @@ def finetune_options(features: FeatureSet, n_folds: int, seconds: float, threads
         startup = GPU_FIRST_FIT_S if device.is_cuda() else 0.0
         room = seconds if device.is_cuda() else CPU_TEXT_FINETUNE_MARGIN * seconds
         fitting = [e for e in tried if startup + e * per_epoch <= room]
-        if fitting:
-            total = startup + fitting[0] * per_epoch
+        total = startup + fitting[0] * per_epoch if fitting else 0.0
+        if fitting and not device.is_cuda() and total > CPU_TEXT_FINETUNE_DEAR * seconds and \
+                text_promise is not None and text_promise < CPU_TEXT_FINETUNE_MIN_PROMISE:
+            notes.append(f"text: MiniLM fine-tuning would take ~{total:.0f} s of {seconds:.0f} s, and its frozen "
+                         f"features reach only {text_promise:.0%} of the best family's gain over the constant "
+                         f"(first fold): frozen embeddings only")
+        elif fitting:
             options.append(FinetuneOption(_minilm_finetune(fitting[0]), total, fitting[0]))
             notes.append(f"text: MiniLM fine-tuning, {fitting[0]} epochs x {n_folds} folds "
                          f"~{total:.0f} s of {seconds:.0f} s")

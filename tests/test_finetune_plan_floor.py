@@ -43,10 +43,16 @@ def test_a_small_set_is_still_priced_by_the_probe(monkeypatch: pytest.MonkeyPatc
     assert [o.epochs for o in options] == [3] and notes[0].startswith("text: MiniLM fine-tuning, 3 epochs")
 
 
-def test_a_frozen_embedding_far_behind_skips_cpu_fine_tuning(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(text_finetune, "estimate_finetune_seconds", _probe_refused)
-    options, notes = finetune_options(_texts(400), n_folds=5, seconds=600.0, threads=2, text_promise=0.57)
+def test_a_dear_fine_tune_needs_the_frozen_embeddings_promise(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 100 s an epoch over five folds: one epoch is most of the 150 s left.
+    monkeypatch.setattr(text_finetune, "estimate_finetune_seconds", lambda *_args: 20.0)
+    options, notes = finetune_options(_texts(400), n_folds=5, seconds=150.0, threads=2, text_promise=0.57)
     assert options == [] and "57%" in notes[0] and "frozen embeddings only" in notes[0]
+    options, _ = finetune_options(_texts(400), n_folds=5, seconds=150.0, threads=2, text_promise=0.9)
+    assert [o.epochs for o in options] == [1]
+    # A cheap one runs whatever the race said (a few hundred texts: first folds are noise).
+    options, _ = finetune_options(_texts(400), n_folds=5, seconds=1000.0, threads=2, text_promise=-0.3)
+    assert [o.epochs for o in options] == [3]
 
 
 def test_cpu_fine_tuning_is_planned_with_room_to_spare(monkeypatch: pytest.MonkeyPatch) -> None:
