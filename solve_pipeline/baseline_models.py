@@ -173,12 +173,7 @@ class LightGBMModel(ClassifierBase):
             "deterministic": True,
             "force_col_wise": True,
         }
-        if self.spec.task == "binary":
-            params["objective"] = "binary"
-        elif self.spec.task == "multiclass":
-            params.update(objective="multiclass", num_class=self.spec.n_classes)
-        else:
-            params["objective"] = "regression"
+        params.update(lightgbm_objective(self.spec.task, self.spec.n_classes))
         overrides = dict(self.overrides)
         if "min_child_samples" in overrides:  # an alias: LightGBM warns when both spellings are set
             params["min_data_in_leaf"] = int(min(overrides.pop("min_child_samples"), max(2, n_rows // 4)))
@@ -224,6 +219,15 @@ class LightGBMModel(ClassifierBase):
 
     def _values(self, X: Matrix) -> np.ndarray:
         return self._raw(X)
+
+
+def lightgbm_objective(task: str, n_classes: int) -> dict:
+    """LightGBM's objective for a task: binary, multiclass over `n_classes`, else regression."""
+    if task == "binary":
+        return {"objective": "binary"}
+    if task == "multiclass":
+        return {"objective": "multiclass", "num_class": n_classes}
+    return {"objective": "regression"}
 
 
 def lightgbm_deadline(deadline: float) -> Callable:

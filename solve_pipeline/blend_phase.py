@@ -25,8 +25,7 @@ def blend(solver: Solver) -> dict[str, Any]:
     blended: dict[str, Predictions] = {}
     report: dict[str, Any] = {}
     deadline = solver.at(BLEND_UNTIL) - decode_reserve(solver)
-    features = solver.ctx.features
-    table = stackers.table_columns(features.tab_train, features.tab_test, features.n_train, features.n_test)
+    table = stackers.table_columns(solver.ctx.features.tab_train, solver.ctx.features.tab_test)
     for spec in solver.ctx.targets:
         task = spec.task if spec.is_classification else "regression"
         held = {t: p.oof for t, p in solver.state.best.items()}

@@ -223,12 +223,12 @@ def blend(solutions: list[Solution], y: np.ndarray, task: Task,
     if winner is None or not direction.better(result.blend_scores[winner], result.score):
         return result
 
+    test_features = stack_features(tests, task)
     if winner == "weighted":
         test = _combine(tests, full_weights)
     elif winner == "stack":
-        test = LinearStacker(task, n_classes).fit(features, y).predict(stack_features(tests, task))
+        test = LinearStacker(task, n_classes).fit(features, y).predict(test_features)
     elif winner == "boosted":
-        test_features = stack_features(tests, task)
         if table is not None:
             test_features = np.hstack([test_features, table[1]])
         # Never cut shorter than its folds ran: a refit of a few trees would not be the blender scored.
@@ -236,8 +236,7 @@ def blend(solutions: list[Solution], y: np.ndarray, task: Task,
                                                 time.monotonic() + 1.5 * spent["boosted"] / len(splits))
         test = BoostedStacker(task, n_classes, seed, cap).fit(boosted_features, y).predict(test_features)
     else:
-        mlp = MLPBlender(task, n_classes, seed).fit(features, y)
-        test = mlp.predict(stack_features(tests, task))
+        test = MLPBlender(task, n_classes, seed).fit(features, y).predict(test_features)
     result.method, result.score = winner, result.blend_scores[winner]
     result.oof, result.test = nested[winner], test
     return result

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from agentk.core.metrics.direction import Direction
 from solve_pipeline.cv import emit, finish_run, start_run
 from solve_pipeline.finetune_plan import finetune_options
+from solve_pipeline.registry import FROZEN_EMBEDDING_FAMILY
 
 if TYPE_CHECKING:
     from solve_pipeline.automl import RaceOutcome
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
 # leaving tuning whatever is left before TUNE_UNTIL (nothing, when it runs past it).
 FINETUNE_UNTIL = 0.85
 FINETUNE_FOLD_SLACK = 1.5  # a fine-tuning fold may run this far past its share of the estimate
-FROZEN_TEXT_FAMILY = "pretrained_linear"  # the race family over frozen sentence embeddings
 
 
 def text_promise(solver: Solver, outcome: RaceOutcome | None) -> float | None:
@@ -29,7 +29,7 @@ def text_promise(solver: Solver, outcome: RaceOutcome | None) -> float | None:
         return None
     scores = {e.family: e.first_fold_score for e in outcome.entries
               if e.first_fold_score is not None and math.isfinite(e.first_fold_score)}
-    frozen, constant = scores.get(FROZEN_TEXT_FAMILY), solver.state.cv.get("constant")
+    frozen, constant = scores.get(FROZEN_EMBEDDING_FAMILY), solver.state.cv.get("constant")
     best = Direction(solver.higher).best_score(scores.values())
     if frozen is None or constant is None or best is None or best == constant:
         return None

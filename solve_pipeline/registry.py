@@ -47,6 +47,7 @@ CHARS_C = 30.0  # character n-grams want weak regularisation (spooky: 0.408 at C
 # A standardized ImageNet/MiniLM embedding of ~1,000 dimensions wants stronger regularization than
 # a table: C from 0.01 to 1 measured within 0.002 accuracy on 10-monkey-species, 0.1 in the middle.
 PRETRAINED_C = 0.1
+FROZEN_EMBEDDING_FAMILY = "pretrained_linear"  # the family over frozen pretrained embeddings
 
 LIGHTGBM_SPACE: list[SearchParam] = [
     SearchParam(name="learning_rate", kind="pow", lb=0.01, ub=0.3),
@@ -327,7 +328,7 @@ FAMILIES: tuple[Family, ...] = (
     # cheap baseline, and what wins on small photo sets. Early, so its embeddings are computed
     # once and shared by the fusion net later. On images it sets the race's pace (a family that
     # always finishes): pixels alone lose by far.
-    Family("pretrained_linear", _pretrained_inputs, _pretrained_linear, applies=has_pretrained_inputs,
+    Family(FROZEN_EMBEDDING_FAMILY, _pretrained_inputs, _pretrained_linear, applies=has_pretrained_inputs,
            space=tuple(LINEAR_SPACE), defaults=_fixed({"C": PRETRAINED_C}), leads=has_images,
            tune_classifiers_only=True),
     # On a big table boosting is the one family sure to matter: it sets the pace, with in-fold

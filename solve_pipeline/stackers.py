@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 
 from agentk.core.artifacts import Task
+from solve_pipeline.baseline_models import lightgbm_deadline, lightgbm_objective
 
 _EPS = 1e-7
 # The boosted stacker grows a tree per class each round, over (K - 1) columns per solution: beyond
@@ -127,18 +128,11 @@ class BoostedStacker:
                   "feature_fraction": 0.6, "bagging_fraction": 0.8, "bagging_freq": 1, "lambda_l2": 1.0,
                   "num_threads": self.threads, "verbose": -1, "seed": self.seed, "deterministic": True,
                   "force_col_wise": True}
-        if self.task == "binary":
-            params["objective"] = "binary"
-        elif self.task == "multiclass":
-            params.update(objective="multiclass", num_class=self.n_classes)
-        else:
-            params["objective"] = "regression"
-        return params
+        return {**params, **lightgbm_objective(self.task, self.n_classes)}
 
     def fit(self, features: np.ndarray, y: np.ndarray) -> BoostedStacker:
         import lightgbm as lgb
 
-        from solve_pipeline.baseline_models import lightgbm_deadline
 
         order = np.random.default_rng(self.seed).permutation(len(y))
         held = max(1, int(len(y) * BOOSTED_INNER_SHARE))
@@ -161,13 +155,9 @@ class BoostedStacker:
         return raw
 
 
-def table_columns(train: np.ndarray | None, test: np.ndarray | None, n_train: int,
-                  n_test: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """The table's columns for the boosted stacker, or None when there are none that fit: rows
-    that do not line up with the predictions', or too many columns."""
-    if train is None or test is None or train.ndim != 2 or train.shape[1] == 0:
-        return None
-    if train.shape[0] != n_train or test.shape[0] != n_test or train.shape[1] > BOOSTED_MAX_TABLE_COLUMNS:
+def table_columns(train: np.ndarray | None, test: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """The table's columns for the boosted stacker, or None when there are none, or too many (the
+    blender itself checks that their rows line up with the predictions')."""
+    if train is None or test is None or train.ndim != 2 or not 0 < train.shape[1] <= BOOSTED_MAX_TABLE_COLUMNS:
         return None
     return np.asarray(train, dtype=np.float64), np.asarray(test, dtype=np.float64)
-
