@@ -19,6 +19,7 @@ import pandas as pd
 from agentk.core.artifacts import MAP_CODES, MODULE_FILES, TASKS, SetupLayout
 from agentk.core.maps import read_map
 from agentk.core.metrics.direction import Direction
+from agentk.core.pixels import PIXEL_TASK
 from agentk.core.predictions import TargetSpec
 
 
@@ -53,8 +54,12 @@ def _read_solver_map(path: Path) -> pd.DataFrame:
 def parse_target_info(info: dict) -> list[TargetSpec]:
     """Validate target_info.json into TargetSpecs (fails loudly: the solver cannot guess)."""
     specs: list[TargetSpec] = []
+    pictures = 0
     for entry in info.get("targets", []):
         task = str(entry.get("task", "")).lower()
+        if task == PIXEL_TASK:
+            pictures += 1  # a picture target is no row target: solve_pipeline.pixels learns it
+            continue
         if task not in TASKS:
             raise ValueError(f"target {entry.get('column')!r}: unknown task {task!r}")
         classes = entry.get("classes")
@@ -64,7 +69,7 @@ def parse_target_info(info: dict) -> list[TargetSpec]:
         else:
             classes = None
         specs.append(TargetSpec(column=str(entry["column"]), task=task, classes=classes))
-    if not specs:
+    if not specs and not pictures:
         raise ValueError(f"{SetupLayout.TARGET_INFO} lists no targets")
     return specs
 

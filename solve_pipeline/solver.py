@@ -40,6 +40,7 @@ from solve_pipeline import blend_phase, decode_phase, device, finetune_phase, ll
 from solve_pipeline.cv import emit
 from solve_pipeline.join_selection import select_joins
 from solve_pipeline.outputs import clear_candidates, ranked_candidates
+from solve_pipeline.pixels.solve import picture_target, solve_pictures
 from solve_pipeline.solve_inputs import SolveOptions, prepare, read_plan
 from solve_pipeline.solve_state import Solver
 from solve_pipeline.warm_start import ignore_configs
@@ -47,6 +48,10 @@ from solve_pipeline.warm_start import ignore_configs
 
 def solve(options: SolveOptions) -> dict:
     began = time.monotonic()
+    if picture_target(options.workspace / "setup") is not None:
+        # A picture target is learnt pixel by pixel: rows of pixels do not fit the table race.
+        out = options.out or options.workspace / "submissions" / "submission.csv"
+        return solve_pictures(options.workspace, out, options.time_budget, options.seed, options.light)
     device.configure(options.device, say=lambda line: emit("device", message=line))
     artifacts, ctx, n_total, validation = prepare(options)
     out = options.out or artifacts.workspace / "submissions" / "submission.csv"

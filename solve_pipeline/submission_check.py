@@ -11,17 +11,20 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from agentk.core.readers import UnreadableTable, read_table
+from agentk.core.readers import UnreadableTable, read_csv_text, read_table
 
 MISSING_TEXT = {"", "nan", "none", "null", "<na>"}
+_TEXT = pd.StringDtype("pyarrow")
 BOOL_TEXT = {"true", "false"}
 SHOW = 3
 
 
 def _read_text_csv(path: Path) -> pd.DataFrame:
     """Every cell as a string; nothing silently turned into NaN."""
-    return pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+    return read_csv_text(path)
 
 
 def _read_sample(path: Path) -> pd.DataFrame:
@@ -42,7 +45,14 @@ def _is_missing(column: pd.Series) -> pd.Series:
 
 
 def _numeric(column: pd.Series) -> pd.Series:
-    return pd.to_numeric(column.str.strip(), errors="coerce")
+    stripped = column.str.strip()
+    try:
+        # Arrow parses a column of millions of numbers at once; a cell it cannot read sends the
+        # column to pandas, which says which cells are not numbers.
+        parsed = pc.cast(pa.array(stripped, type=pa.large_string()), pa.float64())
+        return pd.Series(parsed.to_numpy(zero_copy_only=False), index=column.index)
+    except (pa.ArrowException, TypeError, ValueError):
+        return pd.to_numeric(stripped, errors="coerce")
 
 
 def _looks_numeric(column: pd.Series) -> bool:
@@ -72,11 +82,17 @@ def _column_problems(submission: pd.DataFrame, expected: Sequence[str]) -> list[
     return problems
 
 
-def _id_problems(ids: pd.Series, expected: Sequence[str]) -> list[str]:
-    actual = [str(v).strip() for v in ids]
-    expected = [str(v).strip() for v in expected]
-    if actual == expected:
+def _stripped(values: pd.Series | Sequence[object]) -> pd.Series:
+    series = values if isinstance(values, pd.Series) else pd.Series([str(v) for v in values], dtype=object)
+    return series.astype(_TEXT).str.strip().reset_index(drop=True)
+
+
+def _id_problems(ids: pd.Series, expected: pd.Series | Sequence[object]) -> list[str]:
+    # Compared as Arrow columns first: a per-pixel submission has millions of ids, nearly always right.
+    actual_ids, expected_ids = _stripped(ids), _stripped(expected)
+    if len(actual_ids) == len(expected_ids) and bool(actual_ids.eq(expected_ids).all()):
         return []
+    actual, expected = actual_ids.tolist(), expected_ids.tolist()
     problems = []
     duplicated = pd.Series(actual)[pd.Series(actual).duplicated()].unique().tolist()
     if duplicated:
@@ -151,7 +167,7 @@ def validate_submission(
     submission_path: Path,
     *,
     sample_path: Path | None,
-    expected_ids: Sequence[str] | None = None,
+    expected_ids: pd.Series | Sequence[str] | None = None,
     expected_columns: Sequence[str] | None = None,
     id_column: str | None = None,
     echoed: Sequence[str] = (),
@@ -184,7 +200,7 @@ def validate_submission(
             return [f"sample submission is unreadable: {type(error).__name__}: {error}"]
         expected_columns = list(sample.columns)
         key = id_column if id_column in sample.columns else (sample.columns[0] if len(sample.columns) else None)
-        expected_ids = sample[key].tolist() if key is not None else []
+        expected_ids = sample[key] if key is not None else []
 
     problems: list[str] = []
     if expected_columns is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from agentk.core.isolation import Mounts
+from agentk.core.pixels import PIXEL_TASK, image_keys
 from agentk.core.readers import read_table
 from agentk.core.sandbox import Limits, run_python
 from unit_tests_setup.context import CheckContext
@@ -47,7 +48,7 @@ def check_maps(ctx: CheckContext) -> list[str]:
                         "looks like it was built from the train file")
     sample = find_sample_submission(ctx.workspace.raw, ctx.plan())
     if sample is not None:
-        sample_ids = _sample_ids(sample, ctx.plan().get("id_column"))
+        sample_ids = _sample_ids(sample, ctx.plan().get("id_column"), by_picture=_picture_target(ctx))
         missing = reference_ids - sample_ids
         if missing:
             problems.append(f"{len(missing)} test ids are missing from the sample submission {sample.name} (e.g. {sorted(missing)[0]!r})")
@@ -130,9 +131,21 @@ def _surely_new(mine: np.ndarray, theirs: np.ndarray) -> bool:
     return False
 
 
-def _sample_ids(sample, id_column: str | None) -> set[str]:
+def _picture_target(ctx: CheckContext) -> bool:
+    """Whether the target is a picture (target_info says so): the sample then lists its pixels."""
+    try:
+        info = json.loads(ctx.layout.target_info.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return any(isinstance(t, dict) and t.get("task") == PIXEL_TASK for t in info.get("targets", []))
+
+
+def _sample_ids(sample, id_column: str | None, by_picture: bool = False) -> set[str]:
+    """The sample's ids; for a picture target, the pictures its pixel ids name."""
     frame = read_table(sample)
     column = id_column if id_column in frame.columns else frame.columns[0]
+    if by_picture:
+        return image_keys(frame[column])
     return set(frame[column].astype(str).str.strip().tolist())
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from solve_pipeline.batches import iterate_batches
 from solve_pipeline.features import build_features
+from solve_pipeline.pixels.solve import picture_target
 from solve_pipeline.setup_modules import SetupArtifacts
 
 
@@ -16,8 +17,25 @@ from solve_pipeline.setup_modules import SetupArtifacts
 PROBE_ROWS = 256
 
 
+def _picture_batch(artifacts: SetupArtifacts, target: dict) -> dict:
+    """A picture target's batch: one training pair's pixels as the pixel model reads them."""
+    from agentk.core.pixels import read_picture, resolve
+    from solve_pipeline.pixels.features import pixel_features
+
+    first = artifacts.train_maps["img"].iloc[0]
+    truth = artifacts.target_map.set_index("id").loc[first["id"], target["column"]]
+    features = pixel_features(read_picture(resolve(artifacts.setup_dir, first["image_path"])))
+    picture = read_picture(resolve(artifacts.setup_dir, truth))
+    return {"features": features[:16], "target": picture.ravel()[:16]}
+
+
 def main(workspace: str) -> None:
     artifacts = SetupArtifacts.load(Path(workspace))
+    target = picture_target(artifacts.setup_dir)
+    if target is not None:
+        batch = _picture_batch(artifacts, target)
+        print(json.dumps({"rows": len(batch["target"]), "shapes": {k: list(v.shape) for k, v in batch.items()}}))
+        return
     features = build_features(artifacts, train_ids=list(artifacts.train_ids)[:PROBE_ROWS])
     batch = next(iter(iterate_batches(features, batch_size=16)))
     shapes = {key: list(getattr(value, "shape", [len(value)])) for key, value in batch.items()}

@@ -14,10 +14,11 @@ import numpy as np
 import pandas as pd
 
 from unit_tests_setup.context import CheckContext
-from agentk.core.artifacts import MODALITY_CODES, TASKS, SetupLayout
+from agentk.core.artifacts import DENSE_TASKS, MODALITY_CODES, TARGET_MODALITIES, TASKS, SetupLayout
 from agentk.core.maps import MapError, map_columns, read_map
 from agentk.core.metrics import normalise_labels
 from agentk.core.metrics.direction import Direction
+from agentk.core.pixels import PIXEL_TASK, resolve as resolve_path
 from unit_tests_setup.files import IMAGE_EXTENSIONS, csv_headers, has_images, has_tables
 from unit_tests_setup.submission_rules import validate_against_setup
 
@@ -61,8 +62,11 @@ def check_modalities(ctx: CheckContext) -> list[str]:
         return [f"unknown input modalities {unknown}; allowed: {sorted(MODALITY_CODES)}"]
     if len(set(inputs)) != len(inputs):
         problems.append("input_modalities has duplicates")
-    if data.get("target_modality") != "tabular":
-        problems.append("target_modality must be 'tabular' (the only target modality supported)")
+    target = data.get("target_modality")
+    if target not in TARGET_MODALITIES:
+        problems.append(f"target_modality must be one of {list(TARGET_MODALITIES)}")
+    elif target == "image" and "image" not in inputs:
+        problems.append("a picture target (target_modality 'image') needs pictures in: list 'image' as an input")
     raw = ctx.workspace.raw
     if "image" in inputs and not has_images(raw):
         problems.append("'image' is listed but raw/ holds no image files")
@@ -84,8 +88,8 @@ def check_plan(ctx: CheckContext) -> list[str]:
     targets = data.get("target_columns")
     if not isinstance(targets, list) or not targets or not all(isinstance(t, str) and t for t in targets):
         problems.append("target_columns must be a non-empty list of strings")
-    if data.get("task_type") not in TASKS:
-        problems.append(f"task_type must be one of {sorted(TASKS)}")
+    if data.get("task_type") not in (*TASKS, *DENSE_TASKS):
+        problems.append(f"task_type must be one of {sorted((*TASKS, *DENSE_TASKS))}")
     if problems:
         return problems
     # Plausibility: the named columns exist in the data files (or, for ids only in image file
@@ -164,16 +168,11 @@ def _image_path_problems(frame: pd.DataFrame, setup: Path, name: str) -> list[st
         values = frame[column].dropna().astype(str)
         if values.empty or not values.str.lower().str.endswith(tuple(IMAGE_EXTENSIONS)).all():
             continue
-        missing = [v for v in values if not _resolve(setup, v).is_file()]
+        missing = [v for v in values if not resolve_path(setup, v).is_file()]
         if missing:
             return [f"{name}: {len(missing)} image paths in {column!r} do not exist (e.g. {missing[0]!r})"]
         return []
     return [f"{name} has no column of paths to image files ({sorted(IMAGE_EXTENSIONS)})"]
-
-
-def _resolve(setup: Path, value: str) -> Path:
-    path = Path(value)
-    return path if path.is_absolute() else setup / path
 
 
 def _diff(expected: list[str], found: list[str]) -> str:
@@ -218,6 +217,9 @@ def check_target_transform(ctx: CheckContext) -> list[str]:
     for target in targets:
         column, task, classes = target["column"], target.get("task"), target.get("classes")
         values = model[column]
+        if task == PIXEL_TASK:
+            problems.extend(_picture_target_problems(ctx, raw[column], model[column], roundtrip[column], column))
+            continue
         if task not in TASKS:
             problems.append(f"{column}: task must be one of {sorted(TASKS)}")
             continue
@@ -238,6 +240,18 @@ def check_target_transform(ctx: CheckContext) -> list[str]:
         elif not _same_values(raw[column], roundtrip[column]):
             problems.append(f"{column}: inverse(forward(y)) does not give back the original values")
     return problems
+
+
+def _picture_target_problems(ctx: CheckContext, raw: pd.Series, model: pd.Series, roundtrip: pd.Series,
+                             column: str) -> list[str]:
+    """A picture target: every cell names a picture that exists, and the transform keeps the paths."""
+    missing = [v for v in raw.astype(str) if not resolve_path(ctx.setup, v).is_file()]
+    if missing:
+        return [f"{column}: {len(missing)} target pictures do not exist (e.g. {missing[0]!r}); a picture target "
+                "holds each picture's path relative to setup/"]
+    if not (raw.astype(str).equals(model.astype(str)) and raw.astype(str).equals(roundtrip.astype(str))):
+        return [f"{column}: a picture target keeps its paths through forward and inverse"]
+    return []
 
 
 def _same_labels(a: pd.Series, b: pd.Series) -> bool:

@@ -317,6 +317,16 @@ def _read_with_arrow(utf8: bytes, text: str, delimiter: str) -> pd.DataFrame | N
     return frame
 
 
+def read_csv_text(path: str | Path) -> pd.DataFrame:
+    """A comma-separated file exactly as written: every cell its text, blanks kept, nothing sniffed
+    or converted (a submission is read so, as Kaggle's scorer reads it). Arrow reads a large one
+    (a per-pixel submission has millions of rows) when it reads it as the C parser would."""
+    data = _raw_bytes(Path(path))
+    text = data.decode("utf-8")
+    frame = _read_with_arrow(data, text, ",") if len(data) >= ARROW_MIN_BYTES else None
+    return frame if frame is not None else _c_parser(text, ",", None)
+
+
 def _c_parser(text: str, delimiter: str, nrows: int | None) -> pd.DataFrame:
     """Every cell as its text, blanks kept: how every delimited table is read (Arrow must match it)."""
     return pd.read_csv(io.StringIO(text), sep=delimiter, dtype=str, keep_default_na=False, na_filter=False,

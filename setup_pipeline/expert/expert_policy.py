@@ -11,7 +11,7 @@ import traceback
 
 from agentk.core.config import PolicyName
 from agentk.core.metrics import get_metric, normalise_labels
-from setup_pipeline.expert import codegen
+from setup_pipeline.expert import codegen, pixel_codegen
 from setup_pipeline.expert.description import summarise
 from setup_pipeline.expert.facts import DataFacts, ExpertDeclined
 from setup_pipeline.expert.inspect import inspect_competition
@@ -56,8 +56,11 @@ class ExpertPolicy:
             text = (ctx.workspace.raw / "description.md").read_text(encoding="utf-8", errors="replace")
             return Fill(summarise(text), plan="keep overview, evaluation, submission format and data sections")
         facts = self.facts(ctx)
+        if facts.pixels is not None and name not in ("modalities", "plan"):
+            return _pixel_stage(facts, name)
         if name == "modalities":
-            content = {"input_modalities": facts.input_modalities, "target_modality": "tabular"}
+            content = {"input_modalities": facts.input_modalities,
+                       "target_modality": "image" if facts.pixels is not None else "tabular"}
             return Fill(json.dumps(content, indent=2), plan="modalities from column types and image files")
         if name == "plan":
             return Fill(json.dumps(_plan(facts), indent=2), plan="inspect files, ids, targets, metric")
@@ -105,11 +108,28 @@ class ExpertPolicy:
         return codegen.target_transform(facts, classes, scales)
 
 
+def _pixel_stage(facts: DataFacts, name: str) -> Action:
+    """An image-to-image task's stages: every map keyed by picture, the target a picture."""
+    if name.startswith(("train_input_map_", "test_input_map_")):
+        split = name.split("_")[0]
+        return Fill(pixel_codegen.image_map(facts, split), plan=f"{split} pictures keyed by file name")
+    writers = {"train_target_map": (pixel_codegen.target_map, "the target pictures keyed by file name"),
+               "target_transform": (pixel_codegen.target_transform, "the target is a picture: kept as its path"),
+               "submission_format": (pixel_codegen.submission_format, "every predicted picture spelt out pixel by pixel"),
+               "metric": (pixel_codegen.metric, f"{facts.metric} over every pixel")}
+    if name not in writers:
+        return Decline(f"the expert policy has no rule for stage {name!r}")
+    write, plan = writers[name]
+    return Fill(write(facts), plan=plan)
+
+
 def _plan(facts: DataFacts) -> dict:
     tasks = {t.task for t in facts.targets}
     task_type = "regression" if tasks == {"regression"} else ("multiclass" if "multiclass" in tasks else "binary")
+    if facts.pixels is not None:
+        task_type = "pixels"
     inputs = ", ".join(facts.input_modalities)
-    steps = [
+    steps = _pixel_steps(facts) if facts.pixels is not None else [
         f"Read {facts.train_file or 'the train images'} and {facts.test_file or 'the test images'}; inputs are {inputs}.",
         f"Key every map by {facts.id_column!r}; targets {[t.column for t in facts.targets]} ({task_type}).",
         f"Score with {facts.metric}; write {facts.submission_format} submissions with columns {facts.submission_columns[:6]}.",
@@ -128,6 +148,20 @@ def _plan(facts: DataFacts) -> dict:
         "joins": _side_joins(facts),
         "facts": facts.model_dump(mode="json"),
     }
+
+
+def _pixel_steps(facts: DataFacts) -> list[str]:
+    task = facts.pixels
+    assert task is not None
+    first, second = task.order.split("_")
+    return [
+        f"Learn the pictures of {task.target_dir}/ from those of {task.train_dir}/ ({task.n_pairs} pairs by file name); "
+        f"predict the {task.n_test} pictures of {task.test_dir}/.",
+        f"Key every map by the picture's file name; the target map holds each target picture's path.",
+        f"Score with {facts.metric} over every pixel; write one row per pixel to {task.sample}: "
+        f"'<picture>_<{first}>_<{second}>' counted from {task.base}, {task.value_column} "
+        + ("as stored (0..255)." if task.scale == 1.0 else "in 0..1 (intensity / 255)."),
+    ]
 
 
 def _side_joins(facts: DataFacts) -> list[dict]:

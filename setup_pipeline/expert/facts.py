@@ -6,8 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from agentk.core.artifacts import Task
+from agentk.core.artifacts import DenseTask, Task
 from setup_pipeline.expert.images import ImageLayout
+from setup_pipeline.expert.pixels import PixelTask
 from setup_pipeline.expert.row_files import RowFiles
 from setup_pipeline.perception.recipe import TableRecipe
 
@@ -22,7 +23,7 @@ class ExpertDeclined(Exception):
 
 class TargetFact(BaseModel):
     column: str  # train column (per_class_proba: the label column; class folders: "label")
-    task: Task
+    task: Task | DenseTask
     classes: list[str] | None = None  # as written in the data; numeric labels sorted numerically
     sample_values: list[str] = Field(default_factory=list)  # how the sample file writes it
 
@@ -42,12 +43,13 @@ class DataFacts(BaseModel):
     test_row_id_start: int | None = None  # no key and no sample: test ids number the rows from here
     top_k: int | None = None  # ranking metrics (MAP@K): how many labels a row lists
     row_files: RowFiles | None = None  # a text file per row, named by its id
-    submission_format: Literal["per_target", "per_class_proba"]
+    submission_format: Literal["per_target", "per_class_proba", "per_pixel"]
     targets: list[TargetFact]
     submission_columns: list[str]
     tabular_columns: list[str]
     text_columns: list[str]
     image: ImageLayout | None
+    pixels: PixelTask | None = None  # an image-to-image task: the target is a picture
     input_modalities: list[Literal["tabular", "text", "image"]]
     metric: str
     metric_higher_is_better: bool

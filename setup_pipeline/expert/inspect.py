@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -16,9 +17,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from agentk.core import metrics
+from agentk.core.pixels import PIXEL_TASK
 from setup_pipeline.expert.description import submission_example_rows, submission_header
-from setup_pipeline.expert.facts import DataFacts, ExpertDeclined
+from setup_pipeline.expert.facts import DataFacts, ExpertDeclined, TargetFact
 from setup_pipeline.expert.images import ImageLayout, ImageLayouts, present
+from setup_pipeline.expert.pixels import PixelTask, find_pixel_task
 from setup_pipeline.expert.row_files import RowFiles, find_row_files
 from setup_pipeline.expert.targets import TargetDecisions, as_numbers, is_bool_like, sorted_labels
 from setup_pipeline.perception.catalogue import Catalogue, build_catalogue
@@ -82,6 +85,9 @@ class _Inspection(TargetDecisions, ImageLayouts):
         catalogue = build_catalogue(self.raw)
         self.notes += catalogue.notes
         self.images = catalogue.images
+        pixels = find_pixel_task(self.raw, catalogue.images, catalogue.tables, self.notes)
+        if pixels is not None:
+            return self._pixel_facts(pixels, base_metric)
         self.page = text
         described = submission_header(text)
         self.example_rows = submission_example_rows(text, described) if described else []
@@ -143,6 +149,24 @@ class _Inspection(TargetDecisions, ImageLayouts):
             dropped_columns=self.dropped, notes=self.notes,
             assumptions=self.assumptions, evidence={**self.evidence, "tables": "; ".join(roles.evidence)},
         )
+
+    def _pixel_facts(self, task: PixelTask, metric: str | None) -> DataFacts:
+        """An image-to-image task: maps keyed by picture, the target a picture scored pixel by pixel."""
+        if metric is None or metrics.get_metric(metric).kind != "value":
+            self.assume(f"metric: rmse over pixels — the page names {metric or 'no metric'}, and a picture's "
+                        "pixels are values")
+            metric = "rmse"
+        layout = ImageLayout(kind="id_files", train_dir=task.train_dir, test_dir=task.test_dir,
+                             extension=Counter(p.suffix.lower() for p in self.images).most_common(1)[0][0],
+                             n_train_images=task.n_pairs, n_test_images=task.n_test)
+        return DataFacts(
+            train_file=None, test_file=None, sample_submission=task.sample, id_column=task.id_column,
+            train_id_column=None, test_id_column=None, submission_format="per_pixel",
+            targets=[TargetFact(column=task.value_column, task=PIXEL_TASK)],
+            submission_columns=[task.id_column, task.value_column], tabular_columns=[], text_columns=[],
+            image=layout, pixels=task, input_modalities=["image"], metric=metric,
+            metric_higher_is_better=bool(metrics.get_metric(metric).higher_is_better),
+            dropped_columns={}, notes=self.notes, assumptions=self.assumptions, evidence=self.evidence)
 
     # ------------------------------------------------------------ submission header and ids
 
