@@ -157,7 +157,7 @@ def _pixel_steps(facts: DataFacts) -> list[str]:
     return [
         f"Learn the pictures of {task.target_dir}/ from those of {task.train_dir}/ ({task.n_pairs} pairs by file name); "
         f"predict the {task.n_test} pictures of {task.test_dir}/.",
-        f"Key every map by the picture's file name; the target map holds each target picture's path.",
+        "Key every map by the picture's file name; the target map holds each target picture's path.",
         f"Score with {facts.metric} over every pixel; write one row per pixel to {task.sample}: "
         f"'<picture>_<{first}>_<{second}>' counted from {task.base}, {task.value_column} "
         + ("as stored (0..255)." if task.scale == 1.0 else "in 0..1 (intensity / 255)."),
