@@ -74,10 +74,11 @@ def _has_confidence(numbers: np.ndarray) -> bool:
     fours, fives = len(numbers) % 4 == 0, len(numbers) % 5 == 0
     if fours != fives:
         return fives
-    def unit(values: np.ndarray) -> bool:
-        return bool(((values >= 0) & (values <= 1)).all())
+    return _in_unit_interval(numbers[0::5]) and not _in_unit_interval(numbers[0::4])
 
-    return unit(numbers[0::5]) and not unit(numbers[0::4])
+
+def _in_unit_interval(values: np.ndarray) -> bool:
+    return bool(((values >= 0) & (values <= 1)).all())
 
 
 def format_boxes(scores: Any, xywh: Any, decimals: int = 1) -> str:

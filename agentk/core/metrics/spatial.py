@@ -13,8 +13,8 @@ for nothing, or a sequence of strings (the rows a file gives one image, see `gro
   global-wheat); an answer string may leave out the confidences.
 
 The encoding (absolute 1-indexed, or siim's relative offsets; see `agentk.core.masks`) is read
-from the answers: a true string whose runs are out of order when read as absolute is relative,
-and then every string is. Absolute predicted runs must be sorted and disjoint, as Kaggle checks.
+from the answers (`is_relative`), and every string, true or predicted, is read that way.
+Absolute predicted runs must be sorted and disjoint, as Kaggle checks.
 
 The two mean-average-precision metrics score an image, for each IoU threshold t, as
 TP / (TP + FP + FN), a prediction matching the unmatched true object it overlaps most with
@@ -94,8 +94,11 @@ def group_by_id(ids: Sequence[str], values: Sequence[Any]) -> tuple[list[str], l
 
 
 def is_relative(truth: list[list[str]]) -> bool:
-    """Whether the answers' run-length encoding is relative (see the module docstring)."""
-    return any(not rle_runs(s).sorted_and_disjoint for row in truth for s in row)
+    """Whether the answers' run-length encoding is relative: most of their strings of several
+    runs are out of order when read as absolute (a relative string almost always is, its later
+    starts being short gaps; a majority, so that a stray malformed answer does not decide)."""
+    several = [runs for row in truth for s in row if len((runs := rle_runs(s)).starts) > 1]
+    return 2 * sum(not runs.sorted_and_disjoint for runs in several) > len(several)
 
 
 def _runs(strings: list[str], relative: bool, row: int, check: bool) -> list[Runs]:
