@@ -1,5 +1,8 @@
 """The grader: scores a submission against held-out answers and places it on a Kaggle leaderboard.
 
+Image-output metrics (masks, boxes: `Metric.spatial`) score an id's rows together as one image,
+so there ids may repeat on both sides (one row per object) and a blank cell is an empty mask.
+
 Problems with the submission itself give an invalid `GradeReport` (never an exception), as in
 MLE-bench; problems with the grading setup (unknown metric, answers lacking columns) raise
 `GradingError`, because no submission could fix them. Answer rows without a value are not the
@@ -23,6 +26,7 @@ from agentk.core.metrics import (
     Direction,
     Metric,
     UnknownMetricError,
+    aligned_groups,
     get_metric,
     normalise_ids,
     normalise_labels,
@@ -88,10 +92,12 @@ def _metric_for(facts: GradingFacts) -> Metric:
         raise GradingError("grading facts name neither target_columns nor a label_column")
     if facts.label_column is not None and metric.kind == "value":
         raise GradingError(f"{metric.name} is a regression metric but the facts name a label column")
+    if facts.label_column is not None and metric.spatial:
+        raise GradingError(f"{metric.name} scores {metric.kind} strings per row but the facts name a label column")
     return metric
 
 
-def _answer_keys(answers: pd.DataFrame, facts: GradingFacts) -> np.ndarray:
+def _answer_keys(answers: pd.DataFrame, facts: GradingFacts, repeated_ids: bool) -> np.ndarray:
     needed = [facts.id_column, *facts.target_columns] + ([facts.label_column] if facts.label_column else [])
     missing = [c for c in needed if c not in answers.columns]
     if missing:
@@ -100,7 +106,7 @@ def _answer_keys(answers: pd.DataFrame, facts: GradingFacts) -> np.ndarray:
         keys = normalise_ids(answers[facts.id_column])
     except ValueError as exc:
         raise _unusable(f"column {facts.id_column!r}: {exc}") from None
-    if len(set(keys)) != len(keys):
+    if not repeated_ids and len(set(keys)) != len(keys):
         raise _unusable("answers have duplicated ids")
     return keys
 
@@ -119,9 +125,12 @@ def _blank(values: pd.Series, numeric: bool) -> np.ndarray:
 
 def _answered_rows(answers: pd.DataFrame, facts: GradingFacts, metric: Metric) -> np.ndarray:
     """Which answer rows hold a value to score against; answers no submission could be scored
-    against raise GradingError. Ranking answers may be blank (the row expects no label)."""
+    against raise GradingError. Ranking answers may be blank (the row expects no label), and so
+    may image outputs (an empty mask, no boxes)."""
     columns = [*facts.target_columns] + ([facts.label_column] if facts.label_column else [])
     keep = np.ones(len(answers), dtype=bool)
+    if metric.spatial:
+        return keep
     if metric.kind != "ranking":
         for column in columns:
             keep &= ~_blank(answers[column], numeric=metric.kind == "value")
@@ -148,6 +157,14 @@ def _answered_rows(answers: pd.DataFrame, facts: GradingFacts, metric: Metric) -
 
 def _aligned(submission: pd.DataFrame, answer_keys: np.ndarray, id_column: str) -> pd.DataFrame:
     """The submission with its rows in the answers' order (row order in the file does not matter)."""
+    sub, keys = _keyed(submission, answer_keys, id_column, repeated_ids=False)
+    row = {k: i for i, k in enumerate(keys)}
+    return sub.iloc[[row[k] for k in answer_keys]].reset_index(drop=True)
+
+
+def _keyed(submission: pd.DataFrame, answer_keys: np.ndarray, id_column: str,
+           repeated_ids: bool) -> tuple[pd.DataFrame, np.ndarray]:
+    """The submission (column names stripped) and its normalised ids, which must be the answers'."""
     sub = submission.copy()
     sub.columns = [str(c).strip() for c in sub.columns]
     if sub.columns.duplicated().any():
@@ -157,7 +174,7 @@ def _aligned(submission: pd.DataFrame, answer_keys: np.ndarray, id_column: str) 
     if sub[id_column].isna().any():
         raise _Invalid(f"{int(sub[id_column].isna().sum())} rows have no {id_column!r}")
     keys = normalise_ids(sub[id_column])
-    dupes = set(keys[pd.Series(keys).duplicated().to_numpy()])
+    dupes = set() if repeated_ids else set(keys[pd.Series(keys).duplicated().to_numpy()])
     if dupes:
         raise _Invalid(f"{len(dupes)} duplicated id(s), e.g. {_examples(dupes)}")
     seen, expected = set(keys), set(answer_keys)
@@ -166,8 +183,7 @@ def _aligned(submission: pd.DataFrame, answer_keys: np.ndarray, id_column: str) 
         parts = [f"{len(missing)} missing (e.g. {_examples(missing)})"] if missing else []
         parts += [f"{len(extra)} unexpected (e.g. {_examples(extra)})"] if extra else []
         raise _Invalid(f"submission ids do not match the answers: {'; '.join(parts)}")
-    row = {k: i for i, k in enumerate(keys)}
-    return sub.iloc[[row[k] for k in answer_keys]].reset_index(drop=True)
+    return sub, keys
 
 
 def _column(sub: pd.DataFrame, column: str, numeric: bool, blanks: bool = False) -> pd.Series:
@@ -203,6 +219,18 @@ def _score_targets(metric: Metric, sub: pd.DataFrame, answers: pd.DataFrame, fac
     return float(np.mean(scores))
 
 
+def _score_images(metric: Metric, submission: pd.DataFrame, answers: pd.DataFrame, answer_keys: np.ndarray,
+                  facts: GradingFacts) -> float:
+    """Image outputs: each id's rows (one per object, or one per image) scored as one image."""
+    sub, keys = _keyed(submission, answer_keys, facts.id_column, repeated_ids=True)
+    scores = []
+    for column in facts.target_columns:
+        predicted = _column(sub, column, numeric=False, blanks=True).to_numpy(dtype=object)
+        truth, groups = aligned_groups(answer_keys, answers[column].to_numpy(dtype=object), keys, predicted)
+        scores.append(metric.fn(truth, groups))
+    return float(np.mean(scores))
+
+
 def _score_label_column(metric: Metric, sub: pd.DataFrame, answers: pd.DataFrame, facts: GradingFacts) -> float:
     assert facts.label_column is not None
     classes = [c for c in sub.columns if c != facts.id_column]
@@ -232,7 +260,7 @@ def grade_submission(
     left out of the score (counted in `answers_missing`).
     """
     metric = _metric_for(facts)
-    answer_keys = _answer_keys(answers, facts)
+    answer_keys = _answer_keys(answers, facts, repeated_ids=metric.spatial)
     answered = _answered_rows(answers, facts, metric)
     scored_answers = answers[answered].reset_index(drop=True)
     missing = int((~answered).sum())
@@ -242,10 +270,13 @@ def grade_submission(
                            len(submission), answers_missing=missing)
 
     try:
-        sub = _aligned(submission, answer_keys, facts.id_column)[answered].reset_index(drop=True)
-        if facts.label_column is not None:
+        if metric.spatial:
+            score = _score_images(metric, submission, answers, answer_keys, facts)
+        elif facts.label_column is not None:
+            sub = _aligned(submission, answer_keys, facts.id_column)[answered].reset_index(drop=True)
             score = _score_label_column(metric, sub, scored_answers, facts)
         else:
+            sub = _aligned(submission, answer_keys, facts.id_column)[answered].reset_index(drop=True)
             score = _score_targets(metric, sub, scored_answers, facts)
     except _Invalid as exc:
         return report(None, str(exc))

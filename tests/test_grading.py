@@ -158,7 +158,7 @@ def test_label_column_submission_missing_a_class_or_out_of_range() -> None:
 def test_grading_setup_errors_raise() -> None:
     answers, submission = _titanic_case()
     with pytest.raises(GradingError, match="unknown metric"):
-        grade_submission(submission, answers, GradingFacts("dice", True, "PassengerId", ("Survived",)))
+        grade_submission(submission, answers, GradingFacts("hausdorff", True, "PassengerId", ("Survived",)))
     with pytest.raises(GradingError, match="higher_is_better"):
         grade_submission(submission, answers, GradingFacts("accuracy", False, "PassengerId", ("Survived",)))
     with pytest.raises(GradingError, match="answers lack"):

@@ -6,6 +6,7 @@ import math
 import tomllib
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,7 @@ import pytest
 from sklearn.metrics import accuracy_score, log_loss, roc_auc_score
 
 from agentk.core.errors import AgentKError
+from agentk.core.masks import rle_encode
 from agentk.core.metrics import (
     METRICS,
     Direction,
@@ -30,6 +32,7 @@ REQUIRED = [
     "mae", "mse", "r2", "quadratic_weighted_kappa", "mape", "macro_f1", "balanced_accuracy", "mcc", "medae",
     "micro_f1", "weighted_f1", "linear_weighted_kappa", "gini", "brier", "pearson", "spearman", "kendall_tau",
     "smape", "msle", "rmspe", "map_at_k", "top_k_accuracy", "top_k_error", "mean_f1", "mean_f2",
+    "dice", "iou", "map_iou", "map_boxes",
 ]
 
 
@@ -50,7 +53,7 @@ def test_registry_has_every_required_name_with_a_sane_direction() -> None:
     assert set(REQUIRED) <= set(METRICS)
     for name, metric in METRICS.items():
         assert metric.name == name
-        assert metric.kind in ("label", "proba", "value", "ranking")
+        assert metric.kind in ("label", "proba", "value", "ranking", "mask", "instances", "boxes")
     lower = {"logloss", "multiclass_logloss", "rmse", "rmse_log", "rmsle", "mae", "mse", "mape", "medae",
              "brier", "smape", "msle", "rmspe", "top_k_error"}
     assert {n for n, m in METRICS.items() if not m.higher_is_better} == lower
@@ -86,10 +89,37 @@ def _corrupt_labels(y: np.ndarray, fraction: float, rng: np.random.Generator) ->
     return out
 
 
-def _case(name: str) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+def _discs(rng: np.random.Generator, shift: int) -> list[list[np.ndarray]]:
+    """Five 32x32 images of two or three discs each, every disc moved `shift` pixels right."""
+    yy, xx = np.mgrid[:32, :32]
+    images = []
+    for _ in range(5):
+        centres = [(int(rng.integers(8, 24)), int(rng.integers(6, 20))) for _ in range(int(rng.integers(2, 4)))]
+        images.append([(yy - cy) ** 2 + (xx - cx - shift) ** 2 <= 20 for cy, cx in centres])
+    return images
+
+
+def _image_case(kind: str) -> tuple[Any, Any, list[Any]]:
+    """Masks or boxes, exact and moved further and further off."""
+    if kind == "boxes":
+        boxes = np.random.default_rng(0).integers(10, 200, size=(6, 4)).astype(float)
+        truth = np.array([f"{x} {y} {w} {h}" for x, y, w, h in boxes], dtype=object)
+        moved = [np.array([f"1.0 {x + d} {y} {w} {h}" for x, y, w, h in boxes], dtype=object) for d in (0, 4, 30)]
+        return truth, moved[0], moved[1:]
+    shifted = [_discs(np.random.default_rng(0), shift) for shift in (0, 1, 3)]
+    if kind == "mask":  # each image's discs as one mask
+        rows = [np.array([rle_encode(np.any(image, axis=0)) for image in images], dtype=object) for images in shifted]
+    else:  # one row per image holding one string per disc
+        rows = [[[rle_encode(disc) for disc in image] for image in images] for images in shifted]
+    return rows[0], rows[0], rows[1:]
+
+
+def _case(name: str) -> tuple[Any, Any, list[Any]]:
     """(y_true, perfect prediction, predictions that get progressively worse) from real targets."""
     rng = np.random.default_rng(0)
     kind = METRICS[name].kind
+    if METRICS[name].spatial:
+        return _image_case(kind)
     if name in ("quadratic_weighted_kappa", "linear_weighted_kappa"):
         y = _train("playground-series-s3e5", ("Id", "quality"))["quality"].to_numpy()
         return y, y.copy(), [y + 1, y + 2]  # further off on an ordinal scale is worse

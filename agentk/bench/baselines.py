@@ -1,7 +1,8 @@
 """Reference scores a run must beat: the best constant prediction, computed by the grader side.
 
 It reads the answers (the agent never calls this), so the constant is the strongest one possible:
-the majority label, the class frequencies, or the mean/median value of the answers.
+the majority label, the class frequencies, or the mean/median value of the answers; for image
+outputs (masks, boxes) the empty one.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from agentk.grading import grade_submission
-from agentk.core.metrics import get_metric
+from agentk.core.metrics import SPATIAL_KINDS, get_metric
 from agentk.sources.base import Competition
 
 
@@ -28,7 +29,9 @@ def constant_score(competition: Competition) -> float | None:
         for column in facts.target_columns:
             values = answers[column]
             numeric = pd.to_numeric(values, errors="coerce")
-            if kind == "value" and numeric.notna().all():
+            if kind in SPATIAL_KINDS:
+                submission[column] = ""
+            elif kind == "value" and numeric.notna().all():
                 submission[column] = float(numeric.median())
             elif kind == "proba" and numeric.notna().all():
                 submission[column] = float(numeric.mean())

@@ -49,8 +49,12 @@ def evaluation_sentence(metric: str) -> str:
         known = get_metric(metric)
     except Exception as exc:  # noqa: BLE001 - UnknownMetricError, with the registry's own wording
         raise SourceError(f"--metric {metric!r} is not a metric agentk computes: {exc}") from None
+    # An image metric reads as one only on a page that says what its rows hold.
+    objects = {"mask": " Each row holds a run-length encoded mask.",
+               "instances": " Each row holds one object's run-length encoded mask.",
+               "boxes": " Each row holds bounding boxes with their confidences."}.get(known.kind, "")
     for name in (known.name, known.name.replace("_", " "), *known.aliases):
-        sentence = f"## Evaluation\n\nSubmissions are evaluated on {name}.\n"
+        sentence = f"## Evaluation\n\nSubmissions are evaluated on {name}.{objects}\n"
         if infer_metric(sentence).name == known.name:
             return sentence
     raise SourceError(f"--metric {metric!r} cannot be stated on a page the setup reads back")

@@ -80,6 +80,13 @@ class _Inspection(TargetDecisions, ImageLayouts):
         if guess.unsupported:
             self.notes.append(f"the page names a metric I cannot compute ({guess.unsupported!r}): "
                               "a metric is assumed from the data instead")
+        if base_metric is not None and metrics.get_metric(base_metric).spatial:
+            # The expert's solvers predict table cells, not masks or boxes: as before such metrics
+            # were known, a metric is assumed from the data, and the notes say why.
+            self.notes.append(f"the page's metric {base_metric} scores {metrics.get_metric(base_metric).kind} "
+                              "strings per image, which the expert's solvers cannot predict: "
+                              "a metric is assumed from the data instead")
+            base_metric = None
         if not self.data.is_dir():
             raise ExpertDeclined("there is no data/ folder next to the description")
         catalogue = build_catalogue(self.raw)

@@ -171,6 +171,9 @@ class TargetDecisions:
     def _task(self, fact: TargetFact, kind: str, metric: str, fmt: str) -> TargetFact:
         if fmt == "per_class_proba":
             return fact
+        if kind in metrics.SPATIAL_KINDS:
+            raise ExpertDeclined(f"metric {metric} scores {kind} strings per image (run-length masks or boxes), "
+                                 "which the expert's solvers cannot predict")
         values = self._labels(fact.column)
         numbers = as_numbers(values)
         if kind in ("value", "regression"):

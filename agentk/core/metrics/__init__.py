@@ -12,29 +12,48 @@ Conventions every metric function follows (`Metric.fn(y_true, y_pred) -> float`)
   ("7 2 5", best first) or sequences; ``y_true`` rows are a single label or space-separated labels
   (a set). A blank row is the empty list. MAP@K takes K to be the longest submitted list; the
   example-based F-scores (mean_f1, mean_f2) read both sides as sets.
+* ``mask``, ``instances`` and ``boxes`` metrics (`SPATIAL_KINDS`: dice, iou, map_iou, map_boxes)
+  take one image per row: run-length encoded masks or `conf x y w h` box strings, a row's cell a
+  string, blank, or a sequence of strings (an image's several rows; `group_by_id`). See `spatial`.
 
 Multi-target competitions ("mean column-wise AUC/RMSE/log loss") need no metric of their own:
 `score_prediction_frame` and the grader average the metric over the target columns.
 
 Modules: `labels` (normalisation), `functions` (the maths), `registry` (names, aliases, direction), `direction` (better / best / ranked, NaN-aware),
-`detection` (reading a description), `scoring` (raw frames and probability matrices).
+`spatial` (masks and boxes), `detection` (reading a description), `scoring` (raw frames and
+probability matrices).
 """
 
 from agentk.core.metrics.detection import MetricGuess, detect_metric, evaluation_section, infer_metric
 from agentk.core.metrics.direction import Direction
 from agentk.core.metrics.functions import LOG_FLOOR, PROBA_EPS
 from agentk.core.metrics.labels import label_list, normalise_ids, normalise_labels
-from agentk.core.metrics.registry import METRICS, Metric, MetricKind, UnknownMetricError, for_task, get_metric
+from agentk.core.metrics.registry import (
+    METRICS,
+    SPATIAL_KINDS,
+    Metric,
+    MetricKind,
+    UnknownMetricError,
+    for_task,
+    get_metric,
+)
 from agentk.core.metrics.scoring import (
     RANKING_DEPTH,
     score_class_probabilities,
     score_positive_probability,
     score_prediction_frame,
 )
+from agentk.core.metrics.spatial import (
+    BOX_IOU_THRESHOLDS,
+    MASK_IOU_THRESHOLDS,
+    aligned_groups,
+    group_by_id,
+    stated_thresholds,
+)
 
 __all__ = [
-    "Direction", "LOG_FLOOR", "METRICS", "PROBA_EPS", "RANKING_DEPTH", "Metric", "MetricGuess", "MetricKind",
-    "UnknownMetricError", "detect_metric", "evaluation_section", "for_task", "get_metric",
+    "BOX_IOU_THRESHOLDS", "Direction", "LOG_FLOOR", "MASK_IOU_THRESHOLDS", "METRICS", "PROBA_EPS", "RANKING_DEPTH", "SPATIAL_KINDS", "Metric", "MetricGuess", "MetricKind",
+    "UnknownMetricError", "aligned_groups", "detect_metric", "evaluation_section", "for_task", "get_metric", "group_by_id", "stated_thresholds",
     "infer_metric", "label_list", "normalise_ids", "normalise_labels", "score_class_probabilities",
     "score_positive_probability", "score_prediction_frame",
 ]

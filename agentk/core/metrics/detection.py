@@ -13,6 +13,12 @@ For the same reason, an evaluation section that states "Submissions are evaluate
 pattern knows>" ends the search there (unsupported = that phrase) before tiers 3 and 4.
 Within a sentence, the metric the scoring words point at wins; one mentioned after "unlike",
 "rather than", "not", "also report", "changed from" (in its clause) does not.
+
+Dice, IoU and "mean average precision at IoU thresholds" name an image metric only on a page
+about image objects: the evaluation section (else the page) must speak of bounding boxes
+(`map_boxes`) or of masks, pixels, segmentation or run-length encoding (`map_iou`, `dice`,
+`iou`). Elsewhere (a word-level Jaccard, a page that does not say what it scores) they stay
+unsupported, as a metric the registry lacks.
 """
 
 from __future__ import annotations
@@ -53,10 +59,20 @@ class _Pattern:
     label: str
     regex: re.Pattern[str]
     weak: bool = False  # an everyday word too: loses to any other metric in the same sentence
+    # An image metric: registry name by the objects the page scores ("box", "mask"), first found wins.
+    by_objects: tuple[tuple[str, str], ...] = ()
 
 
-def _p(name: str | None, regex: str, label: str = "", weak: bool = False) -> _Pattern:
-    return _Pattern(name, label or str(name), re.compile(regex), weak)
+def _p(name: str | None, regex: str, label: str = "", weak: bool = False, by_objects: str = "") -> _Pattern:
+    objects = tuple(tuple(pair.split("=")) for pair in by_objects.split())
+    return _Pattern(name, label or str(name), re.compile(regex), weak, objects)  # type: ignore[arg-type]
+
+
+# What a page's image metric compares: boxes, or masks (pixel sets). Matched against `_plain` text.
+_OBJECT_RES = {
+    "box": re.compile(r"\bbounding ?box(es)?\b|\b(predicted|ground truth|true|object) boxes\b"),
+    "mask": re.compile(r"\brun ?length|\brle\b|\bmasks?\b|\bsegmentation|\bpixels?\b"),
+}
 
 
 # Priority order: where two matches overlap, the earlier pattern keeps the text, so specific
@@ -76,9 +92,10 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _p(None, r"precision ?recall (curve|auc)|\bpr ?auc\b|\bauc ?pr\b|\bauprc\b", "precision-recall AUC"),
     _p(None, r"\bpartial (auc|area under)|\bp ?auc\b", "partial AUC"),
     _p(None, r"average precision (at|over|across) (different |various |multiple |a range of )?"
-             r"(intersection over union|iou)", "mean average precision at IoU thresholds"),
-    _p(None, r"\bdice\b", "Dice coefficient"),
-    _p(None, r"intersection over union|\biou\b|jaccard", "intersection over union"),
+             r"(intersection over union|iou)", "mean average precision at IoU thresholds",
+       by_objects="box=map_boxes mask=map_iou"),
+    _p(None, r"\bdice\b", "Dice coefficient", by_objects="mask=dice"),
+    _p(None, r"intersection over union|\biou\b|jaccard", "intersection over union", by_objects="mask=iou"),
     _p(None, r"\bndcg\b|discounted cumulative gain", "NDCG"),
     _p(None, rf"(?<!average )\b(recall|precision) ?(@ ?{_N}\b|at {_N}\b)", "recall/precision at K"),
     _p(None, r"global average precision", "global average precision (GAP)"),
@@ -334,7 +351,14 @@ def _evidence(text: str, start: int, end: int, focus: int) -> str:
     return " ".join(text[a:b].split())[:EVIDENCE_CHARS]
 
 
-def _read(text: str, span: tuple[int, int], need_cue: bool, tier: str, source: Source) -> MetricGuess | None:
+def _objects(text: str, sections: list[tuple[int, int]]) -> frozenset[str]:
+    """The kinds of image objects (`_OBJECT_RES`) the evaluation sections, else the page, speak of."""
+    plain, _ = _plain(" ".join(text[a:b] for a, b in sections) if sections else text)
+    return frozenset(kind for kind, regex in _OBJECT_RES.items() if regex.search(plain))
+
+
+def _read(text: str, span: tuple[int, int], need_cue: bool, tier: str, source: Source,
+          objects: frozenset[str] = frozenset()) -> MetricGuess | None:
     plain, offsets = _plain(text[span[0] : span[1]])
     cue = _CUE_RE.search(plain)
     if need_cue and cue is None:
@@ -346,9 +370,12 @@ def _read(text: str, span: tuple[int, int], need_cue: bool, tier: str, source: S
     others = {m.pattern.label for m in mentions if not m.negated and not m.pattern.weak} - {chosen.pattern.label}
     confidence = _CONFIDENCE[tier] - (_AMBIGUITY_PENALTY if others else 0.0)
     evidence = _evidence(text, span[0], span[1], span[0] + offsets[chosen.start])
-    if chosen.pattern.name is None:
+    name = chosen.pattern.name
+    if chosen.pattern.by_objects:
+        name = next((n for kind, n in chosen.pattern.by_objects if kind in objects), None)
+    if name is None:
         return MetricGuess(None, evidence, source, confidence, unsupported=chosen.pattern.label)
-    return MetricGuess(chosen.pattern.name, evidence, source, confidence)
+    return MetricGuess(name, evidence, source, confidence)
 
 
 def _unnamed_statement(text: str, spans: list[tuple[int, int]]) -> MetricGuess | None:
@@ -375,9 +402,10 @@ def infer_metric(description: str) -> MetricGuess:
     text = _without_code(description)
     sections = _section_spans(text)
     in_section = [s for a, b in sections for s in _sentences(text, a, b)]
+    objects = _objects(text, sections)
     for need_cue, tier in ((True, "cue_in_section"), (False, "section")):
         for span in in_section:
-            guess = _read(text, span, need_cue, tier, "evaluation_section")
+            guess = _read(text, span, need_cue, tier, "evaluation_section", objects)
             if guess is not None:
                 return guess
     unnamed = _unnamed_statement(text, in_section)
@@ -385,11 +413,11 @@ def infer_metric(description: str) -> MetricGuess:
         return unnamed
     outside = [s for s in _sentences(text, 0, len(text)) if not any(a <= s[0] < b for a, b in sections)]
     for span in outside:
-        guess = _read(text, span, True, "scoring_sentence", "scoring_sentence")
+        guess = _read(text, span, True, "scoring_sentence", "scoring_sentence", objects)
         if guess is not None:
             return guess
     for span in outside:
-        guess = _read(text, span, False, "anywhere", "anywhere")
+        guess = _read(text, span, False, "anywhere", "anywhere", objects)
         # "accuracy" outside any scoring sentence is everyday English ("forecast accuracy").
         if guess is not None and guess.name != "accuracy":
             return guess

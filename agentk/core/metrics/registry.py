@@ -8,9 +8,14 @@ from typing import Literal
 
 from agentk.core.errors import AgentKError
 from agentk.core.metrics import functions as F
+from agentk.core.metrics import spatial as S
 from agentk.core.metrics.direction import Direction
 
-MetricKind = Literal["label", "proba", "value", "ranking"]
+MetricKind = Literal["label", "proba", "value", "ranking", "mask", "instances", "boxes"]
+# Kinds whose rows are encoded image outputs (run-length masks, box strings; see `spatial`):
+# no class probabilities or numbers stand behind them, and a row's id may repeat (one row per
+# object), so callers that predict or score tables must tell them apart.
+SPATIAL_KINDS: frozenset[str] = frozenset({"mask", "instances", "boxes"})
 
 
 class UnknownMetricError(AgentKError):
@@ -28,6 +33,11 @@ class Metric:
     @property
     def direction(self) -> Direction:
         return Direction(self.higher_is_better)
+
+    @property
+    def spatial(self) -> bool:
+        """Rows are encoded image outputs (masks, boxes), scored per image (see `SPATIAL_KINDS`)."""
+        return self.kind in SPATIAL_KINDS
 
 
 def _m(name: str, higher_is_better: bool, kind: MetricKind, fn: F.MetricFn, aliases: str = "") -> Metric:
@@ -85,6 +95,15 @@ _REGISTERED = (
     _m("top_k_error", False, "ranking", F.top_k_error, "topk_error mean_best_error_at_k meanbesterroratk"),
     _m("mean_f1", True, "ranking", F.mean_f_beta(1.0), "samples_f1 example_based_f1 mean_f_score"),
     _m("mean_f2", True, "ranking", F.mean_f_beta(2.0), "samples_f2 example_based_f2"),
+    # Image outputs, one encoded string per row (see `spatial`); the text names below are
+    # Kaggle's metadata names of these metrics.
+    _m("dice", True, "mask", S.dice, "dice_coefficient mean_dice dice_score siimdice siim_dice"),
+    _m("iou", True, "mask", S.iou, "jaccard jaccard_index intersection_over_union mean_iou"),
+    _m("map_iou", True, "instances", S.map_iou,
+       "mean_average_precision_at_iou_thresholds intersectionoverunionobjectsegmentation instance_map "
+       "mask_map map_iou_masks"),
+    _m("map_boxes", True, "boxes", S.map_boxes,
+       "box_average_precision_at_iou_thresholds rsnaobjectdetectionap box_map detection_map map_iou_boxes"),
 )
 METRICS: dict[str, Metric] = {m.name: m for m in _REGISTERED}
 _LOOKUP: dict[str, Metric] = {key: m for m in _REGISTERED for key in (m.name, *m.aliases)}

@@ -10,6 +10,7 @@ import pandas as pd
 from agentk.core.metrics.functions import floats
 from agentk.core.metrics.labels import normalise_ids, normalise_labels
 from agentk.core.metrics.registry import get_metric
+from agentk.core.metrics.spatial import aligned_groups
 
 # How many classes, best first, a probability matrix submits to a ranking metric: the K of most
 # Kaggle MAP@K / top-K classification competitions.
@@ -36,8 +37,9 @@ def score_class_probabilities(name: str, y_true: Any, proba: Any, classes: Seque
     else the second column.
     """
     metric = get_metric(name)
-    if metric.kind == "value":
-        raise ValueError(f"{metric.name} scores values, not class probabilities")
+    if metric.kind == "value" or metric.spatial:
+        raise ValueError(f"{metric.name} scores {'values' if metric.kind == 'value' else metric.kind + ' strings'}, "
+                         "not class probabilities")
     keys = list(normalise_labels(list(classes)))
     if len(set(keys)) != len(keys):
         raise ValueError(f"duplicate class columns: {list(classes)}")
@@ -78,9 +80,15 @@ def score_prediction_frame(
     """Score a prediction frame (see docs/architecture.md) against `id` + raw target columns.
 
     Rows are aligned on `id` (ValueError when the id sets differ); the result is the mean of
-    the per-target scores.
+    the per-target scores. Image-output metrics (`Metric.spatial`) take an id's rows together
+    as one image, so there an id may repeat (one row per object).
     """
     metric = get_metric(name)
+    if metric.spatial:
+        true_ids, pred_ids = normalise_ids(y_true["id"]), normalise_ids(y_pred["id"])
+        return float(np.mean([metric.fn(*aligned_groups(true_ids, y_true[t].to_numpy(object),
+                                                        pred_ids, y_pred[t].to_numpy(object)))
+                              for t in target_columns]))
     raw_true, raw_pred = np.asarray(y_true["id"]), np.asarray(y_pred["id"])
     if raw_true.dtype.kind in "iu" and raw_pred.dtype.kind in "iu" and np.array_equal(raw_true, raw_pred):
         # Integer ids in the same order (the solver's row positions): nothing to normalise or align.
