@@ -85,30 +85,36 @@ def _images(folder: Path, names: list[str], kinds: list[int], seed: int) -> None
         _draw(kind, rng).save(folder / name)
 
 
-def _zip(folder: Path, archive: Path) -> None:
-    """`archive` holding `<folder name>/<file>`, as Kaggle's train.zip holds train/cat.0.jpg."""
+def _zip(folder: Path, archive: Path, at_root: bool) -> None:
+    """`archive` holding `<folder name>/<file>`, as Kaggle's train.zip holds train/cat.0.jpg, or the
+    files `at_root`, as MLE-bench's compress() writes them."""
     with zipfile.ZipFile(archive, "w") as zf:
         for path in sorted(folder.iterdir()):
-            zf.write(path, f"{folder.name}/{path.name}")
+            zf.write(path, path.name if at_root else f"{folder.name}/{path.name}")
 
 
 def make_pets(out: Path, classes: tuple[str, ...] = ("cat", "dog"), per_class: int = 20, n_test: int = 30,
-              sep: str = ".", ext: str = ".jpg", zipped: bool = True, positive: str | None = None) -> Path:
+              sep: str = ".", ext: str = ".jpg", zipped: bool = True, positive: str | None = None,
+              mlebench: bool = False) -> Path:
     """A local competition: data/train(.zip) of `<class><sep><i><ext>`, data/test(.zip) of `<i><ext>`,
-    a sample of `id,label` (binary) or one column per class, description.md, private/answers.csv."""
+    a sample of `id,label` (binary) or one column per class, description.md, private/answers.csv.
+    `mlebench`: as MLE-bench's prepare leaves it, the folders beside zips of their files."""
     data, private = out / "data", out / "private"
     private.mkdir(parents=True)
     train_kinds = [k for k in range(len(classes)) for _ in range(per_class)]
     train_names = [f"{classes[k]}{sep}{i}{ext}" for i, k in enumerate(train_kinds)]
     test_kinds = [int(k) for k in np.random.default_rng(7).integers(0, len(classes), n_test)]
     test_ids = [str(i + 1) for i in range(n_test)]
-    staging = out / "staging" if zipped else data
+    staging = out / "staging" if zipped and not mlebench else data
     _images(staging / "train", train_names, train_kinds, seed=1)
     _images(staging / "test", [f"{i}{ext}" for i in test_ids], test_kinds, seed=2)
-    if zipped:
+    if mlebench:
+        for split in ("train", "test"):
+            _zip(data / split, data / f"{split}.zip", at_root=True)
+    elif zipped:
         data.mkdir()
         for split in ("train", "test"):
-            _zip(staging / split, data / f"{split}.zip")
+            _zip(staging / split, data / f"{split}.zip", at_root=False)
         for path in sorted(staging.rglob("*"), reverse=True):
             path.unlink() if path.is_file() else path.rmdir()
         staging.rmdir()
@@ -153,6 +159,17 @@ def test_dogs_vs_cats_layout_is_read_from_the_names(tmp_path: Path) -> None:
     assert got.targets[0].classes == ["cat", "dog"] and got.targets[0].positive_class == "cat"
     assert "labels are the file-name prefixes before '.' under data/train_unpacked/train/: cat 20, dog 20" in got.notes
     assert not got.assumptions, got.assumptions
+
+
+def test_mlebench_leaves_the_folders_beside_zips_of_their_files(tmp_path: Path) -> None:
+    """train/ and train.zip (members at its root) both: either copy is read, never the test's."""
+    raw = _raw(make_pets(tmp_path / "pets", mlebench=True), tmp_path)
+    got = inspect_competition(raw)
+    layout = got.image
+    assert layout is not None and layout.kind == "name_labels"
+    assert layout.train_dir in ("data/train", "data/train_unpacked") and layout.n_train_images == 40
+    assert layout.test_dir in ("data/test", "data/test_unpacked") and layout.n_test_images == 30
+    assert got.targets[0].positive_class == "dog" and not got.assumptions
 
 
 def test_the_last_label_is_assumed_when_the_page_does_not_say(tmp_path: Path) -> None:
@@ -221,6 +238,7 @@ def test_the_page_names_the_positive_class(page: str, expected: str | None) -> N
 # ---------------------------------------------------------------- end to end
 
 
+@pytest.mark.integration
 def test_agentk_run_and_grade_end_to_end(tmp_path: Path) -> None:
     """The real CLI on the zipped layout; the page's positive class (cat) sorts first, so a wrong
     reading of it scores far worse than the sample's 0.5."""
