@@ -95,7 +95,7 @@ def _zip(folder: Path, archive: Path, at_root: bool) -> None:
 
 def make_pets(out: Path, classes: tuple[str, ...] = ("cat", "dog"), per_class: int = 20, n_test: int = 30,
               sep: str = ".", ext: str = ".jpg", zipped: bool = True, positive: str | None = None,
-              mlebench: bool = False) -> Path:
+              mlebench: bool = False, test_name: str = "{i}") -> Path:
     """A local competition: data/train(.zip) of `<class><sep><i><ext>`, data/test(.zip) of `<i><ext>`,
     a sample of `id,label` (binary) or one column per class, description.md, private/answers.csv.
     `mlebench`: as MLE-bench's prepare leaves it, the folders beside zips of their files."""
@@ -104,7 +104,7 @@ def make_pets(out: Path, classes: tuple[str, ...] = ("cat", "dog"), per_class: i
     train_kinds = [k for k in range(len(classes)) for _ in range(per_class)]
     train_names = [f"{classes[k]}{sep}{i}{ext}" for i, k in enumerate(train_kinds)]
     test_kinds = [int(k) for k in np.random.default_rng(7).integers(0, len(classes), n_test)]
-    test_ids = [str(i + 1) for i in range(n_test)]
+    test_ids = [test_name.format(i=i + 1) for i in range(n_test)]
     staging = out / "staging" if zipped and not mlebench else data
     _images(staging / "train", train_names, train_kinds, seed=1)
     _images(staging / "test", [f"{i}{ext}" for i in test_ids], test_kinds, seed=2)
@@ -193,12 +193,14 @@ def test_many_classes_spelled_with_underscores_in_a_plain_folder(tmp_path: Path)
 
 
 def test_dashes_and_a_label_column(tmp_path: Path) -> None:
-    competition = make_pets(tmp_path / "pets", classes=("owl", "hen", "emu"), per_class=5, sep="-", ext=".png")
-    pd.DataFrame({"id": [str(i + 1) for i in range(30)], "label": "owl"}).to_csv(
+    """`owl-3.png` beside `test-7.png`: one prefix shared by every test image is no label."""
+    competition = make_pets(tmp_path / "pets", classes=("owl", "hen", "emu"), per_class=5, sep="-", ext=".png",
+                            test_name="test-{i}")
+    pd.DataFrame({"id": [f"test-{i + 1}" for i in range(30)], "label": "owl"}).to_csv(
         competition / "data" / "sample_submission.csv", index=False)
     (competition / "description.md").write_text("# Birds\n\n## Evaluation\nScored by accuracy.\n")
     got = inspect_competition(_raw(competition, tmp_path))
-    assert got.image is not None and got.image.kind == "name_labels"
+    assert got.image is not None and got.image.kind == "name_labels" and got.image.test_dir == "data/test_unpacked/test"
     assert got.targets[0].task == "multiclass" and got.targets[0].classes == ["emu", "hen", "owl"]
 
 

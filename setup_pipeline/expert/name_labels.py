@@ -84,12 +84,13 @@ def _best_reading(stems: list[str]) -> _Reading | None:
     return readings[0] if readings else None
 
 
-def _carries_prefixes(stems: list[str], pattern: str) -> bool:
-    """Whether most stems split like `pattern` into prefixes that recur: names with a scheme."""
+def _carries_prefixes(stems: list[str], pattern: str, labels: set[str]) -> bool:
+    """Whether most stems split like `pattern` into prefixes that recur as labels would: train's
+    labels, or several of their own (one shared prefix, `test_0001`, only says "test")."""
     compiled = re.compile(pattern)
     prefixes = Counter(found.group("label") for stem in stems if (found := compiled.match(stem)))
-    recurring = sum(n for n in prefixes.values() if n >= 2)
-    return bool(stems) and recurring >= 0.5 * len(stems)
+    recurring = {prefix: n for prefix, n in prefixes.items() if n >= 2}
+    return sum(recurring.values()) >= 0.5 * len(stems) > 0 and (len(recurring) >= 2 or bool(recurring.keys() & labels))
 
 
 def find_name_labels(images: list[Path], raw: Path, test_ids: set[str] | None = None) -> NameLabels | None:
@@ -104,7 +105,7 @@ def find_name_labels(images: list[Path], raw: Path, test_ids: set[str] | None = 
         if reading is None:
             continue
         others = {d: [p.stem for p in ps] for d, ps in by_dir.items() if d != folder}
-        unlabelled = {d for d, stems in others.items() if not _carries_prefixes(stems, reading.pattern)}
+        unlabelled = {d for d, stems in others.items() if not _carries_prefixes(stems, reading.pattern, set(reading.counts))}
 
         def rank(d: Path) -> tuple:
             names = {p.stem for p in by_dir[d]} | {p.name for p in by_dir[d]}
