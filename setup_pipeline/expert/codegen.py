@@ -71,9 +71,29 @@ def table_map(facts: DataFacts, split: str, columns: list[str], fill_text: bool)
     )
 
 
+def _named_train_images(layout: ImageLayout) -> str:
+    """Imports and the start of build_map(): `paths`, the train images whose names carry a label,
+    `labels`, each one's label, and `ids`, their numbers in name order: a key spelling the label
+    (`cat.0`) would hand it to whatever reads ids, as the solver's id-prefix groups do."""
+    return (
+        "import re\n\n\n"
+        "def build_map() -> pd.DataFrame:\n"
+        f"    root = RAW / {layout.train_dir!r}\n"
+        f"    pattern = re.compile({layout.name_label_pattern!r})  # group 'label' of the file stem\n"
+        "    found = sorted((p, pattern.match(p.stem)) for p in root.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS)\n"
+        "    paths = [p for p, match in found if match]  # a stray name without a label teaches nothing\n"
+        "    labels = [match.group('label') for _, match in found if match]\n"
+        "    ids = [f'train_{i}' for i in range(len(paths))]\n"
+    )
+
+
 def image_map(facts: DataFacts, split: str) -> str:
     layout = facts.image
     assert layout is not None
+    if layout.kind == "name_labels" and split == "train":
+        return _named_train_images(layout) + (
+            '    return pd.DataFrame({"id": ids, "image_path": [relative_to_setup(p) for p in paths]})\n'
+        )
     if layout.kind == "class_folders" and split == "train":
         return (
             "def build_map() -> pd.DataFrame:\n"
@@ -134,6 +154,10 @@ def _image_lookup(layout: ImageLayout) -> str:
 def target_map(facts: DataFacts) -> str:
     labels = _label_columns(facts)
     layout = facts.image
+    if layout is not None and layout.kind == "name_labels":
+        return _named_train_images(layout) + (
+            f'    return pd.DataFrame({{"id": ids, {labels[0]!r}: labels}})\n'
+        )
     if layout is not None and layout.kind == "class_folders":
         return (
             "def build_map() -> pd.DataFrame:\n"

@@ -15,6 +15,7 @@ from setup_pipeline.expert import codegen, pixel_codegen
 from setup_pipeline.expert.description import summarise
 from setup_pipeline.expert.facts import DataFacts, ExpertDeclined
 from setup_pipeline.expert.inspect import inspect_competition
+from setup_pipeline.expert.targets import default_positive
 from setup_pipeline.policy import Action, Decline, Fill, StageContext
 from setup_pipeline.stages import StageSpec
 from agentk.core.artifacts import MODALITY_OF_CODE, SetupLayout
@@ -201,21 +202,14 @@ def _submission_sources(facts: DataFacts, frame_classes: dict[str, list[str]]) -
     for column, target in zip(columns, facts.targets):
         if kind == "proba" and target.task == "binary" and target.classes:
             classes = frame_classes.get(target.column) or target.classes
-            sources[column] = f"{target.column}__proba__{_positive_label(classes)}"
+            # Facts saved before the inspection decided the class fall back on its default rule.
+            positive = target.positive_class or default_positive(target.classes)
+            sources[column] = f"{target.column}__proba__{_as_named(positive, classes)}"
         elif kind == "ranking" and target.classes:
             sources[column] = f"{target.column}{codegen.TOP_K_MARK}{facts.top_k or 3}"  # the k likeliest labels
         else:
             sources[column] = target.column
     return sources
-
-
-def _positive_label(classes: list[str]) -> str:
-    """The class a binary probability column speaks of: the one that reads as 1/true, else the last."""
-    normalised = [str(v).lower() for v in normalise_labels(list(classes))]
-    for marker in ("1", "true", "yes"):
-        if marker in normalised:
-            return str(classes[normalised.index(marker)])
-    return str(classes[-1])
 
 
 def _split_file_missing(facts: DataFacts, split: str) -> bool:

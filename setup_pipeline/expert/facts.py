@@ -26,6 +26,8 @@ class TargetFact(BaseModel):
     task: Task | DenseTask
     classes: list[str] | None = None  # as written in the data; numeric labels sorted numerically
     sample_values: list[str] = Field(default_factory=list)  # how the sample file writes it
+    # A binary target submitted as one probability: the class it is the probability of.
+    positive_class: str | None = None
 
 
 class DataFacts(BaseModel):

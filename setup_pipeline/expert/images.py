@@ -1,5 +1,6 @@
-"""Where a competition's images are and how their names relate to the ids: class folders, a flat
-folder beside a labels table, one folder per id, a path column, test images in several folders.
+"""Where a competition's images are and how their names relate to the ids: class folders, train
+images named by their class (`cat.0.jpg`), a flat folder beside a labels table, one folder per id, a
+path column, test images in several folders.
 
 A mixin of the expert's inspection: it reads the inspection's state (raw/, the image list, the
 train, test and sample frames, the page's example rows) and records notes like the rest of it.
@@ -16,6 +17,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from agentk.core.readers import IMAGE_EXTENSIONS
+from setup_pipeline.expert.name_labels import NameLabels, find_name_labels
 
 
 def present(series: pd.Series) -> pd.Series:
@@ -32,11 +34,12 @@ class ImageLayout(BaseModel):
     """Where the images are; every path is relative to raw/.
 
     Image file for an id: class_folders → `<train_dir>/<label>/<id><ext>` and `<test_dir>/<id><ext>`;
-    id_files → `<image_dir or train_dir/test_dir>/<id>` plus `extension` unless
+    name_labels → the images in `<train_dir>` whose stems match `name_label_pattern` (its group
+    "label" is the label), numbered in name order as `train_<i>`, and `<test_dir>/<id><ext>`; id_files → `<image_dir or train_dir/test_dir>/<id>` plus `extension` unless
     `ids_include_extension`; with `path_column`, `<path_base>/<value of path_column>`.
     """
 
-    kind: Literal["class_folders", "id_files"]
+    kind: Literal["class_folders", "name_labels", "id_files"]
     train_dir: str | None = None
     test_dir: str | None = None
     image_dir: str | None = None
@@ -45,10 +48,9 @@ class ImageLayout(BaseModel):
     ids_are_folders: bool = False  # each image sits in a folder named by its id
     path_column: str | None = None
     path_base: str | None = None
+    name_label_pattern: str | None = None  # name_labels: a regex on the file stem, group "label"
     n_train_images: int = 0
     n_test_images: int = 0
-
-
 
 
 class ImageLayouts:
@@ -70,6 +72,18 @@ class ImageLayouts:
         candidates.sort(key=lambda r: (len(r.parts), -sum(holders[k] for k in holders if k.parent == r)))
         return candidates[0] if candidates else None
 
+    def _name_labels(self) -> NameLabels | None:
+        """Train images named by their class (`cat.0.jpg`) beside test images that are not; the
+        sample's ids (its key, else its first column) pick the test folder."""
+        sample_ids = None
+        if self.sample_df is not None and len(self.sample_df.columns):
+            key = self.roles.key if self.roles.key in self.sample_df.columns else self.sample_df.columns[0]
+            sample_ids = set(present(self.sample_df[key]))
+        found = find_name_labels(self.images, self.raw, sample_ids)
+        if found is not None:
+            self.notes.append(found.describe(self.raw))
+        return found
+
     def _image_layout(self, id_column: str, train_id: str | None, test_id: str | None) -> ImageLayout | None:
         if not self.images:
             return None
@@ -78,6 +92,8 @@ class ImageLayouts:
             self.notes.append(f"images have several extensions; {ext} is the most common")
         if self.class_root is not None:
             return self._class_layout(id_column, ext)
+        if self.name_labels is not None:
+            return self._name_label_layout(id_column, ext)
         return self._path_column_layout(ext) or self._id_file_layout(id_column, train_id, test_id, ext)
 
     def _class_layout(self, id_column: str, ext: str) -> ImageLayout:
@@ -89,18 +105,36 @@ class ImageLayouts:
         stems = [p.stem for p in train_imgs]
         if len(set(stems)) < len(stems):
             self.notes.append("some training image names repeat across class folders: ids are not unique")
-        with_ext = False
-        if self.sample_df is not None and id_column in self.sample_df.columns:
-            with_ext = bool(set(present(self.sample_df[id_column])) & {p.name for p in self.images})
-        elif self.example_rows:
-            shown = [row.get(id_column, "") for row in self.example_rows]
-            with_ext = all(v.lower().endswith(IMAGE_EXTENSIONS) for v in shown if v) and any(shown)
+        with_ext = self._ids_with_extension(id_column)
         self.notes.append(f"labels are the folder names under {rel(root, self.raw)}/; ids are image file "
                           f"names {'with' if with_ext else 'without'} the extension")
         return ImageLayout(kind="class_folders", train_dir=rel(root, self.raw),
                            test_dir=rel(tests[0], self.raw) if tests else None, extension=ext,
                            ids_include_extension=with_ext, n_train_images=len(train_imgs),
                            n_test_images=flat[tests[0]] if tests else 0)
+
+    def _ids_with_extension(self, id_column: str) -> bool:
+        """Whether the sample (else the page's example) spells test ids as file names, extension included."""
+        if self.sample_df is not None and id_column in self.sample_df.columns:
+            return bool(set(present(self.sample_df[id_column])) & {p.name for p in self.images})
+        if self.example_rows:
+            shown = [row.get(id_column, "") for row in self.example_rows]
+            return all(v.lower().endswith(IMAGE_EXTENSIONS) for v in shown if v) and any(shown)
+        return False
+
+    def _name_label_layout(self, id_column: str, ext: str) -> ImageLayout:
+        found = self.name_labels
+        assert found is not None
+        test_dir = found.test_dir
+        n_test = sum(p.parent == test_dir for p in self.images) if test_dir else 0
+        with_ext = self._ids_with_extension(id_column)
+        self.notes.append(f"train images are keyed train_0, train_1, ... in name order (a key must not spell "
+                          f"the label); test ids are image file names {'with' if with_ext else 'without'} the extension")
+        return ImageLayout(kind="name_labels", train_dir=rel(found.train_dir, self.raw),
+                           test_dir=rel(test_dir, self.raw) if test_dir else None, extension=ext,
+                           ids_include_extension=with_ext,
+                           name_label_pattern=found.pattern, n_train_images=sum(found.counts.values()),
+                           n_test_images=n_test)
 
     def _path_column_layout(self, ext: str) -> ImageLayout | None:
         """A train column whose cells are relative paths of existing image files."""

@@ -21,6 +21,7 @@ from agentk.core.pixels import PIXEL_TASK
 from setup_pipeline.expert.description import submission_example_rows, submission_header
 from setup_pipeline.expert.facts import DataFacts, ExpertDeclined, TargetFact
 from setup_pipeline.expert.images import ImageLayout, ImageLayouts, present
+from setup_pipeline.expert.name_labels import NameLabels
 from setup_pipeline.expert.pixels import PixelTask, find_pixel_task
 from setup_pipeline.expert.row_files import RowFiles, find_row_files
 from setup_pipeline.expert.targets import TargetDecisions, as_numbers, is_bool_like, sorted_labels
@@ -60,6 +61,7 @@ class _Inspection(TargetDecisions, ImageLayouts):
         self.evidence: dict[str, str] = {}
         self.test_row_start: int | None = None
         self.train_ids_by_position = False
+        self.name_labels: NameLabels | None = None
 
     # ------------------------------------------------------------ files
 
@@ -101,16 +103,18 @@ class _Inspection(TargetDecisions, ImageLayouts):
         roles = decide_roles(catalogue, described, self.example_rows, text)
         self.roles = roles
         self.notes += roles.evidence
-        self.class_root = self._class_root()
-        if roles.train is None and self.class_root is None:
-            raise ExpertDeclined(f"no training data: no table holds answers for the test rows and no folder of "
-                                 f"per-class image folders ({catalogue.summary()})")
         self.train_df = roles.train_frame
         self.test_df = roles.test_frame
         self.sample_df = roles.sample_frame
+        self.class_root = self._class_root()
+        self.name_labels = self._name_labels() if roles.train is None and self.class_root is None else None
+        if roles.train is None and self.class_root is None and self.name_labels is None:
+            raise ExpertDeclined(f"no training data: no table holds answers for the test rows, no folder of "
+                                 f"per-class image folders and no train images named by their class "
+                                 f"({catalogue.summary()})")
         self.train_path = self.raw / roles.train.files[0] if roles.train else None
         header = self._header(described)
-        if header is None and self.train_df is None and self.class_root is not None:
+        if header is None and self.train_df is None:
             header = self._class_folder_header(base_metric)
         id_column, train_id, test_id = self._ids(header)
         image = self._image_layout(id_column, train_id, test_id)
@@ -132,6 +136,7 @@ class _Inspection(TargetDecisions, ImageLayouts):
             base_metric = per_column
         targets = [self._fit_task(t, base_metric, fmt) for t in targets]
         base_metric = self.metric_override or base_metric
+        targets = [self._positive_class(t, base_metric, fmt) for t in targets]
         n_classes = max((len(t.classes) for t in targets if t.classes), default=None)
         metric = metrics.for_task(base_metric, n_classes)
         tabular, text_cols = self._features(train_id, test_id, [t.column for t in targets], image)
@@ -191,15 +196,15 @@ class _Inspection(TargetDecisions, ImageLayouts):
         return header
 
     def _class_folder_header(self, metric: str | None) -> list[str]:
-        """Class folders with neither a sample nor an example: an id (the file stem) and what the
-        metric scores, one probability per class (folder names) or the label itself."""
+        """Images labelled by their folders or names, with neither a sample nor an example: an id
+        (the file stem) and what the metric scores, one probability per class or the label itself."""
         classes = sorted_labels(sorted(set(self._labels(""))))
         proba = metric is not None and metrics.get_metric(metric).kind == "proba"
         header = ["id", *classes] if proba else ["id", "label"]
         self.assume(f"submission: no sample nor example; columns {','.join(header[:4])}"
                     f"{',...' if len(header) > 4 else ''}: the image file name without extension as 'id', then "
-                    + ("one probability per class folder, as the page's metric scores probabilities" if proba
-                       else "the predicted class folder name"))
+                    + ("one probability per class, as the page's metric scores probabilities" if proba
+                       else "the predicted class"))
         return header
 
     def _ids(self, header: list[str] | None) -> tuple[str, str | None, str | None]:

@@ -9,6 +9,7 @@ like the rest of it.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import pandas as pd
 
@@ -50,11 +51,58 @@ def _spellings(labels: object) -> set[str]:
     return set(normalise_labels(list(labels)))  # type: ignore[call-overload]
 
 
+def default_positive(classes: list[str]) -> str:
+    """The class a binary probability speaks of when the page does not say: the one that reads as
+    1/true/yes, else the last in sorted order."""
+    normalised = [str(v).lower() for v in normalise_labels(list(classes))]
+    for marker in ("1", "true", "yes"):
+        if marker in normalised:
+            return str(classes[normalised.index(marker)])
+    return str(classes[-1])
+
+
+def _spelled(label: str) -> str:
+    """A regex for `label` as a page writes it: any case, `_`/`-`/space alike, maybe plural."""
+    words = [re.escape(w) for w in re.split(r"[_\s-]+", label) if w]
+    return r"(?<![\w-])" + r"[_\s-]+".join(words) + r"(?:e?s)?(?![\w-])"
+
+
+def page_positive(page: str, classes: list[str]) -> tuple[str, str] | None:
+    """The class the page says a binary probability is of, with the words that say it: "1 = dog"
+    (or "dog = 1"), else the label first named after "probability" in a sentence. Only labels
+    holding a letter are looked for: a page's numbers are rarely the labels "2" and "4"."""
+    spelled = {c: _spelled(c) for c in classes if re.search(r"[^\W\d_]", c)}
+    coded = set()
+    for label, rx in spelled.items():
+        one = r"(?<![\w.])1(?![\w.])"
+        shown = rf"{one}\s*(?:=|:|->|→|means|for|is)\s*(?:an?\s+|the\s+)?[\"'`]?{rx}|{rx}[\"'`]?\s*(?:=|:|->|→)\s*{one}"
+        found = re.search(shown, page, re.I)
+        if found:
+            coded.add((label, found.group(0)))
+    if len({label for label, _ in coded}) == 1:
+        label, said = coded.pop()
+        return label, said
+    for sentence in re.split(r"(?<=[.!?])\s+|\n", page):
+        keyword = re.search(r"probabilit|likelihood", sentence, re.I)
+        if not keyword:
+            continue
+        named = sorted((m.start(), label) for label, rx in spelled.items()
+                       for m in re.finditer(rx, sentence, re.I))
+        after = [label for at, label in named if at > keyword.start()]
+        if after or len({label for _, label in named}) == 1:
+            return (after or [named[0][1]])[0], sentence.strip()
+    return None
+
+
 class TargetDecisions:
     """The target half of the inspection (see the module docstring)."""
 
     def _labels(self, column: str) -> pd.Series:
-        if self.train_df is None:  # class folders: the folder name is the label
+        """The train labels, one per example: a column's cells, or without a train table the class
+        folder or file-name label of each image."""
+        if self.train_df is None and self.name_labels is not None:
+            return pd.Series(list(Counter(self.name_labels.counts).elements()), dtype=object)
+        if self.train_df is None:
             return pd.Series([p.parent.name for p in self.images if p.parent.parent == self.class_root])
         return present(self.train_df[column])
 
@@ -118,7 +166,7 @@ class TargetDecisions:
         if self.train_df is None:
             if set(named) <= set(self._labels("")):
                 return "label"
-            raise ExpertDeclined(f"submission columns {', '.join(named[:5])} are not class folder names")
+            raise ExpertDeclined(f"submission columns {', '.join(named[:5])} are not labels of the train images")
         fits = [c for c in only_train if _spellings(named) <= _spellings(self._labels(c))]
         if len(fits) != 1:
             raise ExpertDeclined(f"submission columns {', '.join(named[:5])} are neither train columns nor "
@@ -148,6 +196,22 @@ class TargetDecisions:
                 name, why = "accuracy", f"target {targets[0].column!r} holds {distinct} classes"
         self.assume(f"metric: {name} — {reason}; {why}")
         return name
+
+    def _positive_class(self, fact: TargetFact, metric: str, fmt: str) -> TargetFact:
+        """Which class a single probability column is of: the class reading as 1/true/yes, else the
+        one the page names, else the last label in sorted order (an assumption)."""
+        if fmt != "per_target" or fact.task != "binary" or not fact.classes or metrics.get_metric(metric).kind != "proba":
+            return fact
+        positive = default_positive(fact.classes)
+        said = None if normalise_labels([positive])[0] in ("1", "true", "yes") else page_positive(self.page, fact.classes)
+        if said:
+            positive = said[0]
+            self.notes.append(f"{fact.column!r} is the probability of {positive!r}: the page says {said[1][:160]!r}")
+            self.evidence[f"positive class of {fact.column}"] = said[1][:300]
+        elif normalise_labels([positive])[0] not in ("1", "true", "yes"):
+            self.assume(f"target: {fact.column!r} is the probability of {positive!r}, the last of the labels "
+                        f"{', '.join(map(repr, fact.classes))} — the page names none")
+        return fact.model_copy(update={"positive_class": positive})
 
     def _sample_fact(self, submitted: str, column: str) -> TargetFact:
         """The task is decided later, once the metric's kind is known; the sample shows how the
