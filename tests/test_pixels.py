@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from agentk.bench.baselines import constant_score
@@ -48,6 +49,9 @@ def test_values_follow_the_sample_whatever_its_order() -> None:
     with pytest.raises(ValueError, match="are not <picture>"):
         values_in_order(pictures, pd.Series(["7_1"]))
     assert image_keys(pd.Series(["a_b_1_2", " 12_3_4 ", "12_1_1"])) == {"a_b", "12"}
+    # A sample of millions of rows reads as an Arrow column in chunks.
+    chunked = pd.Series(pd.arrays.ArrowExtensionArray(pa.chunked_array([["7_2_3", "a_b_1_1"], ["7_1_1"]])))
+    assert values_in_order(pictures, chunked).tolist() == [5, 9, 0]
 
 
 def test_pooled_rmse_prefers_the_truth_and_fits_other_sizes() -> None:

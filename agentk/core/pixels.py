@@ -53,7 +53,10 @@ def values_in_order(pictures: Mapping[str, np.ndarray], ids: pd.Series, base: in
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    cells = pc.utf8_trim_whitespace(pa.array(ids.astype(str), type=pa.large_string()))
+    cells = pa.array(ids.astype(str), type=pa.large_string())
+    if isinstance(cells, pa.ChunkedArray):  # a large Arrow-backed column comes in chunks
+        cells = cells.combine_chunks()
+    cells = pc.utf8_trim_whitespace(cells)
     parts = pc.extract_regex(cells, PIXEL_ID.pattern)
     if parts.null_count:
         bad = pc.filter(cells, pc.is_null(parts)).slice(0, 3).to_pylist()

@@ -67,6 +67,8 @@ class PixelModel:
     def fit_prediction_into(self, picture: np.ndarray, pixels_left: int, seconds: float) -> str | None:
         """Price predicting `pixels_left` more pixels on `picture`; keep only as many trees as fit
         `seconds`. Returns what was cut (None when all trees fit)."""
+        if not np.isfinite(seconds):
+            return None  # no budget: every tree
         began = time.monotonic()
         features = pixel_features(picture)
         featurise = time.monotonic() - began
