@@ -82,13 +82,14 @@ class PixelModel:
 
 
 def fit_pixel_model(train: PixelRows, stop: PixelRows, deadline: float, threads: int, seed: int,
-                    max_trees: int = 2000, light: bool = False) -> PixelModel:
-    """LightGBM on the drawn pixels, stopped early on the held-out pictures' pixels or at `deadline`."""
+                    max_trees: int = 2000, light: bool = False, objective: str = "regression") -> PixelModel:
+    """LightGBM on the drawn pixels, stopped early on the held-out pictures' pixels or at `deadline`.
+    `objective` "binary" makes it a classifier of 0/1 pixels (a mask), predicting probabilities."""
     import lightgbm as lgb
 
     x, y = train.arrays()
     vx, vy = stop.arrays()
-    params = {"objective": "regression", "learning_rate": 0.1 if light else 0.05, "num_leaves": 15 if light else 127,
+    params = {"objective": objective, "learning_rate": 0.1 if light else 0.05, "num_leaves": 15 if light else 127,
               "min_data_in_leaf": 20, "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1,
               "lambda_l2": 1.0, "num_threads": threads, "seed": seed, "verbose": -1}
     began = time.monotonic()
