@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from agentk.core.masks import rle_decode, rle_encode
 from agentk.grading import grade_submission
 from agentk.sources import load_competition
 from mask_competition import make_mask_files_competition, make_rle_table_competition
+from setup_pipeline.expert import mask_codegen
 from setup_pipeline.expert.inspect import inspect_competition
 from solve_pipeline.pixels.mask_post import MaskScorer, PostProcess, area_grid, search
 from solve_pipeline.submission_check import validate_submission
@@ -160,6 +162,37 @@ def test_a_table_of_objects_is_a_segmentation_task_of_objects(tmp_path: Path) ->
     facts = inspect_competition(raw)
     assert facts.metric == "map_iou" and facts.masks is not None and facts.masks.missing_is_empty
     assert facts.masks.n_train == 8 and any("metric: map_iou" in a for a in facts.assumptions)
+
+
+def _built_map(code: str, raw: Path, setup: Path) -> pd.DataFrame:
+    """A generated stage's build_map() run as its template runs it."""
+    setup.mkdir(parents=True, exist_ok=True)
+    names = {"pd": pd, "np": np, "HERE": setup, "RAW": raw,
+             "IMAGE_EXTENSIONS": {".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp"},
+             "relative_to_setup": lambda p: os.path.relpath(Path(p).resolve(), setup)}
+    exec(code, names)  # noqa: S102 - the expert's own generated code
+    return names["build_map"]()
+
+
+def test_a_table_listing_only_masks_decodes_every_picture_once(tmp_path: Path) -> None:
+    competition = make_rle_table_competition(tmp_path / "c", n_train=8, n_test=3)
+    raw = agent_view(competition, tmp_path / "raw")
+    table = pd.read_csv(raw / "data" / "train.csv", dtype=str, keep_default_na=False)
+    table = table[table["EncodedPixels"] != ""]
+    table.to_csv(raw / "data" / "train.csv", index=False)
+    facts = inspect_competition(raw)
+    assert facts.masks is not None and facts.masks.missing_is_empty
+    setup = tmp_path / "setup"
+    targets = _built_map(mask_codegen.target_map(facts), raw, setup)
+    inputs = _built_map(mask_codegen.image_map(facts, "train"), raw, setup)
+    assert targets["id"].tolist() == inputs["id"].tolist() and len(targets) == 8
+    listed = set(table["ImageId"].str.replace(".png", "", regex=False))
+    for image_id, path in zip(targets["id"], targets["EncodedPixels"]):
+        labels = read_labels(setup / path)
+        strings = table.loc[table["ImageId"] == f"{image_id}.png", "EncodedPixels"].tolist()
+        strings = [s for s in strings if s]
+        assert int(labels.max()) == len(strings) and (image_id in listed) == bool(strings)
+        assert [rle_encode(labels == k) for k in range(1, len(strings) + 1)] == strings
 
 
 def test_a_class_per_mask_is_not_read_as_objects(tmp_path: Path) -> None:

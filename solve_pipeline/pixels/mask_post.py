@@ -23,6 +23,7 @@ from agentk.core.metrics import MASK_IOU_THRESHOLDS, get_metric
 from agentk.core.metrics.spatial import image_precision
 
 THRESHOLDS = tuple(round(0.1 + 0.05 * i, 2) for i in range(17))  # 0.1 .. 0.9
+SMOOTHING = (0.0, 1.0)  # Gaussian sigma over the probabilities: a pixel model's edges are ragged
 AREA_SHARES = (0.0, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05)  # of a picture's pixels
 
 
@@ -31,10 +32,11 @@ class PostProcess:
     threshold: float
     min_area: int  # components smaller than this are dropped
     empty_area: int  # a picture whose kept area is smaller submits no mask
+    smooth: float = 0.0
 
     def apply(self, probability: np.ndarray) -> np.ndarray:
         """Labelled components (int32, 0 = background) of the kept mask."""
-        components, n = ndimage.label(probability >= self.threshold)
+        components, n = ndimage.label(_smoothed(probability, self.smooth) >= self.threshold)
         if not n:
             return components.astype(np.int32)
         sizes = np.bincount(components.ravel(), minlength=n + 1)
@@ -47,7 +49,13 @@ class PostProcess:
         return relabel[components]
 
     def describe(self) -> str:
-        return f"threshold {self.threshold:.2f}, components of {self.min_area}+ pixels, empty below {self.empty_area} pixels"
+        smooth = f"probabilities smoothed (sigma {self.smooth:g}), " if self.smooth else ""
+        return (f"{smooth}threshold {self.threshold:.2f}, components of {self.min_area}+ pixels, "
+                f"empty below {self.empty_area} pixels")
+
+
+def _smoothed(probability: np.ndarray, sigma: float) -> np.ndarray:
+    return ndimage.gaussian_filter(probability, sigma, mode="nearest") if sigma else probability
 
 
 @dataclass
@@ -80,17 +88,20 @@ class MaskScorer:
         self.probabilities, self.truths = list(probabilities), list(truths)
         self.per_object = per_object
         self.iou_thresholds = tuple(iou_thresholds or MASK_IOU_THRESHOLDS)
-        self._cache: dict[float, list[_Picture]] = {}
+        self._cache: dict[tuple[float, float], list[_Picture]] = {}
+        self._smoothed: dict[float, list[np.ndarray]] = {0.0: self.probabilities}
 
-    def _at(self, threshold: float) -> list[_Picture]:
-        if threshold not in self._cache:
-            self._cache[threshold] = [_stats(p, t, threshold, self.per_object)
-                                      for p, t in zip(self.probabilities, self.truths)]
-        return self._cache[threshold]
+    def _at(self, smooth: float, threshold: float) -> list[_Picture]:
+        if smooth not in self._smoothed:
+            self._smoothed[smooth] = [_smoothed(p, smooth) for p in self.probabilities]
+        if (smooth, threshold) not in self._cache:
+            self._cache[smooth, threshold] = [_stats(p, t, threshold, self.per_object)
+                                              for p, t in zip(self._smoothed[smooth], self.truths)]
+        return self._cache[smooth, threshold]
 
     def score(self, post: PostProcess) -> float:
         scores = []
-        for picture in self._at(post.threshold):
+        for picture in self._at(post.smooth, post.threshold):
             keep = picture.sizes >= max(post.min_area, 1)
             if picture.sizes[keep].sum() < post.empty_area:
                 keep[:] = False
@@ -125,15 +136,15 @@ def area_grid(pictures: Sequence[np.ndarray]) -> list[int]:
 
 
 def search(scorer: MaskScorer, higher_is_better: bool = True, rounds: int = 2) -> tuple[PostProcess, float]:
-    """The best (threshold, minimum area, empty area), from (0.5, 0, 0): threshold and minimum area
-    searched together (a lower threshold pays only once specks are dropped), then the empty area
-    with both held, `rounds` times; ties keep the setting found first."""
+    """The best (smoothing, threshold, minimum area, empty area), from (0, 0.5, 0, 0): the first
+    three searched together (a lower threshold pays only once specks are dropped), then the empty
+    area with them held, `rounds` times; ties keep the setting found first."""
     areas = area_grid(scorer.probabilities)
     best = PostProcess(0.5, 0, 0)
     best_score = scorer.score(best)
     sign = 1.0 if higher_is_better else -1.0
-    steps = (lambda b: [PostProcess(t, m, b.empty_area) for t in THRESHOLDS for m in areas],
-             lambda b: [PostProcess(b.threshold, b.min_area, e) for e in areas])
+    steps = (lambda b: [PostProcess(t, m, b.empty_area, s) for s in SMOOTHING for t in THRESHOLDS for m in areas],
+             lambda b: [PostProcess(b.threshold, b.min_area, e, b.smooth) for e in areas])
     for _ in range(rounds):
         changed = False
         for step in steps:

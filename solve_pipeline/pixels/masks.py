@@ -22,7 +22,7 @@ from scipy import ndimage
 
 from agentk.core.artifacts import SetupLayout
 from agentk.core.maps import read_map
-from agentk.core.mask_targets import LABELS_SUFFIX, read_labels, save_labels
+from agentk.core.mask_targets import LABELS_SUFFIX, picture_shape, read_labels, save_labels
 from agentk.core.pixels import read_picture, resolve
 from agentk.core.results import SolveResult
 from agentk.core.workspace import atomic_write_json
@@ -35,6 +35,8 @@ from solve_pipeline.submission_record import SubmissionRecord, adopt_submission,
 
 _HELD_OUT = 0.2  # of the training pictures, at least one: the pictures post-processing is tuned on
 _MAX_HELD = 300  # enough pictures to tell an empty-mask rule from luck
+_MAX_HELD_PIXELS = 20_000_000  # their probabilities are kept for the search (80 MB)
+_MAX_TRAIN_PIXELS = 60_000_000  # pictures read for training (a random share beyond: rows are drawn anyway)
 _ROWS_PER_SECOND = 20_000  # pixels LightGBM fits per second of the fit's share on one core (measured)
 _MAX_ROWS = 2_000_000
 _SIGMAS = (1.0, 2.0, 4.0, 8.0)
@@ -57,21 +59,49 @@ def mask_features(picture: np.ndarray) -> np.ndarray:
 class _Pictures:
     ids: list[str]
     inputs: list[np.ndarray]  # 0..1
-    labels: list[np.ndarray] | None  # labelled masks; None for test pictures
+    labels: list[np.ndarray]  # labelled masks
 
 
-def _read(setup: Path, split: str, column: str, limit: int | None = None) -> _Pictures:
+@dataclass
+class _Tests:
+    """Test pictures, read one at a time when predicted: a test set need not fit in memory."""
+
+    ids: list[str]
+    paths: list[Path]
+
+    def picture(self, index: int) -> np.ndarray:
+        return read_picture(self.paths[index])
+
+    def pixels(self) -> int:
+        """All test pixels, priced from the headers of a few pictures."""
+        shown = [picture_shape(p) for p in self.paths[:50]]
+        return int(np.mean([h * w for h, w in shown]) * len(self.paths)) if shown else 0
+
+
+def _read_train(setup: Path, column: str, rng: np.random.Generator, limit: int | None) -> tuple[_Pictures, int]:
+    """The training pictures and their masks, a random share of them when all would not fit
+    `_MAX_TRAIN_PIXELS`; and how many there are in all."""
     layout = SetupLayout(setup)
-    inputs = read_map(layout.input_map(split, "img")).drop_duplicates("id")
-    if split == "train":
-        truth = read_map(layout.target_map).drop_duplicates("id").set_index("id")[column]
-        inputs = inputs[inputs["id"].isin(truth.index)]
-    if limit is not None:
-        inputs = inputs.head(limit)
-    ids = inputs["id"].astype(str).tolist()
-    pictures = [read_picture(resolve(setup, p)) for p in inputs["image_path"]]
-    labels = [read_labels(resolve(setup, truth.loc[i])) for i in ids] if split == "train" else None
-    return _Pictures(ids, pictures, labels)
+    inputs = read_map(layout.input_map("train", "img")).drop_duplicates("id")
+    truth = read_map(layout.target_map).drop_duplicates("id").set_index("id")[column]
+    inputs = inputs[inputs["id"].isin(truth.index)]
+    order = rng.permutation(len(inputs))[:limit] if limit is not None else rng.permutation(len(inputs))
+    pictures = _Pictures([], [], [])
+    pixels = 0
+    for row in inputs.iloc[order].itertuples(index=False):
+        if pixels >= _MAX_TRAIN_PIXELS:
+            break
+        picture = read_picture(resolve(setup, row.image_path))
+        pictures.ids.append(str(row.id))
+        pictures.inputs.append(picture)
+        pictures.labels.append(read_labels(resolve(setup, truth.loc[row.id])))
+        pixels += picture.size
+    return pictures, len(inputs)
+
+
+def _read_tests(setup: Path) -> _Tests:
+    frame = read_map(SetupLayout(setup).input_map("test", "img")).drop_duplicates("id")
+    return _Tests(frame["id"].astype(str).tolist(), [resolve(setup, p) for p in frame["image_path"]])
 
 
 def _draw(rows: PixelRows, features: np.ndarray, labels: np.ndarray, n: int, rng: np.random.Generator) -> None:
@@ -94,7 +124,7 @@ def _draw(rows: PixelRows, features: np.ndarray, labels: np.ndarray, n: int, rng
 class MaskSolve(PictureSolve):
     """A picture solve whose predictions are labelled masks, submitted run-length encoded."""
 
-    def submit_masks(self, name: str, score: float, masks: Callable[[int], np.ndarray], test: _Pictures) -> bool:
+    def submit_masks(self, name: str, score: float, masks: Callable[[int], np.ndarray], test: _Tests) -> bool:
         """Save every test picture's mask and adopt the submission when `score` beats the record."""
         if self.best is not None and not self.direction.better(score, self.best):
             return False
@@ -117,12 +147,15 @@ class MaskSolve(PictureSolve):
         return True
 
 
-def _split(n: int, rng: np.random.Generator) -> tuple[list[int], list[int]]:
+def _split(pictures: _Pictures, rng: np.random.Generator) -> tuple[list[int], list[int]]:
     """(held-out, fitted) picture indices; one picture alone is both."""
+    n = len(pictures.ids)
     order = rng.permutation(n).tolist()
     if n < 2:
         return order, order
     n_held = min(_MAX_HELD, max(1, int(round(_HELD_OUT * n))))
+    sizes = np.cumsum([pictures.inputs[i].size for i in order[:n_held]])
+    n_held = max(1, int(np.searchsorted(sizes, _MAX_HELD_PIXELS, side="right")))  # their probabilities are kept
     return order[:n_held], order[n_held:]
 
 
@@ -134,10 +167,9 @@ class _Fitted:
     line: str
 
 
-def _fit(run: MaskSolve, train: _Pictures, held: list[int], fit: list[int], scorer_args: dict,
+def _fit(run: MaskSolve, train: _Pictures, held: list[int], fit: list[int], test: _Tests, scorer_args: dict,
          rng: np.random.Generator) -> _Fitted:
     """The pixel classifier, its post-processing tuned on the held-out pictures, and their score."""
-    assert train.labels is not None
     n_pixels = sum(train.inputs[i].size for i in fit)
     seconds = 0.4 * run.left() if run.budget is not None else 120.0
     rows = min(n_pixels, 20_000) if run.light else int(min(n_pixels, _MAX_ROWS, max(50_000, seconds * _ROWS_PER_SECOND)))
@@ -148,19 +180,23 @@ def _fit(run: MaskSolve, train: _Pictures, held: list[int], fit: list[int], scor
     for i in held[:24]:
         _draw(rows_stop, mask_features(train.inputs[i]), train.labels[i], max(1, min(per_picture, 20_000)), rng)
     deadline = time.monotonic() + (0.5 * run.left() if run.budget is not None else 600.0)
-    model = fit_pixel_model(rows_train, rows_stop, deadline, run.threads, run.seed, light=run.light, objective="binary")
-    trees = model.trees
-
-    def predict(picture: np.ndarray) -> np.ndarray:
-        values = model.booster.predict(mask_features(picture), num_iteration=trees, num_threads=run.threads)  # type: ignore[attr-defined]
-        return np.asarray(values, dtype=np.float32).reshape(picture.shape)
-
-    probabilities = [predict(train.inputs[i]) for i in held]
+    model = fit_pixel_model(rows_train, rows_stop, deadline, run.threads, run.seed, light=run.light,
+                            objective="binary", featurise=mask_features)
+    line = f"{rows_train.size} pixels of {len(fit)} pictures, {model.trees} trees"
+    # The held-out pictures are predicted with the trees the test pictures can afford, so the
+    # post-processing is tuned on the probabilities the submission will have.
+    pixels_left = sum(train.inputs[i].size for i in held[1:]) + test.pixels()
+    cut = model.fit_prediction_into(train.inputs[held[0]], pixels_left, 0.8 * run.left())
+    if cut:
+        line += f"; {cut}"
+        emit("pixel_model_cut", message=cut)
+    if model.use_trees == 0:
+        raise TimeoutError(cut)
+    probabilities = [model.predict(train.inputs[i]) for i in held]
     scorer = MaskScorer(truths=[train.labels[i] for i in held], probabilities=probabilities, **scorer_args)
     post, score = search(scorer, run.higher)
-    line = (f"{rows_train.size} pixels of {len(fit)} pictures, {trees} trees; {post.describe()} "
-            f"(plain threshold 0.5: {scorer.score(PostProcess(0.5, 0, 0)):.4f})")
-    return _Fitted(predict, post, score, line)
+    line += f"; {post.describe()} (plain threshold 0.5: {scorer.score(PostProcess(0.5, 0, 0)):.4f})"
+    return _Fitted(model.predict, post, score, line)
 
 
 def solve_masks(workspace: Path, out: Path, budget: float | None, seed: int, light: bool) -> dict:
@@ -168,12 +204,12 @@ def solve_masks(workspace: Path, out: Path, budget: float | None, seed: int, lig
     run = MaskSolve(workspace, out, budget, seed, light)
     target = run.target
     column, per_object = target["column"], bool(target.get("per_object"))
-    train = _read(run.setup, "train", column, limit=LIGHT_PAIRS if light else None)
-    test = _read(run.setup, "test", column)
-    assert train.labels is not None
     rng = np.random.default_rng(seed)
-    held, fit = _split(len(train.ids), rng)
-    emit("start", n_train=len(train.ids), n_test=len(test.ids), held_out_pictures=len(held), task="segmentation")
+    train, n_train = _read_train(run.setup, column, rng, limit=LIGHT_PAIRS if light else None)
+    test = _read_tests(run.setup)
+    held, fit = _split(train, rng)
+    emit("start", n_train=len(train.ids), n_train_total=n_train, n_test=len(test.ids), held_out_pictures=len(held),
+         task="segmentation")
     scorer_args: dict[str, Any] = {"metric": run.metric, "per_object": per_object,
                                    "iou_thresholds": getattr(run.metric_module, "THRESHOLDS", None)}
     empty = MaskScorer(probabilities=[np.zeros(train.inputs[i].shape, np.float32) for i in held],
@@ -181,19 +217,19 @@ def solve_masks(workspace: Path, out: Path, budget: float | None, seed: int, lig
     run.cv["empty"] = empty
     run.race.append({"family": "empty", "status": "finished", "first_fold_score": empty, "seconds": 0.0})
     best_name, best_score = "empty", empty
-    best_masks: Callable[[int], np.ndarray] = lambda index: np.zeros(test.inputs[index].shape, np.int32)  # noqa: E731
+    best_masks: Callable[[int], np.ndarray] = lambda index: np.zeros(picture_shape(test.paths[index]), np.int32)  # noqa: E731
     if not light:  # a valid submission in seconds; the light check writes only its best, once
         run.submit_masks(best_name, best_score, best_masks, test)
     began = time.monotonic()
     try:
-        fitted = _fit(run, train, held, fit, scorer_args, rng)
+        fitted = _fit(run, train, held, fit, test, scorer_args, rng)
         run.cv["pixel_lightgbm"] = fitted.score
         run.race.append({"family": "pixel_lightgbm", "status": "finished", "first_fold_score": fitted.score,
                          "seconds": round(time.monotonic() - began, 2), "reason": fitted.line})
         emit("candidate", model="pixel_lightgbm", score=fitted.score, detail=fitted.line)
         if run.direction.better(fitted.score, empty):
             best_name, best_score = "pixel_lightgbm", fitted.score
-            best_masks = lambda index: fitted.post.apply(fitted.predict(test.inputs[index]))  # noqa: E731
+            best_masks = lambda index: fitted.post.apply(fitted.predict(test.picture(index)))  # noqa: E731
     except Exception as exc:  # noqa: BLE001 - the empty submission stands; say why the model did not
         run.race.append({"family": "pixel_lightgbm", "status": "failed", "seconds": round(time.monotonic() - began, 2),
                          "reason": f"{type(exc).__name__}: {exc}"})
@@ -205,7 +241,7 @@ def solve_masks(workspace: Path, out: Path, budget: float | None, seed: int, lig
         "validation_score": run.best, "model": run.best_model, "models_per_target": {column: run.best_model},
         "submission_from": "this_solve", "higher_is_better": run.higher, "metric": "setup", "cv": run.cv,
         "race": run.race, "validation": {"kind": "held-out pictures", "pictures": len(held)},
-        "folds": 1, "n_train": len(train.ids), "n_test": len(test.ids), "light": light, "seed": seed,
+        "folds": 1, "n_train": n_train, "n_test": len(test.ids), "light": light, "seed": seed,
         "time_budget_s": budget, "submission_path": str(out), "elapsed_s": round(run.elapsed(), 3),
         "time_to_first_submission_s": round(run.first_submission_s or 0.0, 3), "timeline": run.timeline,
         "candidates": [], "task": "segmentation",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -58,9 +59,10 @@ class PixelModel:
 
     threads: int = 1
     use_trees: int | None = None  # fewer than `trees` when predicting every test picture with all would not fit
+    featurise: Callable[[np.ndarray], np.ndarray] = pixel_features  # what the model was fitted on
 
     def predict(self, picture: np.ndarray) -> np.ndarray:
-        values = self.booster.predict(pixel_features(picture), num_iteration=self.use_trees or self.trees,  # type: ignore[attr-defined]
+        values = self.booster.predict(self.featurise(picture), num_iteration=self.use_trees or self.trees,  # type: ignore[attr-defined]
                                       num_threads=self.threads)
         return np.clip(values, 0.0, 1.0).reshape(picture.shape).astype(np.float32)
 
@@ -68,7 +70,7 @@ class PixelModel:
         """Price predicting `pixels_left` more pixels on `picture`; keep only as many trees as fit
         `seconds`. Returns what was cut (None when all trees fit)."""
         began = time.monotonic()
-        features = pixel_features(picture)
+        features = self.featurise(picture)
         featurise = time.monotonic() - began
         self.booster.predict(features, num_iteration=self.trees, num_threads=self.threads)  # type: ignore[attr-defined]
         per_tree = max(time.monotonic() - began - featurise, 1e-6) / self.trees
@@ -82,9 +84,11 @@ class PixelModel:
 
 
 def fit_pixel_model(train: PixelRows, stop: PixelRows, deadline: float, threads: int, seed: int,
-                    max_trees: int = 2000, light: bool = False, objective: str = "regression") -> PixelModel:
+                    max_trees: int = 2000, light: bool = False, objective: str = "regression",
+                    featurise: Callable[[np.ndarray], np.ndarray] = pixel_features) -> PixelModel:
     """LightGBM on the drawn pixels, stopped early on the held-out pictures' pixels or at `deadline`.
-    `objective` "binary" makes it a classifier of 0/1 pixels (a mask), predicting probabilities."""
+    `objective` "binary" makes it a classifier of 0/1 pixels (a mask), predicting probabilities;
+    `featurise` is what the rows were drawn from."""
     import lightgbm as lgb
 
     x, y = train.arrays()
@@ -97,4 +101,4 @@ def fit_pixel_model(train: PixelRows, stop: PixelRows, deadline: float, threads:
                         valid_sets=[lgb.Dataset(vx, vy)],
                         callbacks=[lgb.early_stopping(50, verbose=False), lightgbm_deadline(deadline)])
     trees = booster.best_iteration or booster.current_iteration()
-    return PixelModel(booster, int(trees), time.monotonic() - began, threads=threads)
+    return PixelModel(booster, int(trees), time.monotonic() - began, threads=threads, featurise=featurise)

@@ -22,7 +22,7 @@ from agentk.core.artifacts import DENSE_TASKS, SetupLayout
 from agentk.core.mask_targets import MASK_TASK
 from agentk.core.maps import read_map
 from agentk.core.metrics.direction import Direction
-from agentk.core.pixels import PIXEL_TASK, read_picture, resolve, save_prediction, score_pictures, write_pixel_csv
+from agentk.core.pixels import read_picture, resolve, save_prediction, score_pictures, write_pixel_csv
 from agentk.core.results import SolveResult
 from agentk.core.workspace import atomic_write_json
 from solve_pipeline.cv import emit
