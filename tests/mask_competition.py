@@ -147,8 +147,9 @@ def make_mask_files_competition(root: Path, n_train: int = 40, n_test: int = 10,
 
 
 def make_rle_table_competition(root: Path, n_train: int = 40, n_test: int = 10, seed: int = 1,
-                               shapes: tuple[tuple[int, int], ...] = ((64, 64), (56, 72))) -> Path:
-    """Airbus/DSB-style: a table of one row per object (blank for none), scored by mAP over IoU."""
+                               shapes: tuple[tuple[int, int], ...] = ((64, 64), (56, 72)), order: str = "F") -> Path:
+    """Airbus/DSB-style: a table of one row per object (blank for none), scored by mAP over IoU;
+    pixels numbered in `order` ("C": along the rows first)."""
     rng = np.random.default_rng(seed)
     data = root / "data"
     train_rows, answers, sample = [], [], []
@@ -156,7 +157,7 @@ def make_rle_table_competition(root: Path, n_train: int = 40, n_test: int = 10, 
         shape = shapes[index % len(shapes)]
         picture, labels = _picture(rng, shape, n_objects=0 if rng.random() < 0.2 else int(rng.integers(1, 5)))
         file = f"{name}.png"
-        strings = [rle_encode(labels == k) for k in range(1, labels.max() + 1)] or [""]
+        strings = [rle_encode(labels == k, order) for k in range(1, labels.max() + 1)] or [""]
         if index < n_train:
             _save(picture, data / "train_images" / file)
             train_rows += [{"ImageId": file, "EncodedPixels": s} for s in strings]

@@ -164,6 +164,17 @@ def test_a_table_of_objects_is_a_segmentation_task_of_objects(tmp_path: Path) ->
     assert facts.masks.n_train == 8 and any("metric: map_iou" in a for a in facts.assumptions)
 
 
+@pytest.mark.parametrize("order", ["F", "C"])
+def test_the_numbering_is_read_from_the_masks_when_the_page_does_not_say(tmp_path: Path, order: str) -> None:
+    competition = make_rle_table_competition(tmp_path / "c", n_train=8, n_test=3, order=order)
+    raw = agent_view(competition, tmp_path / "raw")
+    (raw / "description.md").write_text("# Cells\n\nScored by mean average precision at different intersection "
+                                        "over union thresholds of the masks.\n", encoding="utf-8")
+    facts = inspect_competition(raw)
+    assert facts.masks is not None and facts.masks.order == order
+    assert any("(the page does not say)" in n and "pieces" in n for n in facts.notes)
+
+
 def _built_map(code: str, raw: Path, setup: Path) -> pd.DataFrame:
     """A generated stage's build_map() run as its template runs it."""
     setup.mkdir(parents=True, exist_ok=True)
@@ -193,6 +204,7 @@ def test_a_table_listing_only_masks_decodes_every_picture_once(tmp_path: Path) -
         strings = [s for s in strings if s]
         assert int(labels.max()) == len(strings) and (image_id in listed) == bool(strings)
         assert [rle_encode(labels == k) for k in range(1, len(strings) + 1)] == strings
+        assert ("/empty/" in path) == (not strings)  # pictures without a mask share one file per size
 
 
 def test_a_class_per_mask_is_not_read_as_objects(tmp_path: Path) -> None:

@@ -60,15 +60,19 @@ def target_map(facts: DataFacts) -> str:
                 f'    return pd.DataFrame({{"id": [p.stem for p in paths], {task.value_column!r}: [relative_to_setup(p) for p in paths]}})\n')
     keep = "" if task.missing_is_empty else "    paths = [p for p in paths if p.stem in strings]\n"
     return (
-        "from agentk.core.mask_targets import LABELS_SUFFIX, decoded_labels, picture_shape, save_labels\n\n\n"
+        "from agentk.core.mask_targets import LABELS_SUFFIX, decoded_labels, picture_shape, save_labels\n"
+        "from agentk.core.masks import is_blank\n\n\n"
         "def build_map() -> pd.DataFrame:\n" + _table_strings(task) + _pictures(task.train_dir) + keep +
         f"    folder = HERE / {DECODED!r}\n"
         "    ids, targets = [], []\n"
         "    for path in paths:\n"
-        "        # Decoded once here, so every reader of the target map reads a picture.\n"
-        f"        labels = decoded_labels(strings.get(path.stem, []), picture_shape(path), {task.order!r}, {task.relative!r})\n"
-        "        target = folder / (path.stem + LABELS_SUFFIX)\n"
-        "        save_labels(labels, target)\n"
+        "        own = [s for s in strings.get(path.stem, []) if not is_blank(s)]\n"
+        "        shape = picture_shape(path)\n"
+        "        # Decoded once here, so every reader of the target map reads a picture; pictures without\n"
+        "        # a mask (most of them, in some competitions) share one empty mask of their size.\n"
+        "        target = (folder / (path.stem + LABELS_SUFFIX)) if own else (folder / 'empty' / f'{shape[0]}x{shape[1]}{LABELS_SUFFIX}')\n"
+        "        if own or not target.exists():\n"
+        f"            save_labels(decoded_labels(own, shape, {task.order!r}, {task.relative!r}), target)\n"
         "        ids.append(path.stem)\n"
         "        targets.append(relative_to_setup(target))\n"
         f"    return pd.DataFrame({{'id': ids, {task.value_column!r}: targets}})\n")

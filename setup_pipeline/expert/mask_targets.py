@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -171,13 +172,61 @@ def _rle_table(tables: list, sample: object, found: dict[Path, dict[str, Path]],
     return None
 
 
-def _order(page: str, notes: list[str]) -> Literal["F", "C"]:
+def _components(strings: Sequence[tuple[str, tuple[int, int]]], order: Literal["F", "C"], relative: bool) -> int:
+    """Connected components of the masks decoded in `order` (a wrong order scatters a blob into strips)."""
+    from scipy import ndimage
+
+    from agentk.core.masks import rle_decode
+
+    total = 0
+    for value, shape in strings:
+        try:
+            total += ndimage.label(rle_decode(value, shape, order, relative))[1]
+        except ValueError:
+            continue
+    return total
+
+
+def _order(page: str, notes: list[str], decoded: Sequence[tuple[str, tuple[int, int]]] = (),
+           relative: bool = False) -> Literal["F", "C"]:
+    """How pixels are numbered: as the page says; else, from training strings of pictures that are
+    not square, the order that decodes them into fewer pieces; else Kaggle's usual column-major."""
     if _ROWS_FIRST.search(page) and not _COLUMNS_FIRST.search(page):
         notes.append("masks: pixels are numbered along the rows first (the page says so)")
         return "C"
-    said = "the page says so" if _COLUMNS_FIRST.search(page) else "Kaggle's usual numbering; the page does not say"
-    notes.append(f"masks: pixels are numbered top to bottom, then left to right ({said})")
+    if _COLUMNS_FIRST.search(page):
+        notes.append("masks: pixels are numbered top to bottom, then left to right (the page says so)")
+        return "F"
+    if decoded:
+        by_columns, by_rows = _components(decoded, "F", relative), _components(decoded, "C", relative)
+        if by_rows < 0.8 * by_columns:
+            notes.append(f"masks: pixels are numbered along the rows first: {len(decoded)} training masks decode "
+                         f"into {by_rows} pieces so, {by_columns} down the columns (the page does not say)")
+            return "C"
+        if by_columns < 0.8 * by_rows:
+            notes.append(f"masks: pixels are numbered top to bottom, then left to right: {len(decoded)} training masks "
+                         f"decode into {by_columns} pieces so, {by_rows} along the rows (the page does not say)")
+            return "F"
+    notes.append("masks: pixels are numbered top to bottom, then left to right (Kaggle's usual numbering; "
+                 "the page does not say)")
     return "F"
+
+
+def _oblong_strings(rows: pd.DataFrame, table_id: str, table_value: str,
+                    pictures: dict[str, Path]) -> list[tuple[str, tuple[int, int]]]:
+    """Up to 30 training strings of pictures that are not square, with their pictures' shapes."""
+    from agentk.core.mask_targets import picture_shape
+
+    found = []
+    for key, value in zip(_keys(rows[table_id]), rows[table_value]):
+        if is_blank(value) or key not in pictures:
+            continue
+        shape = picture_shape(pictures[key])
+        if shape[0] != shape[1]:
+            found.append((str(value), shape))
+        if len(found) >= 30:
+            break
+    return found
 
 
 def find_mask_task(raw: Path, images: list[Path], tables: list, page: str, notes: list[str]) -> MaskTask | None:
@@ -191,14 +240,14 @@ def find_mask_task(raw: Path, images: list[Path], tables: list, page: str, notes
     id_column, value_column = (str(c) for c in frame.columns)
     rel = lambda d: d.relative_to(raw).as_posix()  # noqa: E731
     common = dict(test_dir=rel(test), n_test=len(found[test]), sample=sample.path.as_posix(),  # type: ignore[attr-defined]
-                  id_column=id_column, value_column=value_column, order=_order(page, notes),
+                  id_column=id_column, value_column=value_column,
                   empty="-1" if (frame[value_column].str.strip() == "-1").any() else "",
                   thresholds=list(stated_thresholds(page) or []) or None)
     pair = _mask_pair(found, test, raw, notes)
     if pair is not None:
         pictures, masks = pair
         task = MaskTask(source="mask_files", train_dir=rel(pictures), mask_dir=rel(masks), per_object=False,
-                        n_train=len(found[pictures].keys() & found[masks].keys()), **common)
+                        order=_order(page, notes), n_train=len(found[pictures].keys() & found[masks].keys()), **common)
         notes.append(f"segmentation: {task.n_train} training pictures {task.train_dir}/ with their masks in "
                      f"{task.mask_dir}/ by file name")
     else:
@@ -216,6 +265,7 @@ def find_mask_task(raw: Path, images: list[Path], tables: list, page: str, notes
         task = MaskTask(source="rle_table", train_dir=rel(pictures), table=table.path.as_posix(),  # type: ignore[attr-defined]
                         table_id=table_id, table_value=table_value, missing_is_empty=missing_is_empty,
                         per_object=per_object, relative=relative,
+                        order=_order(page, notes, _oblong_strings(rows, table_id, table_value, found[pictures]), relative),
                         n_train=len(found[pictures]) if missing_is_empty else len(listed & found[pictures].keys()),
                         **common)
         notes.append(f"segmentation: {task.n_train} training pictures in {task.train_dir}/, their masks run-length "

@@ -167,11 +167,35 @@ class _Fitted:
     line: str
 
 
+def _afford(run: MaskSolve, train: _Pictures, held: list[int], fit: list[int], test: _Tests) -> tuple[list[int], float]:
+    """(the fitted pictures the budget can featurise, the seconds predicting the held-out and test
+    pictures will take), priced on one picture before anything is fitted: a model whose test
+    pictures cannot all be predicted in time is not started at all."""
+    began = time.monotonic()
+    mask_features(train.inputs[held[0]])
+    per_pixel = (time.monotonic() - began) / max(train.inputs[held[0]].size, 1)
+    pixels = sum(train.inputs[i].size for i in held) + test.pixels()
+    predict_s = 1.5 * per_pixel * pixels  # the trees cost about half as much as the features (measured)
+    if run.budget is None:
+        return fit, predict_s
+    left = run.left()
+    if predict_s > 0.7 * left:
+        raise TimeoutError(f"featurising {pixels / 1e6:.1f}M held-out and test pixels needs ~{predict_s:.0f} s "
+                           f"of the {left:.0f} s left")
+    # Every fitted picture is featurised whole to draw its rows: at most a third of what is left.
+    sizes = np.cumsum([train.inputs[i].size for i in fit])
+    keep = max(1, int(np.searchsorted(sizes, (left - predict_s) / 3 / max(per_pixel, 1e-12), side="right")))
+    if keep < len(fit):
+        emit("pixel_model_cut", message=f"rows drawn from {keep} of {len(fit)} pictures to fit the budget")
+    return fit[:keep], predict_s
+
+
 def _fit(run: MaskSolve, train: _Pictures, held: list[int], fit: list[int], test: _Tests, scorer_args: dict,
          rng: np.random.Generator) -> _Fitted:
     """The pixel classifier, its post-processing tuned on the held-out pictures, and their score."""
+    fit, predict_s = _afford(run, train, held, fit, test)
     n_pixels = sum(train.inputs[i].size for i in fit)
-    seconds = 0.4 * run.left() if run.budget is not None else 120.0
+    seconds = 0.4 * (run.left() - predict_s) if run.budget is not None else 120.0
     rows = min(n_pixels, 20_000) if run.light else int(min(n_pixels, _MAX_ROWS, max(50_000, seconds * _ROWS_PER_SECOND)))
     rows_train, rows_stop = PixelRows(), PixelRows()
     per_picture = max(1, rows // max(len(fit), 1))
@@ -179,7 +203,7 @@ def _fit(run: MaskSolve, train: _Pictures, held: list[int], fit: list[int], test
         _draw(rows_train, mask_features(train.inputs[i]), train.labels[i], per_picture, rng)
     for i in held[:24]:
         _draw(rows_stop, mask_features(train.inputs[i]), train.labels[i], max(1, min(per_picture, 20_000)), rng)
-    deadline = time.monotonic() + (0.5 * run.left() if run.budget is not None else 600.0)
+    deadline = time.monotonic() + (0.6 * (run.left() - predict_s) if run.budget is not None else 600.0)
     model = fit_pixel_model(rows_train, rows_stop, deadline, run.threads, run.seed, light=run.light,
                             objective="binary", featurise=mask_features)
     line = f"{rows_train.size} pixels of {len(fit)} pictures, {model.trees} trees"
