@@ -236,13 +236,15 @@ def lightgbm_deadline(deadline: float) -> Callable:
 
     import lightgbm as lgb
 
-    last = [time.monotonic()]
+    last: list[float | None] = [None]
 
     def callback(env: object) -> None:
         # Stop also when the next iteration, at the last one's pace, would end past the deadline
-        # (one iteration grows a tree per class: 99 of them on leaf).
+        # (one iteration grows a tree per class: 99 of them on leaf). The first call has no pace:
+        # the time before it is mostly LightGBM building its Datasets, which a busy machine
+        # slows enough to stop a fit after one tree.
         now = time.monotonic()
-        step, last[0] = now - last[0], now
+        step, last[0] = (0.0 if last[0] is None else now - last[0]), now
         if now + step > deadline:
             raise lgb.callback.EarlyStopException(env.iteration, env.evaluation_result_list)
 

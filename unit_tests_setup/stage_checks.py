@@ -18,7 +18,7 @@ from agentk.core.artifacts import DENSE_TASKS, MODALITY_CODES, TARGET_MODALITIES
 from agentk.core.maps import MapError, map_columns, read_map
 from agentk.core.metrics import normalise_labels
 from agentk.core.metrics.direction import Direction
-from agentk.core.pixels import PIXEL_TASK, resolve as resolve_path
+from agentk.core.pixels import resolve as resolve_path
 from unit_tests_setup.files import IMAGE_EXTENSIONS, csv_headers, has_images, has_tables
 from unit_tests_setup.submission_rules import validate_against_setup
 
@@ -217,7 +217,7 @@ def check_target_transform(ctx: CheckContext) -> list[str]:
     for target in targets:
         column, task, classes = target["column"], target.get("task"), target.get("classes")
         values = model[column]
-        if task == PIXEL_TASK:
+        if task in DENSE_TASKS:  # a picture (or mask) target: its cells are paths
             problems.extend(_picture_target_problems(ctx, raw[column], model[column], roundtrip[column], column))
             continue
         if task not in TASKS:
