@@ -182,6 +182,26 @@ def test_stacked_array_becomes_one_picture_per_row(tmp_path: Path) -> None:
     assert any("train_images.npy holds 40 pictures" in n for n in facts.notes), facts.notes
 
 
+def test_npz_stacks_beside_labels_alone_and_the_sample(tmp_path: Path) -> None:
+    """One .npz holding train's and test's pictures, a train.csv of labels only (no id) and no
+    test table: train rows are numbered, the sample's rows are the test pictures in order."""
+    import pandas as pd
+
+    source = make_stacked_competition(tmp_path / "comp", n_train=30, n_test=20)
+    data = source / "data"
+    train, test = np.load(data / "train_images.npy"), np.load(data / "test_images.npy")
+    np.savez(data / "arrays.npz", x_train=train, x_test=test)
+    for name in ("train_images.npy", "test_images.npy", "test.csv"):
+        (data / name).unlink()
+    pd.read_csv(data / "train.csv")[["label"]].to_csv(data / "train.csv", index=False)
+    facts = inspect_competition(source)
+    layout = facts.image
+    assert layout is not None and facts.train_file == "data/train.csv" and facts.test_file is None
+    assert layout.stack_dirs == {"train": "../setup/pictures/arrays_x_train", "test": "../setup/pictures/arrays_x_test"}
+    np.testing.assert_array_equal(np.load(tmp_path / "setup" / "pictures" / "arrays_x_test" / "19.npy"), test[19])
+    assert any("row i of the sample being picture i" in n for n in facts.notes), facts.notes
+
+
 def test_dicom_id_files_are_an_image_layout(tmp_path: Path) -> None:
     source = make_dicom_competition(tmp_path / "comp", n_train=12, n_test=6)
     raw = tmp_path / "raw"
@@ -209,6 +229,7 @@ def _run_and_grade(source: Path, root: Path) -> None:
     assert all(stage["passed"] for stage in result["setup"].values()), result["setup"]
     constant = constant_score(competition)
     assert constant is not None and result["test_score"] is not None
+    print(f"{competition.id}: test {result['test_score']:.3f}, constant {constant:.3f}")  # -s shows the figures
     assert result["test_score"] >= constant + 0.2, (result["test_score"], constant)
 
 

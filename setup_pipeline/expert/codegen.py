@@ -86,7 +86,7 @@ def _named_train_images(layout: ImageLayout) -> str:
         "def build_map() -> pd.DataFrame:\n"
         f"    root = RAW / {layout.train_dir!r}\n"
         f"    pattern = re.compile({layout.name_label_pattern!r})  # group 'label' of the file stem\n"
-        "    found = sorted((p, pattern.match(p.stem)) for p in root.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS)\n"
+        "    found = sorted((p, pattern.match(p.stem)) for p in root.iterdir() if is_image(p))\n"
         "    paths = [p for p, match in found if match]  # a stray name without a label teaches nothing\n"
         "    labels = [match.group('label') for _, match in found if match]\n"
         "    ids = [f'train_{i}' for i in range(len(paths))]\n"
@@ -127,7 +127,7 @@ def image_map(facts: DataFacts, split: str) -> str:
         return (
             "def build_map() -> pd.DataFrame:\n"
             f"    root = RAW / {layout.train_dir!r}\n"
-            "    paths = sorted(p for p in root.glob('*/*') if p.suffix.lower() in IMAGE_EXTENSIONS)\n"
+            "    paths = sorted(p for p in root.glob('*/*') if is_image(p))\n"
             '    return pd.DataFrame({"id": [p.stem for p in paths], "image_path": [relative_to_setup(p) for p in paths]})\n'
         )
     if split == "test" and _split_file(facts, split) is None and facts.sample_submission:
@@ -144,7 +144,7 @@ def image_map(facts: DataFacts, split: str) -> str:
         return (
             "def build_map() -> pd.DataFrame:\n"
             f"    root = RAW / {folder!r}\n"
-            "    paths = sorted(p for p in root.rglob('*') if p.suffix.lower() in IMAGE_EXTENSIONS)\n"
+            "    paths = sorted(p for p in root.rglob('*') if is_image(p))\n"
             f'    return pd.DataFrame({{"id": [{spelling} for p in paths], "image_path": [relative_to_setup(p) for p in paths]}})\n'
         )
     if layout.path_column:
@@ -168,7 +168,7 @@ def _image_lookup(layout: ImageLayout) -> str:
     return (
         "    by_name = {}\n"
         "    for path in root.rglob('*'):\n"
-        "        if path.suffix.lower() in IMAGE_EXTENSIONS:\n"
+        "        if is_image(path):\n"
         "            by_name.setdefault(path.name, path)\n"
         "            by_name.setdefault(path.stem, path)\n"
         + ("            by_name.setdefault(path.parent.name, path)\n" if layout.ids_are_folders else "") +
@@ -191,7 +191,7 @@ def target_map(facts: DataFacts) -> str:
         return (
             "def build_map() -> pd.DataFrame:\n"
             f"    root = RAW / {layout.train_dir!r}\n"
-            "    paths = sorted(p for p in root.glob('*/*') if p.suffix.lower() in IMAGE_EXTENSIONS)\n"
+            "    paths = sorted(p for p in root.glob('*/*') if is_image(p))\n"
             f'    return pd.DataFrame({{"id": [p.stem for p in paths], {labels[0]!r}: [p.parent.name for p in paths]}})\n'
         )
     assert facts.train_file is not None
