@@ -43,6 +43,8 @@ def test_dicom_applies_slope_intercept_and_window(tmp_path: Path) -> None:
     np.testing.assert_allclose(picture.pixels[:, :, 0], expected, atol=1e-5)
     assert picture.pixels.min() == 0 and picture.pixels.max() == 1
     assert any("windowed" in n for n in picture.notes)
+    presets = write_dicom(tmp_path / "presets.dcm", stored, slope=2.0, intercept=-1024, window=([0, 40], [1000, 400]))
+    np.testing.assert_allclose(load_picture(presets).pixels, picture.pixels)  # the first preset
 
 
 def test_dicom_monochrome1_is_inverted_and_scaled_by_its_range(tmp_path: Path) -> None:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Sequence
+from typing import IO, TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -80,7 +81,8 @@ def picture_form(path: str | Path) -> PictureForm | None:
         return "tiff"
     if head.startswith(_PIL_MAGICS) and (not head.startswith(b"RIFF") or head[8:12] == b"WEBP"):
         return "pil"
-    return None
+    # A magic not listed above under a picture's name (PIL knows more): PIL is asked, as before.
+    return "pil" if path.suffix.lower() in PIL_EXTENSIONS and head else None
 
 
 def _dicom_without_preamble(path: Path) -> bool:
@@ -120,7 +122,7 @@ def array_shape(path: str | Path) -> tuple[int, ...] | None:
         return None
 
 
-def _header_shape(fh) -> tuple[int, ...]:  # type: ignore[no-untyped-def]
+def _header_shape(fh: IO[bytes]) -> tuple[int, ...]:
     version = np.lib.format.read_magic(fh)
     reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
     shape, _fortran, _dtype = reader(fh)
@@ -238,11 +240,12 @@ def _dicom(path: Path) -> Picture:
 
 
 def _first(value: object) -> float | None:
-    if value is None:
-        return None
+    """A DICOM number that may be multi-valued (WindowCenter lists one per preset): the first."""
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        value = value[0] if len(value) else None
     try:
-        return float(value[0] if isinstance(value, (list, tuple)) or type(value).__name__ == "MultiValue" else value)  # type: ignore[index]
-    except (TypeError, ValueError, IndexError):
+        return float(value) if value is not None else None  # type: ignore[arg-type]
+    except (TypeError, ValueError):
         return None
 
 

@@ -116,7 +116,8 @@ class ImageLayouts:
             if picture.form != "pil" or picture.notes:
                 h, w, c = picture.pixels.shape
                 how = "; ".join(picture.notes) or "8-bit"
-                self.notes.append(f"pictures are {picture.form.upper()} ({path.name}: {h}x{w}, {how}); "
+                kind = picture.form.upper() if picture.form != "pil" else path.suffix.lstrip(".").upper() or "PIL"
+                self.notes.append(f"pictures are {kind} ({path.name}: {h}x{w}, {how}); "
                                   f"read as {'RGB' if c == 3 else 'grey'} in 0..1")
             return
 
