@@ -92,21 +92,24 @@ def _finish(out: Path, name: str, id_column: str, test_ids: list[str], test_labe
     return out
 
 
-def make_dicom_competition(out: Path, n_train: int = 150, n_test: int = 60, seed: int = 0) -> Path:
+def make_dicom_competition(out: Path, n_train: int = 150, n_test: int = 60, seed: int = 0, uids: bool = False) -> Path:
     """data/train/<id>.dcm and data/test/<id>.dcm (CT-like stored values, slope and intercept,
-    a third of them MONOCHROME1) with train.csv (patient_id,label)."""
+    a third of them MONOCHROME1) with train.csv (patient_id,label). With `uids`, ids are DICOM
+    UIDs and each file is named by its UID alone, without an extension."""
     rng = np.random.default_rng(seed)
     labels = _labels(n_train + n_test, rng)
-    ids = [f"ID_{rng.integers(16**8):08x}" for _ in range(n_train + n_test)]
+    ids = [f"1.2.826.0.1.3680043.8.498.{rng.integers(10**9)}" if uids else f"ID_{rng.integers(16**8):08x}"
+           for _ in range(n_train + n_test)]
+    suffix = "" if uids else ".dcm"
     for i, (pid, label) in enumerate(zip(ids, labels)):
         values = blob(int(label), rng) * 1500 - 1000  # Hounsfield-like units
         folder = "train" if i < n_train else "test"
         if i % 3 == 0:  # white is 0: stored inverted
             stored = (1024 + 500 - values).astype(np.uint16)
-            write_dicom(out / "data" / folder / f"{pid}.dcm", stored, photometric="MONOCHROME1", intercept=-1024)
+            write_dicom(out / "data" / folder / f"{pid}{suffix}", stored, photometric="MONOCHROME1", intercept=-1024)
         else:
             stored = ((values + 1024) / 2).astype(np.uint16)
-            write_dicom(out / "data" / folder / f"{pid}.dcm", stored, slope=2.0, intercept=-1024)
+            write_dicom(out / "data" / folder / f"{pid}{suffix}", stored, slope=2.0, intercept=-1024)
     (out / "data" / "train.csv").write_text(
         "patient_id,label\n" + "".join(f"{ids[i]},{CLASSES[labels[i]]}\n" for i in range(n_train)))
     return _finish(out, "blob-dicom", "patient_id", ids[n_train:], labels[n_train:],

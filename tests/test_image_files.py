@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from PIL import Image
 
@@ -187,8 +188,6 @@ def test_stacked_array_becomes_one_picture_per_row(tmp_path: Path) -> None:
 def test_npz_stacks_beside_labels_alone_and_the_sample(tmp_path: Path) -> None:
     """One .npz holding train's and test's pictures, a train.csv of labels only (no id) and no
     test table: train rows are numbered, the sample's rows are the test pictures in order."""
-    import pandas as pd
-
     source = make_stacked_competition(tmp_path / "comp", n_train=30, n_test=20)
     data = source / "data"
     train, test = np.load(data / "train_images.npy"), np.load(data / "test_images.npy")
@@ -215,6 +214,32 @@ def test_dicom_id_files_are_an_image_layout(tmp_path: Path) -> None:
     assert layout is not None and layout.kind == "id_files" and layout.extension == ".dcm"
     assert (layout.n_train_images, layout.n_test_images) == (12, 6)
     assert any(n.startswith("pictures are DICOM") for n in facts.notes), facts.notes
+
+
+def test_dicom_named_by_its_uid_alone_is_found_by_content(tmp_path: Path) -> None:
+    """No extension, and a name whose last dot is no extension: the layout, the generated test map
+    and the map's check all find the pictures by content."""
+    from agentk.core.artifacts import SetupLayout
+    from agentk.core.workspace import Workspace
+    from setup_pipeline.expert import codegen
+    from setup_pipeline.stages import _map_stage
+    from unit_tests_setup.stage_checks import _image_path_problems
+
+    source = make_dicom_competition(tmp_path / "comp", n_train=12, n_test=6, uids=True)
+    workspace = Workspace(tmp_path / "ws")
+    workspace.create()
+    load_competition(source).prepare(workspace.raw)
+    facts = inspect_competition(workspace.raw)
+    layout = facts.image
+    assert layout is not None and layout.kind == "id_files" and layout.ids_include_extension
+    stage = _map_stage("test", "image")
+    code = workspace.setup / stage.output
+    code.write_text(stage.render(codegen.image_map(facts, "test")))
+    subprocess.run([sys.executable, str(code)], check=True, capture_output=True, cwd=workspace.setup)
+    frame = pd.read_csv(SetupLayout(workspace.setup).input_map("test", "img"), dtype=str)
+    assert sorted(frame["id"]) == sorted(pd.read_csv(source / "data" / "sample_submission.csv", dtype=str)["patient_id"])
+    assert _image_path_problems(frame, workspace.setup, "test map") == []
+    assert load_picture(workspace.setup / frame["image_path"][0]).form == "dicom"
 
 
 # ---------------------------------------------------------------- end to end
