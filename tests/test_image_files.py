@@ -185,6 +185,17 @@ def test_stacked_array_becomes_one_picture_per_row(tmp_path: Path) -> None:
     assert any("train_images.npy holds 40 pictures" in n for n in facts.notes), facts.notes
 
 
+def test_one_array_per_picture_is_no_stack(tmp_path: Path) -> None:
+    """Channels-first pictures (3x32x32) beside a three-row table stay twelve pictures."""
+    data = tmp_path / "raw" / "data"
+    (data / "images").mkdir(parents=True)
+    for i in range(12):
+        np.save(data / "images" / f"{i}.npy", np.zeros((3, 32, 32), np.float32))
+    (data / "bands.csv").write_text("band,wavelength\nred,665\ngreen,560\nblue,490\n")
+    catalogue = build_catalogue(tmp_path / "raw")
+    assert catalogue.stacks == [] and len(catalogue.images) == 12
+
+
 def test_npz_stacks_beside_labels_alone_and_the_sample(tmp_path: Path) -> None:
     """One .npz holding train's and test's pictures, a train.csv of labels only (no id) and no
     test table: train rows are numbered, the sample's rows are the test pictures in order."""

@@ -9,6 +9,7 @@ raw/), so every later stage sees ordinary picture files. Row i of the table is p
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,8 @@ from agentk.core.pictures import ARRAY_EXTENSIONS, array_layout, array_shape, np
 
 PICTURES_FOLDER = "pictures"  # under setup/
 _MIN_PICTURES = 2
+_MAX_STACKS = 8  # a split's pictures come in one array, or a few
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _DONE = ".complete"
 
 
@@ -36,7 +39,7 @@ class PictureStack:
     def name(self) -> str:
         """A folder name: the file's stem, and the array's name for an .npz member."""
         base = self.path.name.split(".")[0]
-        return f"{base}_{self.member}" if self.member else base
+        return _UNSAFE.sub("_", f"{base}_{self.member}" if self.member else base).lstrip(".") or "stack"
 
     def label(self, raw: Path) -> str:
         where = self.path.relative_to(raw).as_posix() if raw in self.path.parents else self.path.name
@@ -50,8 +53,10 @@ def stack_shapes(path: Path) -> dict[str | None, tuple[int, ...]]:
     else:
         shape = array_shape(path)
         arrays = {None: shape} if shape is not None else {}
+    # An array shaped like one picture (3x64x64: channels first) is that picture, not three.
     return {name: shape for name, shape in arrays.items()
-            if len(shape) in (3, 4) and shape[0] >= _MIN_PICTURES and array_layout(shape[1:]) is not None}
+            if len(shape) in (3, 4) and shape[0] >= _MIN_PICTURES and array_layout(shape[1:]) is not None
+            and array_layout(shape) is None}
 
 
 def find_stacks(files: list[Path], row_counts: set[int]) -> list[PictureStack]:
@@ -64,6 +69,8 @@ def find_stacks(files: list[Path], row_counts: set[int]) -> list[PictureStack]:
         for member, shape in stack_shapes(path).items():
             if shape[0] in row_counts:
                 found.append(PictureStack(path, member, shape))
+        if len(found) > _MAX_STACKS:
+            return []  # one array per row (a clip, a volume), not a split's pictures in one array
     return found
 
 
