@@ -265,6 +265,7 @@ def _run_and_grade(source: Path, root: Path) -> None:
     result = json.loads((workspace / "result.json").read_text())
     assert result["valid_submission"] is True
     assert all(stage["passed"] for stage in result["setup"].values()), result["setup"]
+    assert all(meta["passed"] for meta in result["meta"].values()), result["meta"]
     constant = constant_score(competition)
     assert constant is not None and result["test_score"] is not None
     print(f"{competition.id}: test {result['test_score']:.3f}, constant {constant:.3f}")  # -s shows the figures

@@ -342,6 +342,24 @@ def picture_image(path: str | Path, mode: Literal["RGB", "L"] = "RGB") -> Image.
     return image.convert(mode)
 
 
+def grey_values(path: str | Path) -> np.ndarray:
+    """A picture as 2-D float32 grey values in the units it is stored in where PIL reads it (0..255,
+    a 16-bit PNG's own units), else its 0..1 picture stretched to 0..255: the pixel task scores
+    submissions in the file's own units."""
+    from PIL import Image
+
+    path = Path(path)
+    if picture_form(path) in ("pil", "tiff"):
+        try:
+            with Image.open(path) as image:
+                if _eight_bit(image) or image.mode in ("I", "I;16", "F"):
+                    grey = image.convert("F") if image.mode in ("I", "I;16", "F") else image.convert("L")
+                    return np.asarray(grey, dtype=np.float32)
+        except OSError:
+            pass  # a TIFF PIL cannot open: read below
+    return load_picture(path).pixels.mean(axis=2) * np.float32(255)
+
+
 def picture_size(path: str | Path) -> tuple[int, int] | None:
     """(width, height) from the headers where the form allows, None when it is no picture."""
     path = Path(path)
