@@ -183,6 +183,8 @@ def test_stacked_array_becomes_one_picture_per_row(tmp_path: Path) -> None:
     np.testing.assert_array_equal(np.load(unpacked / "17.npy"), stack[17])
     assert not list(source.rglob("*_unpacked")) and not (source / "data" / "pictures").exists()
     assert any("train_images.npy holds 40 pictures" in n for n in facts.notes), facts.notes
+    written = (unpacked / "0.npy").stat().st_mtime_ns
+    assert inspect_competition(raw).image == layout and (unpacked / "0.npy").stat().st_mtime_ns == written  # once
 
 
 def test_one_array_per_picture_is_no_stack(tmp_path: Path) -> None:

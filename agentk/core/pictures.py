@@ -216,7 +216,7 @@ def _dicom(path: Path) -> Picture:
         values = np.asarray(ds.pixel_array)
     except Exception as exc:  # noqa: BLE001 - no decoder for its compression, a torn file: one line
         raise UnreadablePicture(f"{path.name}: DICOM pixels unreadable ({type(exc).__name__}: {exc})") from exc
-    notes = ["DICOM"]
+    notes: list[str] = []
     frames = int(getattr(ds, "NumberOfFrames", 1) or 1)
     colour = int(getattr(ds, "SamplesPerPixel", 1) or 1) > 1
     if frames > 1:
