@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from agentk.core.pictures import picture_image, picture_size
 from solve_pipeline import device
 from solve_pipeline.image_backbones import Backbone, available_backbones, cheapest
 from solve_pipeline.torch_training import torch_threads
@@ -50,20 +51,20 @@ class ImagePlan:
 
 
 def load_rgb(path: str, px: int) -> np.ndarray | None:
-    """(3, px, px) floats in [0, 1]: shorter side resized to px, then the centre crop."""
+    """(3, px, px) floats in [0, 1]: shorter side resized to px, then the centre crop. Any picture
+    form (DICOM, 16-bit TIFF, arrays) is read by agentk.core.pictures."""
     from PIL import Image
 
     if not path:
         return None
     try:
-        with Image.open(path) as image:
-            image = image.convert("RGB")
-            scale = px / min(image.size)
-            size = (max(px, round(image.size[0] * scale)), max(px, round(image.size[1] * scale)))
-            image = image.resize(size, Image.Resampling.BILINEAR)
-            left, top = (size[0] - px) // 2, (size[1] - px) // 2
-            image = image.crop((left, top, left + px, top + px))
-            return np.asarray(image, dtype=np.float32).transpose(2, 0, 1) / 255.0
+        image = picture_image(path, "RGB")
+        scale = px / min(image.size)
+        size = (max(px, round(image.size[0] * scale)), max(px, round(image.size[1] * scale)))
+        image = image.resize(size, Image.Resampling.BILINEAR)
+        left, top = (size[0] - px) // 2, (size[1] - px) // 2
+        image = image.crop((left, top, left + px, top + px))
+        return np.asarray(image, dtype=np.float32).transpose(2, 0, 1) / 255.0
     except (OSError, ValueError, Image.DecompressionBombError) as error:  # one bad file costs one row
         warnings.warn(f"cannot read image {path}: {error}")
         return None
@@ -112,17 +113,13 @@ def paced_batches(paths: Sequence[str], rows: Sequence[int], px: int, batch: int
 
 def native_px(paths: Sequence[str], sample: int = 64) -> int | None:
     """Median shorter side of a sample of the images (headers only), None when none opens."""
-    from PIL import Image
-
     sides = []
     present = [p for p in paths if p]
     step = max(1, len(present) // sample)
     for path in present[::step][:sample]:
-        try:
-            with Image.open(path) as image:
-                sides.append(min(image.size))
-        except (OSError, ValueError, Image.DecompressionBombError):
-            continue
+        size = picture_size(path)
+        if size is not None:
+            sides.append(min(size))
     return int(np.median(sides)) if sides else None
 
 

@@ -18,6 +18,7 @@ from agentk.core.artifacts import DENSE_TASKS, MODALITY_CODES, TARGET_MODALITIES
 from agentk.core.maps import MapError, map_columns, read_map
 from agentk.core.metrics import normalise_labels
 from agentk.core.metrics.direction import Direction
+from agentk.core.pictures import is_picture
 from agentk.core.pixels import resolve as resolve_path
 from unit_tests_setup.files import IMAGE_EXTENSIONS, csv_headers, has_images, has_tables
 from unit_tests_setup.submission_rules import validate_against_setup
@@ -166,7 +167,11 @@ def _is_text(series: pd.Series) -> bool:
 def _image_path_problems(frame: pd.DataFrame, setup: Path, name: str) -> list[str]:
     for column in frame.columns[1:]:
         values = frame[column].dropna().astype(str)
-        if values.empty or not values.str.lower().str.endswith(tuple(IMAGE_EXTENSIONS)).all():
+        if values.empty:
+            continue
+        # Named like pictures, or (a DICOM named by its UID alone) the first few are pictures.
+        if not values.str.lower().str.endswith(tuple(IMAGE_EXTENSIONS)).all() and \
+                not all(is_picture(resolve_path(setup, v)) for v in values.head(5)):
             continue
         missing = [v for v in values if not resolve_path(setup, v).is_file()]
         if missing:

@@ -27,11 +27,12 @@ from charset_normalizer import from_bytes
 
 from agentk.core.archives import check_zip, open_zip
 from agentk.core.errors import ArchiveError
+from agentk.core.pictures import ARRAY_EXTENSIONS, PICTURE_EXTENSIONS, picture_form
 
 TableFormat = Literal["csv", "json", "jsonl", "parquet", "excel"]
 FileKind = Literal["table", "image", "archive", "text", "other"]
 
-IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")
+IMAGE_EXTENSIONS = PICTURE_EXTENSIONS  # a file so named may be a picture; arrays are checked by shape
 _SNIFF_BYTES = 64 * 1024
 # How far a file's head may grow to hold a few records of a very wide table; a file with no line
 # break that far in is no table of rows.
@@ -75,14 +76,19 @@ def _gunzip_head(path: Path) -> bytes:
 
 
 def file_kind(path: Path) -> FileKind:
-    """What a file is, from its first bytes (extension for images, whose magic varies)."""
+    """What a file is, from its first bytes (extension for images, whose magic varies; arrays by
+    their shape, DICOM and NumPy by their magic whatever the name)."""
     name = path.name.lower()
+    if name.endswith(ARRAY_EXTENSIONS):
+        return "image" if picture_form(path) is not None else "other"
     if name.endswith(IMAGE_EXTENSIONS):
         return "image"
     try:
         head = _head(path)
     except OSError:
         return "other"
+    if head[128:132] == b"DICM" or (head.startswith(b"\x93NUMPY") and picture_form(path) is not None):
+        return "image"
     if head.startswith(b"PK\x03\x04"):
         return "table" if _is_xlsx(path) else "archive"
     if head.startswith(b"\x1f\x8b"):

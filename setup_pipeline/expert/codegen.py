@@ -27,13 +27,19 @@ _IMPORTS = ("from agentk.core.readers import read_table\n"
             "from setup_pipeline.perception.recipe import assemble\n\n\n")
 
 
-def _read(facts: DataFacts, split: str, drop_missing_targets: bool) -> str:
-    """Lines that set `frame` (the split's table, cells as text) and `ids` (one per row)."""
+_ROW = "__row"  # a stacked picture's number: the row's place in the table as read
+
+
+def _read(facts: DataFacts, split: str, drop_missing_targets: bool, numbered: bool = False) -> str:
+    """Lines that set `frame` (the split's table, cells as text) and `ids` (one per row); with
+    `numbered`, frame[_ROW] keeps each row's place before rows without a target are dropped."""
     recipe = facts.train_table if split == "train" else facts.test_table
     assert recipe is not None
     id_column = facts.train_id_column if split == "train" else facts.test_id_column
     spec = recipe.model_dump(mode="json", exclude_defaults=True)
     lines = [f"    frame = assemble(RAW, {spec!r})"]
+    if numbered:
+        lines.append(f"    frame[{_ROW!r}] = range(len(frame))")
     if drop_missing_targets:
         lines.append(f"    present = (frame[{_label_columns(facts)!r}].apply(lambda c: c.str.strip()) != '').all(axis=1)")
         lines.append("    frame = frame[present].reset_index(drop=True)  # rows without a target teach nothing")
@@ -80,16 +86,39 @@ def _named_train_images(layout: ImageLayout) -> str:
         "def build_map() -> pd.DataFrame:\n"
         f"    root = RAW / {layout.train_dir!r}\n"
         f"    pattern = re.compile({layout.name_label_pattern!r})  # group 'label' of the file stem\n"
-        "    found = sorted((p, pattern.match(p.stem)) for p in root.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS)\n"
+        "    found = sorted((p, pattern.match(p.stem)) for p in root.iterdir() if is_image(p))\n"
         "    paths = [p for p, match in found if match]  # a stray name without a label teaches nothing\n"
         "    labels = [match.group('label') for _, match in found if match]\n"
         "    ids = [f'train_{i}' for i in range(len(paths))]\n"
     )
 
 
+def _stacked_map(facts: DataFacts, split: str, folder: str) -> str:
+    """Pictures unpacked from a stacked array: row i of the split's table (or of the sample, when
+    the test split has no table) is `<folder>/<i>.npy`."""
+    if _split_file(facts, split) is None:
+        assert facts.sample_submission is not None
+        return (
+            _IMPORTS + "def build_map() -> pd.DataFrame:\n"
+            f"    ids = read_table(RAW / {facts.sample_submission!r})[{facts.id_column!r}].astype(str).str.strip()\n"
+            f"    root = RAW / {folder!r}\n"
+            "    paths = [root / f'{i}.npy' for i in range(len(ids))]\n"
+            '    return pd.DataFrame({"id": ids.to_numpy(), "image_path": [relative_to_setup(p) for p in paths]})\n'
+        )
+    return (
+        _IMPORTS + "def build_map() -> pd.DataFrame:\n"
+        f"{_read(facts, split, drop_missing_targets=split == 'train', numbered=True)}\n"
+        f"    root = RAW / {folder!r}\n"
+        f"    paths = [root / f'{{i}}.npy' for i in frame[{_ROW!r}]]\n"
+        '    return pd.DataFrame({"id": ids.to_numpy(), "image_path": [relative_to_setup(p) for p in paths]})\n'
+    )
+
+
 def image_map(facts: DataFacts, split: str) -> str:
     layout = facts.image
     assert layout is not None
+    if split in layout.stack_dirs:
+        return _stacked_map(facts, split, layout.stack_dirs[split])
     if layout.kind == "name_labels" and split == "train":
         return _named_train_images(layout) + (
             '    return pd.DataFrame({"id": ids, "image_path": [relative_to_setup(p) for p in paths]})\n'
@@ -98,7 +127,7 @@ def image_map(facts: DataFacts, split: str) -> str:
         return (
             "def build_map() -> pd.DataFrame:\n"
             f"    root = RAW / {layout.train_dir!r}\n"
-            "    paths = sorted(p for p in root.glob('*/*') if p.suffix.lower() in IMAGE_EXTENSIONS)\n"
+            "    paths = sorted(p for p in root.glob('*/*') if is_image(p))\n"
             '    return pd.DataFrame({"id": [p.stem for p in paths], "image_path": [relative_to_setup(p) for p in paths]})\n'
         )
     if split == "test" and _split_file(facts, split) is None and facts.sample_submission:
@@ -115,7 +144,7 @@ def image_map(facts: DataFacts, split: str) -> str:
         return (
             "def build_map() -> pd.DataFrame:\n"
             f"    root = RAW / {folder!r}\n"
-            "    paths = sorted(p for p in root.rglob('*') if p.suffix.lower() in IMAGE_EXTENSIONS)\n"
+            "    paths = sorted(p for p in root.rglob('*') if is_image(p))\n"
             f'    return pd.DataFrame({{"id": [{spelling} for p in paths], "image_path": [relative_to_setup(p) for p in paths]}})\n'
         )
     if layout.path_column:
@@ -139,7 +168,7 @@ def _image_lookup(layout: ImageLayout) -> str:
     return (
         "    by_name = {}\n"
         "    for path in root.rglob('*'):\n"
-        "        if path.suffix.lower() in IMAGE_EXTENSIONS:\n"
+        "        if is_image(path):\n"
         "            by_name.setdefault(path.name, path)\n"
         "            by_name.setdefault(path.stem, path)\n"
         + ("            by_name.setdefault(path.parent.name, path)\n" if layout.ids_are_folders else "") +
@@ -162,7 +191,7 @@ def target_map(facts: DataFacts) -> str:
         return (
             "def build_map() -> pd.DataFrame:\n"
             f"    root = RAW / {layout.train_dir!r}\n"
-            "    paths = sorted(p for p in root.glob('*/*') if p.suffix.lower() in IMAGE_EXTENSIONS)\n"
+            "    paths = sorted(p for p in root.glob('*/*') if is_image(p))\n"
             f'    return pd.DataFrame({{"id": [p.stem for p in paths], {labels[0]!r}: [p.parent.name for p in paths]}})\n'
         )
     assert facts.train_file is not None

@@ -30,6 +30,7 @@ from setup_pipeline.expert.targets import TargetDecisions, as_numbers, is_bool_l
 from setup_pipeline.perception.catalogue import Catalogue, build_catalogue
 from setup_pipeline.perception.page_text import as_markdown
 from setup_pipeline.perception.roles import decide_roles
+from setup_pipeline.perception.stacks import PictureStack
 from setup_pipeline.perception.tables import match_column
 
 
@@ -64,6 +65,7 @@ class _Inspection(TargetDecisions, ImageLayouts):
         self.test_row_start: int | None = None
         self.train_ids_by_position = False
         self.name_labels: NameLabels | None = None
+        self.stacks: list[PictureStack] = []
 
     # ------------------------------------------------------------ files
 
@@ -89,6 +91,7 @@ class _Inspection(TargetDecisions, ImageLayouts):
         catalogue = build_catalogue(self.raw)
         self.notes += catalogue.notes
         self.images = catalogue.images
+        self.stacks = catalogue.stacks
         pixels = find_pixel_task(self.raw, catalogue.images, catalogue.tables, self.notes)
         if pixels is not None:
             return self._pixel_facts(pixels, base_metric)
