@@ -11,10 +11,8 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from agentk.core.readers import UnreadableTable, read_csv_text, read_table
+from agentk.core.readers import UnreadableTable, numbers_from_text, read_csv_text, read_table
 
 MISSING_TEXT = {"", "nan", "none", "null", "<na>"}
 _TEXT = pd.StringDtype("pyarrow")
@@ -45,14 +43,7 @@ def _is_missing(column: pd.Series) -> pd.Series:
 
 
 def _numeric(column: pd.Series) -> pd.Series:
-    stripped = column.str.strip()
-    try:
-        # Arrow parses a column of millions of numbers at once; a cell it cannot read sends the
-        # column to pandas, which says which cells are not numbers.
-        parsed = pc.cast(pa.array(stripped, type=pa.large_string()), pa.float64())
-        return pd.Series(parsed.to_numpy(zero_copy_only=False), index=column.index)
-    except (pa.ArrowException, TypeError, ValueError):
-        return pd.to_numeric(stripped, errors="coerce")
+    return numbers_from_text(column)
 
 
 def _looks_numeric(column: pd.Series) -> bool:

@@ -22,6 +22,7 @@ from typing import IO, Literal
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 from charset_normalizer import from_bytes
 
@@ -331,6 +332,17 @@ def read_csv_text(path: str | Path) -> pd.DataFrame:
     text = data.decode("utf-8")
     frame = _read_with_arrow(data, text, ",") if len(data) >= ARROW_MIN_BYTES else None
     return frame if frame is not None else _c_parser(text, ",", None)
+
+
+def numbers_from_text(column: pd.Series) -> pd.Series:
+    """A text column's numbers, NaN where a cell is none. Arrow parses a column of millions at once;
+    a cell it cannot read sends the column to pandas, which finds which cells are not numbers."""
+    stripped = column.astype(str).str.strip()
+    try:
+        parsed = pc.cast(pa.array(stripped, type=pa.large_string()), pa.float64())
+        return pd.Series(parsed.to_numpy(zero_copy_only=False), index=column.index)
+    except (pa.ArrowException, TypeError, ValueError):
+        return pd.to_numeric(stripped, errors="coerce")
 
 
 def _c_parser(text: str, delimiter: str, nrows: int | None) -> pd.DataFrame:
