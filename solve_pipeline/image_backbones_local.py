@@ -241,7 +241,7 @@ def _timed(module: nn.Module, batch: torch.Tensor, on: torch.device) -> tuple[fl
 
 def _probe(backbone: LocalBackbone, images: np.ndarray, on: torch.device,
            seconds: float, n_images: int) -> tuple[float, int, int] | str:
-    """(seconds per image at `px`, pooled width), or why the model is out. A model trained below
+    """(seconds per image, the size it was timed at, pooled width), or why it is out. A model trained below
     the batch's size is timed at its own size, where it will run: a small model's time is mostly
     per-call overhead, which does not shrink with the pixels as the extrapolation assumes."""
     module = backbone.load().to(on)
@@ -254,7 +254,8 @@ def _probe(backbone: LocalBackbone, images: np.ndarray, on: torch.device,
     except Exception as error:  # noqa: BLE001 - e.g. a model that runs at its training size only
         module.fixed_px = backbone.native_px
         first, _ = _timed(module, batch[:2], on)  # a second failure is the model's own
-        _say(f"image backbone {backbone.name}: runs at {backbone.native_px} px only ({_one_line(error)})")
+        label = backbone.files.label if backbone.files is not None else backbone.name
+        _say(f"image backbone {label}: runs at {backbone.native_px} px only ({_one_line(error)})")
     if n_images * first / 2 > HOPELESS * seconds:
         return f"~{n_images * first / 2:.0f} s for {n_images} images at {batch.shape[-1]} px, {seconds:.0f} s allowed"
     _timed(module, batch, on)  # warm-up at the batch's shape, as the Lite0 probe does
@@ -267,8 +268,9 @@ def _probe(backbone: LocalBackbone, images: np.ndarray, on: torch.device,
 def price_local(backbones: list[Backbone], images: np.ndarray, per_pixel: float, on: torch.device, *,
                 seconds: float, n_images: int) -> list[Backbone]:
     """`backbones` with each unpriced local one timed on `images` (the probe's batch, (n, 3, px, px);
-    at its own size when it was trained smaller) and priced per pixel against the probe's `per_pixel` (seconds per pixel at relative cost 1);
-    one that cannot load or run, or that cannot fit `seconds` for `n_images`, is dropped with a line."""
+    at its own size when it was trained smaller) and priced per pixel against the probe's
+    `per_pixel` (seconds per pixel at relative cost 1). One that cannot load or run, or cannot come
+    near `seconds` for `n_images`, is dropped with a line."""
     priced: list[Backbone] = []
     if not 0 < per_pixel < math.inf:  # nothing priced to compare with (every backbone unpriced)
         return [b for b in backbones if math.isfinite(b.relative_cost)]

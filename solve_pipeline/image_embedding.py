@@ -153,7 +153,9 @@ def plan_embedding(paths: Sequence[str], seconds: float, threads: int = 2,
     """Every option whose projected time fits in `seconds`, best first, or none with the reason.
 
     The projection comes from one timed batch of the cheapest backbone; `embed_images` checks it
-    against its own pace and gives up early, so the caller can go down this list."""
+    against its own pace and gives up early, so the caller can go down this list. What the probes
+    took (loading a user's model included) comes out of `seconds`: the caller's deadline counts it."""
+    planning = time.monotonic()
     backbones = with_local(available_backbones()) if backbones is None else backbones
     if not backbones:
         return [], "no pretrained image backbone is installed"
@@ -183,6 +185,7 @@ def plan_embedding(paths: Sequence[str], seconds: float, threads: int = 2,
         # The user's own models are timed on this very batch (image_backbones_local).
         backbones = price_local(backbones, batch, per_pixel, on, seconds=SAFETY * seconds,
                                 n_images=sum(1 for p in paths if p))
+    seconds -= time.monotonic() - planning
     keys = [file_key(p) for p in paths if p]
     plans = []
     for backbone, px in _options(backbones, native):
