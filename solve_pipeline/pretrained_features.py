@@ -19,6 +19,7 @@ from sklearn.preprocessing import StandardScaler
 from solve_pipeline.baseline_models import tabular_linear_blocks
 from solve_pipeline.cv import emit
 from solve_pipeline.dataset import FeatureSet
+from solve_pipeline.image_backbones_local import chosen_note
 from solve_pipeline.image_embedding import ImagePlan, TooSlow, embed_images, plan_embedding
 from solve_pipeline.text_embedding import embed_text_columns
 
@@ -73,7 +74,7 @@ def _image_block(features: FeatureSet, seconds: float,
         per_column = np.split(vectors, len(columns))
         train = np.hstack([part[:n_train] for part in per_column])
         test = np.hstack([part[n_train:n_train + n_test] for part in per_column])
-        note = f"images: {plan.label} in {time.monotonic() - started:.0f} s"
+        note = f"images: {plan.label} in {time.monotonic() - started:.0f} s{chosen_note(plan.backbone)}"
         if given_up:
             note += f" (gave up on {', '.join(given_up)}: too slow at the pace measured)"
         return EmbeddingBlock(train, test, f"image:{plan.label}"), plan, note
