@@ -19,8 +19,9 @@ from solve_pipeline.hebo_tool import HEBO_INSTALL, hebo_missing
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("agentk", "setup_pipeline", "unit_tests_setup", "solve_pipeline", "curriculum")
 # Imports a plain install leaves out on purpose: the extra that brings each, or None for a module
-# that runs in its own venv (the AutoGluon rival, `make autogluon`).
-OPTIONAL = {"hebo": "hebo", "torchvision": "vision", "ray": "ray", "autogluon": None}
+# that runs in its own venv (the AutoGluon rival, `make autogluon`) or is used only where the user
+# has it (timm, for the user's own image models).
+OPTIONAL = {"hebo": "hebo", "torchvision": "vision", "ray": "ray", "autogluon": None, "timm": None}
 
 
 def _normalise(name: str) -> str:
