@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import traceback
+from types import ModuleType
 
 from agentk.core.config import PolicyName
 from agentk.core.metrics import get_metric, normalise_labels
@@ -58,9 +59,9 @@ class ExpertPolicy:
             return Fill(summarise(text), plan="keep overview, evaluation, submission format and data sections")
         facts = self.facts(ctx)
         if facts.pixels is not None and name not in ("modalities", "plan"):
-            return _pixel_stage(facts, name)
+            return _picture_stage(facts, name, pixel_codegen, "pixels")
         if facts.masks is not None and name not in ("modalities", "plan"):
-            return _mask_stage(facts, name)
+            return _picture_stage(facts, name, mask_codegen, "mask")
         if name == "modalities":
             picture_target = facts.pixels is not None or facts.masks is not None
             content = {"input_modalities": facts.input_modalities,
@@ -112,30 +113,26 @@ class ExpertPolicy:
         return codegen.target_transform(facts, classes, scales)
 
 
-def _pixel_stage(facts: DataFacts, name: str) -> Action:
-    """An image-to-image task's stages: every map keyed by picture, the target a picture."""
-    if name.startswith(("train_input_map_", "test_input_map_")):
-        split = name.split("_")[0]
-        return Fill(pixel_codegen.image_map(facts, split), plan=f"{split} pictures keyed by file name")
-    writers = {"train_target_map": (pixel_codegen.target_map, "the target pictures keyed by file name"),
-               "target_transform": (pixel_codegen.target_transform, "the target is a picture: kept as its path"),
-               "submission_format": (pixel_codegen.submission_format, "every predicted picture spelt out pixel by pixel"),
-               "metric": (pixel_codegen.metric, f"{facts.metric} over every pixel")}
-    if name not in writers:
-        return Decline(f"the expert policy has no rule for stage {name!r}")
-    write, plan = writers[name]
-    return Fill(write(facts), plan=plan)
+# What each picture-target stage's plan says, by target kind: (maps, target map, transform, submission, metric).
+_PICTURE_PLANS = {
+    "pixels": ("the target pictures keyed by file name", "the target is a picture: kept as its path",
+               "every predicted picture spelt out pixel by pixel", "over every pixel"),
+    "mask": ("the masks keyed by picture name", "the target is a mask: kept as its path",
+             "every predicted mask run-length encoded", "over the masks"),
+}
 
 
-def _mask_stage(facts: DataFacts, name: str) -> Action:
-    """A segmentation task's stages: every map keyed by picture, the target a labelled mask."""
+def _picture_stage(facts: DataFacts, name: str, writer: ModuleType, kind: str) -> Action:
+    """A picture target's stages (image to image, masks): every map keyed by picture, the target a
+    picture; `writer` is the kind's code generator."""
     if name.startswith(("train_input_map_", "test_input_map_")):
         split = name.split("_")[0]
-        return Fill(mask_codegen.image_map(facts, split), plan=f"{split} pictures keyed by file name")
-    writers = {"train_target_map": (mask_codegen.target_map, "the masks keyed by picture name"),
-               "target_transform": (mask_codegen.target_transform, "the target is a mask: kept as its path"),
-               "submission_format": (mask_codegen.submission_format, "every predicted mask run-length encoded"),
-               "metric": (mask_codegen.metric, f"{facts.metric} over the masks")}
+        return Fill(writer.image_map(facts, split), plan=f"{split} pictures keyed by file name")
+    target_map, transform, submission, metric = _PICTURE_PLANS[kind]
+    writers = {"train_target_map": (writer.target_map, target_map),
+               "target_transform": (writer.target_transform, transform),
+               "submission_format": (writer.submission_format, submission),
+               "metric": (writer.metric, f"{facts.metric} {metric}")}
     if name not in writers:
         return Decline(f"the expert policy has no rule for stage {name!r}")
     write, plan = writers[name]

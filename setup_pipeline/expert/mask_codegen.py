@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from setup_pipeline.expert.facts import DataFacts
 from setup_pipeline.expert.mask_targets import MaskTask
+from setup_pipeline.expert.pixel_codegen import kept_as_path, pictures
 
 DECODED = "masks"  # setup/<DECODED>/<picture>.npz: the training masks a table encodes
 
@@ -15,12 +16,6 @@ DECODED = "masks"  # setup/<DECODED>/<picture>.npz: the training masks a table e
 def _task(facts: DataFacts) -> MaskTask:
     assert facts.masks is not None
     return facts.masks
-
-
-def _pictures(folder: str) -> str:
-    """Lines that set `paths`: the folder's pictures, by file name."""
-    return (f"    root = RAW / {folder!r}\n"
-            "    paths = sorted((p for p in root.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS), key=lambda p: p.name)\n")
 
 
 def _table_strings(task: MaskTask) -> str:
@@ -47,14 +42,14 @@ def image_map(facts: DataFacts, split: str) -> str:
     task = _task(facts)
     folder = task.test_dir if split == "test" else task.train_dir
     keep = "" if split == "test" else _labelled(task)
-    return ("def build_map() -> pd.DataFrame:\n" + _pictures(folder) + keep +
+    return ("def build_map() -> pd.DataFrame:\n" + pictures(folder, by_content=False) + keep +
             '    return pd.DataFrame({"id": [p.stem for p in paths], "image_path": [relative_to_setup(p) for p in paths]})\n')
 
 
 def target_map(facts: DataFacts) -> str:
     task = _task(facts)
     if task.source == "mask_files":
-        return ("def build_map() -> pd.DataFrame:\n" + _pictures(task.mask_dir or "") +
+        return ("def build_map() -> pd.DataFrame:\n" + pictures(task.mask_dir or "", by_content=False) +
                 f"    inputs = {{p.stem for p in (RAW / {task.train_dir!r}).iterdir()}}\n"
                 "    paths = [p for p in paths if p.stem in inputs]\n"
                 f'    return pd.DataFrame({{"id": [p.stem for p in paths], {task.value_column!r}: [relative_to_setup(p) for p in paths]}})\n')
@@ -62,7 +57,7 @@ def target_map(facts: DataFacts) -> str:
     return (
         "from agentk.core.mask_targets import LABELS_SUFFIX, decoded_labels, picture_shape, save_labels\n"
         "from agentk.core.masks import is_blank\n\n\n"
-        "def build_map() -> pd.DataFrame:\n" + _table_strings(task) + _pictures(task.train_dir) + keep +
+        "def build_map() -> pd.DataFrame:\n" + _table_strings(task) + pictures(task.train_dir, by_content=False) + keep +
         f"    folder = HERE / {DECODED!r}\n"
         "    ids, targets = [], []\n"
         "    for path in paths:\n"
@@ -80,17 +75,8 @@ def target_map(facts: DataFacts) -> str:
 
 def target_transform(facts: DataFacts) -> str:
     task = _task(facts)
-    return (
-        "from agentk.core.mask_targets import MASK_TASK\n\n"
-        f"TARGET = {task.value_column!r}\n"
-        f"PER_OBJECT = {task.per_object!r}  # one submission row per object, else one per picture\n\n\n"
-        "def forward(df: pd.DataFrame) -> pd.DataFrame:\n"
-        "    return df.copy()  # the target is a mask: its path stays as it is\n\n\n"
-        "def inverse(df: pd.DataFrame) -> pd.DataFrame:\n"
-        "    return df.copy()\n\n\n"
-        "def target_info(df: pd.DataFrame) -> dict:\n"
-        '    return {"targets": [{"column": TARGET, "task": MASK_TASK, "classes": None, "per_object": PER_OBJECT}]}\n'
-    )
+    # per_object: one submission row per object, else one per picture
+    return kept_as_path("agentk.core.mask_targets.MASK_TASK", task.value_column, "a mask", {"per_object": task.per_object})
 
 
 def submission_format(facts: DataFacts) -> str:

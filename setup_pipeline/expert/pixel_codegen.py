@@ -14,18 +14,20 @@ def _task(facts: DataFacts) -> PixelTask:
     return facts.pixels
 
 
-def _pictures(folder: str) -> str:
-    """Lines that set `paths`: the folder's pictures, by file name."""
+def pictures(folder: str, by_content: bool = True) -> str:
+    """Lines that set `paths`: the folder's pictures, by file name; known by content (the template's
+    `is_image`), or by extension alone."""
+    test = "is_image(p)" if by_content else "p.suffix.lower() in IMAGE_EXTENSIONS"
     return (f"    root = RAW / {folder!r}\n"
-            "    paths = sorted((p for p in root.iterdir() if is_image(p)), key=lambda p: p.name)\n")
+            f"    paths = sorted((p for p in root.iterdir() if {test}), key=lambda p: p.name)\n")
 
 
 def image_map(facts: DataFacts, split: str) -> str:
     task = _task(facts)
     if split == "test":
-        return ("def build_map() -> pd.DataFrame:\n" + _pictures(task.test_dir) +
+        return ("def build_map() -> pd.DataFrame:\n" + pictures(task.test_dir) +
                 '    return pd.DataFrame({"id": [p.stem for p in paths], "image_path": [relative_to_setup(p) for p in paths]})\n')
-    return ("def build_map() -> pd.DataFrame:\n" + _pictures(task.train_dir) +
+    return ("def build_map() -> pd.DataFrame:\n" + pictures(task.train_dir) +
             f"    targets = {{p.stem for p in (RAW / {task.target_dir!r}).iterdir()}}\n"
             "    paths = [p for p in paths if p.stem in targets]  # an input without its target teaches nothing\n"
             '    return pd.DataFrame({"id": [p.stem for p in paths], "image_path": [relative_to_setup(p) for p in paths]})\n')
@@ -33,25 +35,33 @@ def image_map(facts: DataFacts, split: str) -> str:
 
 def target_map(facts: DataFacts) -> str:
     task = _task(facts)
-    return ("def build_map() -> pd.DataFrame:\n" + _pictures(task.target_dir) +
+    return ("def build_map() -> pd.DataFrame:\n" + pictures(task.target_dir) +
             f"    inputs = {{p.stem for p in (RAW / {task.train_dir!r}).iterdir()}}\n"
             "    paths = [p for p in paths if p.stem in inputs]\n"
             f'    return pd.DataFrame({{"id": [p.stem for p in paths], {task.value_column!r}: [relative_to_setup(p) for p in paths]}})\n')
 
 
-def target_transform(facts: DataFacts) -> str:
-    task = _task(facts)
+def kept_as_path(task_import: str, column: str, what: str, info: dict[str, object]) -> str:
+    """The target transform of a picture target: paths kept as they are, target_info naming the
+    kind (`task_import`, a constant of agentk.core) and what its solver needs (`info`)."""
+    module, name = task_import.rsplit(".", 1)
+    extra = "".join(f", {k!r}: {v!r}" for k, v in info.items())
     return (
-        "from agentk.core.pixels import PIXEL_TASK\n\n"
-        f"TARGET = {task.value_column!r}\n"
-        f"SCALE = {task.scale!r}  # submission value = stored intensity / SCALE\n\n\n"
+        f"from {module} import {name}\n\n"
+        f"TARGET = {column!r}\n\n\n"
         "def forward(df: pd.DataFrame) -> pd.DataFrame:\n"
-        "    return df.copy()  # the target is a picture: its path stays as it is\n\n\n"
+        f"    return df.copy()  # the target is {what}: its path stays as it is\n\n\n"
         "def inverse(df: pd.DataFrame) -> pd.DataFrame:\n"
         "    return df.copy()\n\n\n"
         "def target_info(df: pd.DataFrame) -> dict:\n"
-        '    return {"targets": [{"column": TARGET, "task": PIXEL_TASK, "classes": None, "scale": SCALE}]}\n'
+        f'    return {{"targets": [{{"column": TARGET, "task": {name}, "classes": None{extra}}}]}}\n'
     )
+
+
+def target_transform(facts: DataFacts) -> str:
+    task = _task(facts)
+    # scale: submission value = stored intensity / scale
+    return kept_as_path("agentk.core.pixels.PIXEL_TASK", task.value_column, "a picture", {"scale": task.scale})
 
 
 def submission_format(facts: DataFacts) -> str:

@@ -24,8 +24,6 @@ from agentk.core.artifacts import SetupLayout
 from agentk.core.maps import read_map
 from agentk.core.mask_targets import LABELS_SUFFIX, picture_shape, read_labels, save_labels
 from agentk.core.pixels import read_picture, resolve
-from agentk.core.results import SolveResult
-from agentk.core.workspace import atomic_write_json
 from solve_pipeline.cv import emit
 from solve_pipeline.pixels.features import pixel_features
 from solve_pipeline.pixels.mask_post import MaskScorer, PostProcess, search
@@ -255,21 +253,7 @@ def solve_masks(workspace: Path, out: Path, budget: float | None, seed: int, lig
             best_name, best_score = "pixel_lightgbm", fitted.score
             best_masks = lambda index: fitted.post.apply(fitted.predict(test.picture(index)))  # noqa: E731
     except Exception as exc:  # noqa: BLE001 - the empty submission stands; say why the model did not
-        run.race.append({"family": "pixel_lightgbm", "status": "failed", "seconds": round(time.monotonic() - began, 2),
-                         "reason": f"{type(exc).__name__}: {exc}"})
-        emit("candidate_failed", model="pixel_lightgbm", message=f"{type(exc).__name__}: {exc}")
+        run.model_failed(began, exc)
     if light or best_name != "empty":
         run.submit_masks(best_name, best_score, best_masks, test)
-
-    record = SolveResult.model_validate({
-        "validation_score": run.best, "model": run.best_model, "models_per_target": {column: run.best_model},
-        "submission_from": "this_solve", "higher_is_better": run.higher, "metric": "setup", "cv": run.cv,
-        "race": run.race, "validation": {"kind": "held-out pictures", "pictures": len(held)},
-        "folds": 1, "n_train": n_train, "n_test": len(test.ids), "light": light, "seed": seed,
-        "time_budget_s": budget, "submission_path": str(out), "elapsed_s": round(run.elapsed(), 3),
-        "time_to_first_submission_s": round(run.first_submission_s or 0.0, 3), "timeline": run.timeline,
-        "candidates": [], "task": "segmentation",
-    }).to_json()
-    atomic_write_json(SolveResult.path_in(workspace / "solve"), record)
-    emit("done", validation_score=run.best, model=run.best_model, elapsed_s=round(run.elapsed(), 3))
-    return record
+    return run.finish(column, len(held), n_train, len(test.ids), "segmentation")

@@ -93,7 +93,6 @@ class PictureSolve:
         self.timeline: list[tuple[float, float]] = []
         self.cv: dict[str, float | None] = {}
         self.race: list[dict[str, Any]] = []
-        self.candidates: list[dict[str, Any]] = []
         self.threads = max(1, min(os.cpu_count() or 2, 16))
         self.submit_s = 0.0  # what writing a submission took (the light check writes one only at the end)
 
@@ -102,6 +101,27 @@ class PictureSolve:
 
     def left(self) -> float:
         return float("inf") if self.budget is None else self.budget - self.elapsed()
+
+    def model_failed(self, began: float, exc: Exception) -> None:
+        """The model's failure, said; whatever was submitted before it stands."""
+        self.race.append({"family": "pixel_lightgbm", "status": "failed", "seconds": round(time.monotonic() - began, 2),
+                          "reason": f"{type(exc).__name__}: {exc}"})
+        emit("candidate_failed", model="pixel_lightgbm", message=f"{type(exc).__name__}: {exc}")
+
+    def finish(self, column: str, held: int, n_train: int, n_test: int, task: str) -> dict:
+        """The solve's record, written where every solve writes it, and returned."""
+        record = SolveResult.model_validate({
+            "validation_score": self.best, "model": self.best_model, "models_per_target": {column: self.best_model},
+            "submission_from": "this_solve", "higher_is_better": self.higher, "metric": "setup", "cv": self.cv,
+            "race": self.race, "validation": {"kind": "held-out pictures", "pictures": held},
+            "folds": 1, "n_train": n_train, "n_test": n_test, "light": self.light, "seed": self.seed,
+            "time_budget_s": self.budget, "submission_path": str(self.out), "elapsed_s": round(self.elapsed(), 3),
+            "time_to_first_submission_s": round(self.first_submission_s or 0.0, 3), "timeline": self.timeline,
+            "candidates": [], "task": task,
+        }).to_json()
+        atomic_write_json(SolveResult.path_in(self.workspace / "solve"), record)
+        emit("done", validation_score=self.best, model=self.best_model, elapsed_s=round(self.elapsed(), 3))
+        return record
 
     def score(self, truth: list[np.ndarray], predicted: list[np.ndarray]) -> float:
         scale = self.to_submission
@@ -209,21 +229,7 @@ def solve_pictures(workspace: Path, out: Path, budget: float | None, seed: int, 
         if run.direction.better(score, identity):
             best = ("pixel_lightgbm", score, model.predict)
     except Exception as exc:  # noqa: BLE001 - the identity submission stands; say why the model did not
-        run.race.append({"family": "pixel_lightgbm", "status": "failed", "seconds": round(time.monotonic() - began, 2),
-                         "reason": f"{type(exc).__name__}: {exc}"})
-        emit("candidate_failed", model="pixel_lightgbm", message=f"{type(exc).__name__}: {exc}")
+        run.model_failed(began, exc)
     if not light and best[0] != "identity":
         run.submit(*best, test)
-
-    record = SolveResult.model_validate({
-        "validation_score": run.best, "model": run.best_model, "models_per_target": {target["column"]: run.best_model},
-        "submission_from": "this_solve", "higher_is_better": run.higher, "metric": "setup", "cv": run.cv,
-        "race": run.race, "validation": {"kind": "held-out pictures", "pictures": len(held)},
-        "folds": 1, "n_train": len(train.ids), "n_test": len(test.ids), "light": light, "seed": seed,
-        "time_budget_s": budget, "submission_path": str(out), "elapsed_s": round(run.elapsed(), 3),
-        "time_to_first_submission_s": round(run.first_submission_s or 0.0, 3), "timeline": run.timeline,
-        "candidates": [], "task": "image_to_image",
-    }).to_json()
-    atomic_write_json(SolveResult.path_in(workspace / "solve"), record)
-    emit("done", validation_score=run.best, model=run.best_model, elapsed_s=round(run.elapsed(), 3))
-    return record
+    return run.finish(target["column"], len(held), len(train.ids), len(test.ids), "image_to_image")
