@@ -7,7 +7,7 @@ compared as stripped strings, numbers must parse, booleans must look like boolea
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -164,6 +164,7 @@ def validate_submission(
     echoed: Sequence[str] = (),
     probabilities: bool | None = None,
     encoded: Sequence[str] = (),
+    encoding: Literal["rle", "boxes"] = "rle",
     repeated_ids: bool = False,
 ) -> list[str]:
     """Problems with a submission file; an empty list means it is valid.
@@ -173,7 +174,8 @@ def validate_submission(
     `id_column` (default: the first column; a submission may put its prediction first).
     `echoed` columns repeat test inputs and may be blank where those are. `probabilities`: whether
     the value columns are class probabilities, checked to lie in [0, 1] (None: read from the sample).
-    `encoded` columns hold run-length masks (blank: no mask); with `repeated_ids` a picture may
+    `encoded` columns hold run-length masks (blank: no mask), or boxes (`encoding="boxes"`:
+    `conf x y w h ...`, blank for none); with `repeated_ids` a picture may
     take several consecutive rows (one per object), its first row where the sample lists it.
     """
     try:
@@ -211,7 +213,7 @@ def validate_submission(
         problems += _id_problems(ids, expected_ids)
     plain = submission.drop(columns=[c for c in encoded if c in submission.columns])
     problems += _value_problems(plain, sample, id_column, echoed, probabilities)
-    problems += [p for c in encoded if c in submission.columns for p in _encoding_problems(submission[c], c)]
+    problems += [p for c in encoded if c in submission.columns for p in _encoding_problems(submission[c], c, encoding)]
     return problems
 
 
@@ -223,14 +225,18 @@ def _run_problems(ids: pd.Series) -> list[str]:
     return [f"{len(split)} id(s) whose rows are not consecutive: {_examples(split)}"] if split else []
 
 
-def _encoding_problems(values: pd.Series, column: str) -> list[str]:
-    """Cells that are not run-length masks: pairs of non-negative integers, blank or -1 for none."""
+def _encoding_problems(values: pd.Series, column: str, encoding: Literal["rle", "boxes"]) -> list[str]:
+    """Cells that are not run-length masks (pairs of non-negative integers) or not boxes (groups of
+    `conf x y w h`); blank or -1 for none."""
+    from agentk.core.boxes import parse_boxes
     from agentk.core.masks import rle_numbers
 
+    read = rle_numbers if encoding == "rle" else parse_boxes
     bad = []
     for value in values.fillna("").tolist():
         try:
-            rle_numbers(value)
+            read(value)
         except ValueError:
             bad.append(value)
-    return [f"column {column!r}: {len(bad)} cell(s) are not run-length masks ({_examples(bad)})"] if bad else []
+    what = "run-length masks" if encoding == "rle" else "boxes (conf x y w h ...)"
+    return [f"column {column!r}: {len(bad)} cell(s) are not {what} ({_examples(bad)})"] if bad else []

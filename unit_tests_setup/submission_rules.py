@@ -34,9 +34,12 @@ def validate_against_setup(workspace: Workspace, submission: Path, plan: dict) -
 
 
 def _mask_rules(plan: dict) -> dict:
-    """A segmentation plan's submission holds run-length masks, maybe one row per object."""
+    """A segmentation plan's submission holds run-length masks, maybe one row per object; a
+    detection plan's, one cell of boxes per picture."""
     if plan.get("task_type") != "mask":
         return {}
     masks = (plan.get("facts") or {}).get("masks") or {}
     encoded = [c for c in plan.get("target_columns") or [] if isinstance(c, str)]
+    if masks.get("output") == "boxes":
+        return {"encoded": encoded, "encoding": "boxes"}
     return {"encoded": encoded, "repeated_ids": bool(masks.get("per_object"))}

@@ -26,13 +26,14 @@ MASK_TASK = DENSE_TASKS[1]  # target_info's task for a target that is a mask
 LABELS_SUFFIX = ".npz"  # a labelled mask saved compressed by `save_labels`
 
 
-def save_labels(labels: np.ndarray, path: Path) -> None:
-    """Write a labelled mask atomically (compressed: a mask is mostly runs of zeros)."""
+def save_labels(labels: np.ndarray, path: Path, **extra: np.ndarray) -> None:
+    """Write a labelled mask atomically (compressed: a mask is mostly runs of zeros), with `extra`
+    arrays beside it (a box target's exact boxes: agentk.core.box_targets)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.stem + ".partial" + LABELS_SUFFIX)
     top = int(labels.max()) if labels.size else 0
     dtype = np.uint8 if top < 256 else (np.uint16 if top < 65536 else np.int32)
-    np.savez_compressed(partial, labels=np.asarray(labels).astype(dtype))
+    np.savez_compressed(partial, labels=np.asarray(labels).astype(dtype), **extra)
     os.replace(partial, path)
 
 

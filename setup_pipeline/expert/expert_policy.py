@@ -12,7 +12,7 @@ from types import ModuleType
 
 from agentk.core.config import PolicyName
 from agentk.core.metrics import get_metric, normalise_labels
-from setup_pipeline.expert import codegen, mask_codegen, pixel_codegen
+from setup_pipeline.expert import box_codegen, codegen, mask_codegen, pixel_codegen
 from setup_pipeline.expert.description import summarise
 from setup_pipeline.expert.facts import DataFacts, ExpertDeclined
 from setup_pipeline.expert.inspect import inspect_competition
@@ -61,6 +61,8 @@ class ExpertPolicy:
         if facts.pixels is not None and name not in ("modalities", "plan"):
             return _picture_stage(facts, name, pixel_codegen, "pixels")
         if facts.masks is not None and name not in ("modalities", "plan"):
+            if facts.masks.output == "boxes":
+                return _picture_stage(facts, name, box_codegen, "boxes")
             return _picture_stage(facts, name, mask_codegen, "mask")
         if name == "modalities":
             picture_target = facts.pixels is not None or facts.masks is not None
@@ -119,6 +121,8 @@ _PICTURE_PLANS = {
                "every predicted picture spelt out pixel by pixel", "over every pixel"),
     "mask": ("the masks keyed by picture name", "the target is a mask: kept as its path",
              "every predicted mask run-length encoded", "over the masks"),
+    "boxes": ("the boxes gathered per picture", "the target is boxes: kept as their path",
+              "every picture's predicted boxes in one cell", "over the boxes"),
 }
 
 
@@ -147,11 +151,16 @@ def _plan(facts: DataFacts) -> dict:
     if facts.masks is not None:
         task_type = "mask"
     inputs = ", ".join(facts.input_modalities)
-    steps = _pixel_steps(facts) if facts.pixels is not None else mask_codegen.plan_steps(facts) if facts.masks is not None else [
-        f"Read {facts.train_file or 'the train images'} and {facts.test_file or 'the test images'}; inputs are {inputs}.",
-        f"Key every map by {facts.id_column!r}; targets {[t.column for t in facts.targets]} ({task_type}).",
-        f"Score with {facts.metric}; write {facts.submission_format} submissions with columns {facts.submission_columns[:6]}.",
-    ]
+    if facts.pixels is not None:
+        steps = _pixel_steps(facts)
+    elif facts.masks is not None:
+        steps = (box_codegen if facts.masks.output == "boxes" else mask_codegen).plan_steps(facts)
+    else:
+        steps = [
+            f"Read {facts.train_file or 'the train images'} and {facts.test_file or 'the test images'}; inputs are {inputs}.",
+            f"Key every map by {facts.id_column!r}; targets {[t.column for t in facts.targets]} ({task_type}).",
+            f"Score with {facts.metric}; write {facts.submission_format} submissions with columns {facts.submission_columns[:6]}.",
+        ]
     return {
         "steps": steps,
         "id_column": facts.id_column,

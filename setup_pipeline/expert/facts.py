@@ -46,7 +46,7 @@ class DataFacts(BaseModel):
     test_row_id_start: int | None = None  # no key and no sample: test ids number the rows from here
     top_k: int | None = None  # ranking metrics (MAP@K): how many labels a row lists
     row_files: RowFiles | None = None  # a text file per row, named by its id
-    submission_format: Literal["per_target", "per_class_proba", "per_pixel", "per_mask"]
+    submission_format: Literal["per_target", "per_class_proba", "per_pixel", "per_mask", "per_box"]
     targets: list[TargetFact]
     submission_columns: list[str]
     tabular_columns: list[str]

@@ -18,9 +18,11 @@ import pyarrow.compute as pc
 
 from agentk.core import metrics
 from agentk.core.mask_targets import MASK_TASK
+from agentk.core.metrics.spatial import stated_thresholds
 from agentk.core.pixels import PIXEL_TASK
 from setup_pipeline.expert.description import submission_example_rows, submission_header
 from setup_pipeline.expert.facts import DataFacts, ExpertDeclined, TargetFact
+from setup_pipeline.expert.box_targets import box_metric, find_box_task
 from setup_pipeline.expert.images import ImageLayout, ImageLayouts, present
 from setup_pipeline.expert.mask_targets import MaskTask, find_mask_task, mask_metric
 from setup_pipeline.expert.name_labels import NameLabels
@@ -96,6 +98,9 @@ class _Inspection(TargetDecisions, ImageLayouts):
         if pixels is not None:
             return self._pixel_facts(pixels, base_metric)
         masks = find_mask_task(self.raw, catalogue.images, catalogue.tables, text, self.notes)
+        if masks is None:
+            thresholds = list(stated_thresholds(text) or []) or None
+            masks = find_box_task(self.raw, catalogue.images, catalogue.tables, base_metric, thresholds, self.notes)
         if masks is not None:
             return self._mask_facts(masks, base_metric)
         if base_metric is not None and metrics.get_metric(base_metric).spatial:
@@ -189,8 +194,9 @@ class _Inspection(TargetDecisions, ImageLayouts):
             dropped_columns={}, notes=self.notes, assumptions=self.assumptions, evidence=self.evidence)
 
     def _mask_facts(self, task: MaskTask, page_metric: str | None) -> DataFacts:
-        """A segmentation task: maps keyed by picture, the target a labelled mask, submitted encoded."""
-        metric, assumed = mask_metric(task, page_metric)
+        """A segmentation or detection task: maps keyed by picture, the target a labelled mask (or
+        boxes), submitted encoded."""
+        metric, assumed = box_metric(page_metric) if task.output == "boxes" else mask_metric(task, page_metric)
         if assumed:
             self.assume(assumed)
         layout = ImageLayout(kind="id_files", train_dir=task.train_dir, test_dir=task.test_dir,
@@ -198,7 +204,8 @@ class _Inspection(TargetDecisions, ImageLayouts):
                              n_train_images=task.n_train, n_test_images=task.n_test)
         return DataFacts(
             train_file=task.table, test_file=None, sample_submission=task.sample, id_column=task.id_column,
-            train_id_column=None, test_id_column=None, submission_format="per_mask",
+            train_id_column=None, test_id_column=None,
+            submission_format="per_box" if task.output == "boxes" else "per_mask",
             targets=[TargetFact(column=task.value_column, task=MASK_TASK)],
             submission_columns=[task.id_column, task.value_column], tabular_columns=[], text_columns=[],
             image=layout, masks=task, input_modalities=["image"], metric=metric,

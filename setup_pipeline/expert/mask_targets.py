@@ -35,7 +35,8 @@ class MaskTask(BaseModel):
     """Where a segmentation competition's pictures and masks are, and how its submission encodes
     them. Paths are relative to raw/."""
 
-    source: Literal["mask_files", "rle_table"]
+    source: Literal["mask_files", "rle_table", "box_table"]
+    output: Literal["rle", "boxes"] = "rle"  # boxes: a detection task (setup_pipeline/expert/box_targets.py)
     train_dir: str  # the training pictures
     test_dir: str
     mask_dir: str | None = None  # mask_files: the masks, by the training pictures' names
@@ -53,6 +54,8 @@ class MaskTask(BaseModel):
     relative: bool = False  # each start counted from the end of the run before
     empty: str = ""  # how the submission writes a picture without a mask
     thresholds: list[float] | None = None  # the IoU thresholds the page states (map_iou)
+    box_columns: list[str] | None = None  # box_table: one cell of boxes, or four number columns
+    box_format: Literal["xywh", "xyxy"] = "xywh"  # box_table: corner and size, or two corners
 
 
 def _folders(images: list[Path]) -> dict[Path, dict[str, Path]]:

@@ -76,9 +76,10 @@ class _Tests:
         return int(np.mean([h * w for h, w in shown]) * len(self.paths)) if shown else 0
 
 
-def _read_train(setup: Path, column: str, rng: np.random.Generator, limit: int | None) -> tuple[_Pictures, int]:
-    """The training pictures and their masks, a random share of them when all would not fit
-    `_MAX_TRAIN_PIXELS`; and how many there are in all."""
+def read_train(setup: Path, column: str, rng: np.random.Generator, limit: int | None,
+               labels_of: Callable[[Path], np.ndarray] = read_labels) -> tuple[_Pictures, int]:
+    """The training pictures and their masks (`labels_of` a target's path), a random share of them
+    when all would not fit `_MAX_TRAIN_PIXELS`; and how many there are in all."""
     layout = SetupLayout(setup)
     inputs = read_map(layout.input_map("train", "img")).drop_duplicates("id")
     truth = read_map(layout.target_map).drop_duplicates("id").set_index("id")[column]
@@ -92,12 +93,12 @@ def _read_train(setup: Path, column: str, rng: np.random.Generator, limit: int |
         picture = read_picture(resolve(setup, row.image_path))
         pictures.ids.append(str(row.id))
         pictures.inputs.append(picture)
-        pictures.labels.append(read_labels(resolve(setup, truth.loc[row.id])))
+        pictures.labels.append(labels_of(resolve(setup, truth.loc[row.id])))
         pixels += picture.size
     return pictures, len(inputs)
 
 
-def _read_tests(setup: Path) -> _Tests:
+def read_tests(setup: Path) -> _Tests:
     frame = read_map(SetupLayout(setup).input_map("test", "img")).drop_duplicates("id")
     return _Tests(frame["id"].astype(str).tolist(), [resolve(setup, p) for p in frame["image_path"]])
 
@@ -124,13 +125,18 @@ class MaskSolve(PictureSolve):
 
     def submit_masks(self, name: str, score: float, masks: Callable[[int], np.ndarray], test: _Tests) -> bool:
         """Save every test picture's mask and adopt the submission when `score` beats the record."""
+        return self.submit_pictures(name, score, lambda index, path: save_labels(masks(index), path), test)
+
+    def submit_pictures(self, name: str, score: float, write: Callable[[int, Path], None], test: _Tests) -> bool:
+        """`write` every test picture's prediction (its index, the file) and adopt the submission
+        when `score` beats the record."""
         if self.best is not None and not self.direction.better(score, self.best):
             return False
         folder = self.workspace / "solve" / "masks" / name
         paths = []
         for index, image_id in enumerate(test.ids):
             path = folder / f"{image_id}{LABELS_SUFFIX}"
-            save_labels(masks(index), path)
+            write(index, path)
             paths.append(os.path.relpath(path, self.setup))
         pred = pd.DataFrame({"id": test.ids, self.target["column"]: paths})
         formatted = self.submission_module.format_submission(pred)
@@ -145,7 +151,7 @@ class MaskSolve(PictureSolve):
         return True
 
 
-def _split(pictures: _Pictures, rng: np.random.Generator) -> tuple[list[int], list[int]]:
+def split(pictures: _Pictures, rng: np.random.Generator) -> tuple[list[int], list[int]]:
     """(held-out, fitted) picture indices; one picture alone is both."""
     n = len(pictures.ids)
     order = rng.permutation(n).tolist()
@@ -158,11 +164,15 @@ def _split(pictures: _Pictures, rng: np.random.Generator) -> tuple[list[int], li
 
 
 @dataclass
-class _Fitted:
+class Fitted:
     predict: Callable[[np.ndarray], np.ndarray]  # picture -> probability per pixel
-    post: PostProcess
+    post: Any  # what turns a probability map into the prediction (PostProcess, boxes' BoxPost)
     score: float
     line: str
+
+
+# Held-out probabilities -> (post-processing, its score, what it is): the metric's own tuning.
+Tune = Callable[[list[np.ndarray]], tuple[Any, float, str]]
 
 
 def _afford(run: MaskSolve, train: _Pictures, held: list[int], fit: list[int], test: _Tests) -> tuple[list[int], float]:
@@ -188,8 +198,8 @@ def _afford(run: MaskSolve, train: _Pictures, held: list[int], fit: list[int], t
     return fit[:keep], predict_s
 
 
-def _fit(run: MaskSolve, train: _Pictures, held: list[int], fit: list[int], test: _Tests, scorer_args: dict,
-         rng: np.random.Generator) -> _Fitted:
+def fit_tuned(run: MaskSolve, train: _Pictures, held: list[int], fit: list[int], test: _Tests, tune: Tune,
+              rng: np.random.Generator) -> Fitted:
     """The pixel classifier, its post-processing tuned on the held-out pictures, and their score."""
     fit, predict_s = _afford(run, train, held, fit, test)
     n_pixels = sum(train.inputs[i].size for i in fit)
@@ -214,11 +224,8 @@ def _fit(run: MaskSolve, train: _Pictures, held: list[int], fit: list[int], test
         emit("pixel_model_cut", message=cut)
     if model.use_trees == 0:
         raise TimeoutError(cut)
-    probabilities = [model.predict(train.inputs[i]) for i in held]
-    scorer = MaskScorer(truths=[train.labels[i] for i in held], probabilities=probabilities, **scorer_args)
-    post, score = search(scorer, run.higher)
-    line += f"; {post.describe()} (plain threshold 0.5: {scorer.score(PostProcess(0.5, 0, 0)):.4f})"
-    return _Fitted(model.predict, post, score, line)
+    post, score, tuned = tune([model.predict(train.inputs[i]) for i in held])
+    return Fitted(model.predict, post, score, f"{line}; {tuned}")
 
 
 def solve_masks(workspace: Path, out: Path, budget: float | None, seed: int, light: bool) -> dict:
@@ -227,9 +234,9 @@ def solve_masks(workspace: Path, out: Path, budget: float | None, seed: int, lig
     target = run.target
     column, per_object = target["column"], bool(target.get("per_object"))
     rng = np.random.default_rng(seed)
-    train, n_train = _read_train(run.setup, column, rng, limit=LIGHT_PAIRS if light else None)
-    test = _read_tests(run.setup)
-    held, fit = _split(train, rng)
+    train, n_train = read_train(run.setup, column, rng, limit=LIGHT_PAIRS if light else None)
+    test = read_tests(run.setup)
+    held, fit = split(train, rng)
     emit("start", n_train=len(train.ids), n_train_total=n_train, n_test=len(test.ids), held_out_pictures=len(held),
          task="segmentation")
     scorer_args: dict[str, Any] = {"metric": run.metric, "per_object": per_object,
@@ -244,7 +251,12 @@ def solve_masks(workspace: Path, out: Path, budget: float | None, seed: int, lig
         run.submit_masks(best_name, best_score, best_masks, test)
     began = time.monotonic()
     try:
-        fitted = _fit(run, train, held, fit, test, scorer_args, rng)
+        def tune(probabilities: list[np.ndarray]) -> tuple[PostProcess, float, str]:
+            scorer = MaskScorer(truths=[train.labels[i] for i in held], probabilities=probabilities, **scorer_args)
+            post, score = search(scorer, run.higher)
+            return post, score, f"{post.describe()} (plain threshold 0.5: {scorer.score(PostProcess(0.5, 0, 0)):.4f})"
+
+        fitted = fit_tuned(run, train, held, fit, test, tune, rng)
         run.cv["pixel_lightgbm"] = fitted.score
         run.race.append({"family": "pixel_lightgbm", "status": "finished", "first_fold_score": fitted.score,
                          "seconds": round(time.monotonic() - began, 2), "reason": fitted.line})

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from agentk.core.artifacts import DENSE_TASKS, SetupLayout
+from agentk.core.box_targets import BOX_OUTPUT
 from agentk.core.mask_targets import MASK_TASK
 from agentk.core.maps import read_map
 from agentk.core.metrics.direction import Direction
@@ -198,7 +199,12 @@ def _fit_model(run: PictureSolve, train: _Pictures, held: list[int], fit: list[i
 
 def solve_pictures(workspace: Path, out: Path, budget: float | None, seed: int, light: bool) -> dict:
     """Identity first, then the boosted pixel model; returns (and writes) the solve's record."""
-    if picture_target(workspace / "setup", (MASK_TASK,)) is not None:
+    mask = picture_target(workspace / "setup", (MASK_TASK,))
+    if mask is not None and mask.get("output") == BOX_OUTPUT:
+        from solve_pipeline.pixels.boxes import solve_boxes  # boxes: masks whose objects are boxes
+
+        return solve_boxes(workspace, out, budget, seed, light)
+    if mask is not None:
         from solve_pipeline.pixels.masks import solve_masks  # a mask target has a solve of its own
 
         return solve_masks(workspace, out, budget, seed, light)

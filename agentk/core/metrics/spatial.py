@@ -42,7 +42,7 @@ BOX_IOU_THRESHOLDS: tuple[float, ...] = tuple(round(0.5 + 0.05 * i, 2) for i in 
 
 # "The threshold values range from 0.4 to 0.75 with a step size of 0.05" (Kaggle's wording).
 _NUMBER = r"(0?\.\d+|1(?:\.0+)?)"
-_RANGE_RE = re.compile(rf"\bthresholds?\b[^.]{{0,80}}?\b(?:range|ranging|go|going|vary|varying|run|running)\s+from\s+"
+_RANGE_RE = re.compile(rf"\bthresholds?\b[^.]{{0,80}}?(?:\b(?:range|ranging|go|going|vary|varying|run|running)\s+)?\bfrom\s+"
                        rf"{_NUMBER}\s+to\s+{_NUMBER}\s*,?\s*(?:with\s+|in\s+|by\s+)?(?:a\s+)?"
                        rf"(?:step\s+size|steps?|increments?)\s+(?:of\s+)?{_NUMBER}", re.IGNORECASE)
 
@@ -214,10 +214,16 @@ def map_iou(y_true: Any, y_pred: Any, thresholds: Sequence[float] = MASK_IOU_THR
 def map_boxes(y_true: Any, y_pred: Any, thresholds: Sequence[float] = BOX_IOU_THRESHOLDS) -> float:
     """Mean average precision of boxes over IoU thresholds, predictions by confidence."""
     truth, predicted = _rows(y_true, y_pred)
+    return mean_box_precision([Boxes.concat([parse_boxes(s, confidence=None) for s in t]) for t in truth],
+                              [Boxes.concat([parse_boxes(s, confidence=True) for s in p]) for p in predicted],
+                              thresholds)
+
+
+def mean_box_precision(truth: Sequence[Boxes], predicted: Sequence[Boxes],
+                       thresholds: Sequence[float] = BOX_IOU_THRESHOLDS) -> float:
+    """`map_boxes` over parsed boxes, picture by picture (the solver scores its boxes so)."""
     scores = []
-    for t, p in zip(truth, predicted):
-        true_boxes = Boxes.concat([parse_boxes(s, confidence=None) for s in t])
-        pred_boxes = Boxes.concat([parse_boxes(s, confidence=True) for s in p])
+    for true_boxes, pred_boxes in zip(truth, predicted):
         matrix = box_iou(true_boxes.xywh, pred_boxes.xywh)
         by_confidence = np.argsort(-pred_boxes.scores, kind="stable")
         scores.append(image_precision(matrix, thresholds, by_confidence))
