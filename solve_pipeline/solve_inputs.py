@@ -21,6 +21,9 @@ from solve_pipeline.setup_modules import SetupArtifacts
 from solve_pipeline.validation import RANDOM, Validation, choose_validation
 
 LIGHT_MAX_ROWS = 600
+# The share of the budget the clips' featurisation may take before they are read shorter: the race,
+# tuning and blending still need the rest.
+AUDIO_SHARE = 0.3
 
 _DEFAULTS = SolveSettings()
 
@@ -96,7 +99,8 @@ def prepare(options: SolveOptions) -> tuple[SetupArtifacts, CVContext, int, Vali
         ids = [ids[i] for i in keep]
     features = build_features(artifacts, train_ids=ids,
                               max_text_features=5000 if options.light else 30000,
-                              image_size=16 if options.light else 32)
+                              image_size=16 if options.light else 32,
+                              audio_seconds=None if options.time_budget is None else AUDIO_SHARE * options.time_budget)
     y = _targets(artifacts, ids)
     strata = next((y[s.column] for s in artifacts.targets if s.is_classification), None)
     validation = RANDOM if options.light else choose_validation(features)

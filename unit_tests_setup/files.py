@@ -1,4 +1,4 @@
-"""Small file helpers shared by the checks: finding tables, images, the sample and the test ids
+"""Small file helpers shared by the checks: finding tables, images, sound clips, the sample and the test ids
 (maps are read by `agentk.core.maps.read_map`)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 from agentk.core.artifacts import MAP_CODES, SetupLayout
 from agentk.core.maps import read_map
 from agentk.core.readers import IMAGE_EXTENSIONS as _IMAGE_SUFFIXES
-from agentk.core.readers import UnreadableTable, file_kind, read_table
+from agentk.core.readers import UnreadableTable, file_kind, is_audio, read_table
 
 IMAGE_EXTENSIONS = set(_IMAGE_SUFFIXES)
 
@@ -19,6 +19,11 @@ def data_files(raw: Path) -> list[Path]:
 
 def has_images(raw: Path) -> bool:
     return any(p.suffix.lower() in IMAGE_EXTENSIONS for p in data_files(raw))
+
+
+def has_audio(raw: Path) -> bool:
+    """Sound clips are recognised by content, like perception does (the first one found settles it)."""
+    return any(is_audio(p) for p in data_files(raw / "data") if p.suffix.lower() not in IMAGE_EXTENSIONS)
 
 
 def has_tables(raw: Path) -> bool:

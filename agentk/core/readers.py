@@ -29,9 +29,12 @@ from agentk.core.archives import check_zip, open_zip
 from agentk.core.errors import ArchiveError
 
 TableFormat = Literal["csv", "json", "jsonl", "parquet", "excel"]
-FileKind = Literal["table", "image", "archive", "text", "other"]
+FileKind = Literal["table", "image", "audio", "archive", "text", "other"]
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")
+# Names sound files usually carry; a clip is still recognised by its first bytes (`audio_format`).
+AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aif", ".aiff", ".aifc", ".au", ".snd")
+_AUDIO_MAGIC_BYTES = 12
 _SNIFF_BYTES = 64 * 1024
 # How far a file's head may grow to hold a few records of a very wide table; a file with no line
 # break that far in is no table of rows.
@@ -74,6 +77,38 @@ def _gunzip_head(path: Path) -> bytes:
         return _read_head(fh)
 
 
+def audio_format(head: bytes) -> str | None:
+    """The container a sound file's first bytes announce (what libsndfile decodes), else None."""
+    if head[:4] in (b"RIFF", b"RIFX", b"RF64") and head[8:12] == b"WAVE":
+        return "wav"
+    if head.startswith(b"fLaC"):
+        return "flac"
+    if head.startswith(b"OggS"):
+        return "ogg"
+    if head.startswith(b"FORM") and head[8:12] in (b"AIFF", b"AIFC"):
+        return "aiff"
+    if head.startswith(b".snd"):
+        return "au"
+    if head.startswith(b"ID3"):
+        return "mp3"
+    # A bare MPEG audio frame: 11 sync bits, then a valid version, layer, bitrate and sample rate.
+    if len(head) >= 4 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0:
+        version, layer = (head[1] >> 3) & 3, (head[1] >> 1) & 3
+        bitrate, rate = head[2] >> 4, (head[2] >> 2) & 3
+        if version != 1 and layer != 0 and bitrate not in (0, 15) and rate != 3:
+            return "mp3"
+    return None
+
+
+def is_audio(path: str | Path) -> bool:
+    """Whether `path` is a sound file, from its first bytes: a clip named .bin is one, a text named .wav is not."""
+    try:
+        with open(path, "rb") as fh:
+            return audio_format(fh.read(_AUDIO_MAGIC_BYTES)) is not None
+    except OSError:
+        return False
+
+
 def file_kind(path: Path) -> FileKind:
     """What a file is, from its first bytes (extension for images, whose magic varies)."""
     name = path.name.lower()
@@ -83,6 +118,8 @@ def file_kind(path: Path) -> FileKind:
         head = _head(path)
     except OSError:
         return "other"
+    if audio_format(head) is not None:
+        return "audio"
     if head.startswith(b"PK\x03\x04"):
         return "table" if _is_xlsx(path) else "archive"
     if head.startswith(b"\x1f\x8b"):

@@ -51,8 +51,9 @@ class DataFacts(BaseModel):
     tabular_columns: list[str]
     text_columns: list[str]
     image: ImageLayout | None
+    audio: ImageLayout | None = None  # sound clips, one per example: the images' layout, media "audio"
     pixels: PixelTask | None = None  # an image-to-image task: the target is a picture
-    input_modalities: list[Literal["tabular", "text", "image"]]
+    input_modalities: list[Literal["tabular", "text", "image", "audio"]]
     metric: str
     metric_higher_is_better: bool
     dropped_columns: dict[str, str]
