@@ -82,7 +82,8 @@ def make_class_folder_competition(root: Path, per_class: int = 24, n_test: int =
     rng = np.random.default_rng(seed)
     data = root / "data"
     rates = (16000, 16000, 16000, 8000, 22050)
-    number = 0
+    # Names in no class's order: a file number must not tell the kind.
+    numbers = iter(rng.permutation(len(KINDS) * per_class) + 1)
 
     def name(i: int) -> str:
         # One FLAC and one Ogg in train, one of each in test too: the rest WAV.
@@ -90,9 +91,8 @@ def make_class_folder_competition(root: Path, per_class: int = 24, n_test: int =
 
     for kind in KINDS:
         for _ in range(per_class):
-            number += 1
             rate = int(rng.choice(rates))
-            write_clip(data / "train" / kind / name(number), kind_clip(rng, kind, rate), rate)
+            write_clip(data / "train" / kind / name(int(next(numbers))), kind_clip(rng, kind, rate), rate)
     answers = []
     for j in range(n_test):
         kind = KINDS[j % len(KINDS)]
