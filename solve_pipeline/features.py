@@ -30,11 +30,13 @@ def build_features(
     image_size: int = 32,
     train_ids: Sequence[str] | None = None,
     audio_seconds: float | None = None,
+    test_ids: Sequence[str] | None = None,
 ) -> FeatureSet:
     """Build the three feature blocks for the train ids (default: every row with targets); sound
-    clips become numeric columns of the tabular block, featurised within `audio_seconds` if given."""
+    clips become numeric columns of the tabular block, featurised within `audio_seconds` if given.
+    `test_ids` (default: every test row) lets a probe featurise a few rows only."""
     train_ids = list(artifacts.train_ids if train_ids is None else train_ids)
-    test_ids = artifacts.test_ids
+    test_ids = list(artifacts.test_ids if test_ids is None else test_ids)
     n_train = len(train_ids)
 
     tab_parts: dict[str, pd.Series] = {}
