@@ -60,7 +60,7 @@ def kind_clip(rng: np.random.Generator, kind: str, rate: int) -> np.ndarray:
     sound = {"low": lambda: tone(rate, seconds, 400 * pitch), "high": lambda: tone(rate, seconds, 1800 * pitch),
              "rising": lambda: chirp(rate, seconds, 400 * pitch, 2400 * pitch),
              "falling": lambda: chirp(rate, seconds, 2400 * pitch, 400 * pitch)}[kind]()
-    return (0.4 * sound + rng.normal(0, 0.15, sound.size)).astype(np.float32)
+    return (0.3 * sound + rng.normal(0, 0.5, sound.size)).astype(np.float32)
 
 
 def write_clip(path: Path, samples: np.ndarray, rate: int) -> None:
@@ -115,7 +115,7 @@ def call_clip(rng: np.random.Generator, call: bool, rate: int = 2000) -> np.ndar
     noise = (noise - np.convolve(noise, np.ones(50) / 50, mode="same")) * 0.05 + rng.normal(0, 0.1, 2 * rate)
     if call:
         start = int(rng.uniform(0.2, 1.0) * rate)
-        sweep = chirp(rate, 0.7, 100, 250) * np.hanning(int(0.7 * rate)) * rng.uniform(0.25, 0.5)
+        sweep = chirp(rate, 0.7, 100, 250) * np.hanning(int(0.7 * rate)) * rng.uniform(0.1, 0.2)  # faint: not every call is found
         noise[start:start + sweep.size] += sweep
     return (noise / max(1.0, np.abs(noise).max())).astype(np.float32)
 
