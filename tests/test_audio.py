@@ -14,8 +14,8 @@ import pytest
 import soundfile
 
 from agentk.core.readers import audio_format, file_kind, is_audio
-from audio_competition import (chirp, make_class_folder_competition, make_flat_folder_competition, tone,
-                               write_clip)
+from audio_competition import (KINDS, chirp, kind_clip, make_class_folder_competition, make_flat_folder_competition,
+                               tone, write_clip)
 from setup_pipeline.expert.codegen import audio_map, target_map
 from setup_pipeline.expert.inspect import inspect_competition
 from setup_pipeline.perception.catalogue import build_catalogue
@@ -151,6 +151,20 @@ def test_clips_in_class_folders_are_an_audio_input(tmp_path: Path) -> None:
     code = audio_map(facts, "train")
     assert "is_audio(p)" in code and "audio_path" in code
     assert "is_audio(p)" in target_map(facts)
+
+
+def test_clips_named_by_their_label(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    for i in range(24):
+        kind = KINDS[i % len(KINDS)]
+        write_clip(tmp_path / "data" / "train" / f"{kind}_{i}.wav", kind_clip(rng, kind, 8000), 8000)
+    for i in range(6):
+        write_clip(tmp_path / "data" / "test" / f"{i}.wav", kind_clip(rng, KINDS[i % len(KINDS)], 8000), 8000)
+    (tmp_path / "description.md").write_text("# Sounds\n\nPredict the kind of each clip. Scored by accuracy.\n")
+    facts = inspect_competition(tmp_path)
+    assert facts.audio is not None and facts.audio.kind == "name_labels" and facts.audio.n_test_images == 6
+    assert facts.targets[0].classes == sorted(KINDS)
+    assert "is_audio(p)" in audio_map(facts, "train") and "is_audio(p)" in target_map(facts)
 
 
 def test_a_flat_folder_beside_a_labels_table(tmp_path: Path) -> None:

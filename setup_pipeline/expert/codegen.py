@@ -90,7 +90,7 @@ def _named_train_images(layout: ImageLayout) -> str:
     `labels`, each one's label, and `ids`, their numbers in name order: a key spelling the label
     (`cat.0`) would hand it to whatever reads ids, as the solver's id-prefix groups do."""
     return (
-        _media_imports(layout) + "import re\n\n\n"
+        "import re\n\n\n"
         "def build_map() -> pd.DataFrame:\n"
         f"    root = RAW / {layout.train_dir!r}\n"
         f"    pattern = re.compile({layout.name_label_pattern!r})  # group 'label' of the file stem\n"
@@ -119,7 +119,7 @@ def media_map(facts: DataFacts, split: str, layout: ImageLayout) -> str:
 def _media_map(facts: DataFacts, split: str, layout: ImageLayout) -> str:
     column, is_file = _path_column(layout), _is_file(layout, "p")
     if layout.kind == "name_labels" and split == "train":
-        return _named_train_images(layout).removeprefix(_media_imports(layout)) + (
+        return _named_train_images(layout) + (
             f'    return pd.DataFrame({{"id": ids, {column!r}: [relative_to_setup(p) for p in paths]}})\n'
         )
     if layout.kind == "class_folders" and split == "train":
@@ -183,7 +183,7 @@ def target_map(facts: DataFacts) -> str:
     labels = _label_columns(facts)
     layout = facts.image or facts.audio
     if layout is not None and layout.kind == "name_labels":
-        return _named_train_images(layout) + (
+        return _media_imports(layout) + _named_train_images(layout) + (
             f'    return pd.DataFrame({{"id": ids, {labels[0]!r}: labels}})\n'
         )
     if layout is not None and layout.kind == "class_folders":
