@@ -7,10 +7,13 @@ from pathlib import Path
 
 from agentk.core.artifacts import MAP_CODES, SetupLayout
 from agentk.core.maps import read_map
+from agentk.core.readers import AUDIO_EXTENSIONS
 from agentk.core.readers import IMAGE_EXTENSIONS as _IMAGE_SUFFIXES
 from agentk.core.readers import UnreadableTable, file_kind, is_audio, read_table
 
 IMAGE_EXTENSIONS = set(_IMAGE_SUFFIXES)
+# Files no table hides in, skipped by name where thousands of them would each be sniffed.
+_MEDIA_SUFFIXES = IMAGE_EXTENSIONS | set(AUDIO_EXTENSIONS)
 
 
 def data_files(raw: Path) -> list[Path]:
@@ -28,14 +31,14 @@ def has_audio(raw: Path) -> bool:
 
 def has_tables(raw: Path) -> bool:
     """Tables are recognised by content (perception's rule), in archives' unpacked folders too."""
-    return any(file_kind(p) == "table" for p in data_files(raw / "data") if p.suffix.lower() not in IMAGE_EXTENSIONS)
+    return any(file_kind(p) == "table" for p in data_files(raw / "data") if p.suffix.lower() not in _MEDIA_SUFFIXES)
 
 
 def csv_headers(raw: Path) -> dict[Path, list[str]]:
     """The header of every table under raw/data, whatever its format."""
     headers: dict[Path, list[str]] = {}
     for path in data_files(raw / "data"):
-        if path.suffix.lower() in IMAGE_EXTENSIONS or file_kind(path) != "table":
+        if path.suffix.lower() in _MEDIA_SUFFIXES or file_kind(path) != "table":
             continue
         try:
             headers[path] = list(read_table(path, nrows=5).columns)
