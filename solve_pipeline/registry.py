@@ -21,6 +21,7 @@ from solve_pipeline.dataset import FREQUENCY, TEXT_STAT, FeatureSet
 from solve_pipeline.families import CatBoostModel, ExtraTreesModel, NaiveBayesModel, NBSVMModel, RandomForestModel
 from solve_pipeline.fusion_defaults import EMBED_DEFAULT_S, FUSION_DEFAULTS
 from solve_pipeline.hebo_tool import SearchParam
+from solve_pipeline.ordinal import OrdinalRegressionModel, ordinal_values
 from solve_pipeline.setup_modules import TargetSpec
 from solve_pipeline.target_encoding import TargetEncoded, high_cardinality_columns
 from solve_pipeline.text_views import View, text_view
@@ -220,6 +221,10 @@ def _pretrained_linear(spec: TargetSpec, options: ModelOptions, features: Featur
     return LinearModel(spec, options, C=PRETRAINED_C if params is None else params["C"])
 
 
+def _ordinal(spec: TargetSpec, options: ModelOptions, features: FeatureSet, params: Params | None) -> Model:
+    return OrdinalRegressionModel(spec, options)
+
+
 def _naive_bayes(spec: TargetSpec, options: ModelOptions, features: FeatureSet, params: Params | None) -> Model:
     return NaiveBayesModel(spec, options, alpha=NAIVE_BAYES_ALPHA if params is None else params["alpha"])
 
@@ -282,6 +287,7 @@ class Family:
     tune_classifiers_only: bool = False
     classifiers_only: bool = False  # enters the race only when every target is a class
     max_classes: int | None = None  # enters only when no target has more classes (one model per class)
+    ordinal_only: bool = False  # enters only when every target's classes are numbers (grades)
     portfolio: tuple[Params, ...] = ()  # configurations tried before HEBO's own, inside `space`
     switchable: bool = False  # the solver's --fusion on/off overrides `applies`
 
@@ -331,6 +337,11 @@ FAMILIES: tuple[Family, ...] = (
     Family(FROZEN_EMBEDDING_FAMILY, _pretrained_inputs, _pretrained_linear, applies=has_pretrained_inputs,
            space=tuple(LINEAR_SPACE), defaults=_fixed({"C": PRETRAINED_C}), leads=has_images,
            tune_classifiers_only=True),
+    # Grades (0-4 disease stages, 3-8 quality scores) set up as classes: a ridge regression on the
+    # grade over the same embeddings, its value handed on as probabilities with that expectation,
+    # so the decoding's cut points on the expected grade make it regression + fitted thresholds.
+    # The race keeps whichever of the two reads the grades better.
+    Family("pretrained_ordinal", _pretrained_inputs, _ordinal, applies=has_pretrained_inputs, ordinal_only=True),
     # On a big table boosting is the one family sure to matter: it sets the pace, with in-fold
     # target encoding when keys of many levels exist (a million rows with customer, device and
     # merchant keys: AUC 0.70 from their codes alone, where the keys' own effects decide).
@@ -366,6 +377,8 @@ def _enters(family: Family, features: FeatureSet, fusion: Fusion, targets: list[
         return False
     if family.max_classes is not None and targets is not None and \
             any(t.is_classification and t.n_classes > family.max_classes for t in targets):
+        return False
+    if family.ordinal_only and (targets is None or any(ordinal_values(t) is None for t in targets)):
         return False
     if family.switchable and fusion != Fusion.AUTO:
         return fusion == Fusion.ON
