@@ -26,6 +26,9 @@ def _load_image(path: str, size: int) -> np.ndarray:
         return pixels
     try:
         with Image.open(path) as image:
+            # Every image is read here before any budget applies: a JPEG is decoded at the
+            # smallest scale that covers the grid (an eighth of a large photo's pixels).
+            image.draft("L", (size, size))
             image = image.convert("L").resize((size, size), Image.Resampling.BILINEAR)
             pixels = np.asarray(image, dtype=np.float32) / 255.0
     except (OSError, ValueError) as error:  # a broken file should cost one row, not the run
