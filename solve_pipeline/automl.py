@@ -95,10 +95,9 @@ def race(candidates: list[ModelCandidate], ctx: CVContext, deadline: float, high
             if pace_setter:
                 # One family's folds could eat the whole budget (a big table; a logistic model over
                 # the embeddings of thousands of photos of 120 breeds, after the embedding took its
-                # share): the
-                # pace-setter's folds share the time left to the hard stop (half the race on a big
-                # table), and a model at its cap keeps what it reached (boosting its trees, lbfgs
-                # its coefficients).
+                # share): the pace-setter's folds share the time left to the hard stop (half the
+                # race on a big table), and a model at its cap keeps what it reached (boosting its
+                # trees, lbfgs its coefficients).
                 share = (BIG_PACE_SHARE * (deadline - time.monotonic()) if ctx.features.big
                          else hard - time.monotonic())
                 first_deadline = min(hard, time.monotonic() + max(RUNG_ONE_MIN_S, share / len(ctx.folds)))

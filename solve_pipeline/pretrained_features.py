@@ -1,9 +1,11 @@
 """Pretrained embeddings of a FeatureSet's images and texts, computed once per FeatureSet.
 
-The race's `pretrained_linear` family and the late-fusion net both read these, so they share one
-forward pass; the solver and HEBO rebuild candidates many times, which a per-FeatureSet memo makes
-free. Images are embedded by the backbone and resolution `image_embedding.plan_embedding` finds
-affordable, with the backbone's ImageNet class logits from the same pass as a block of their own; texts by MiniLM (`text_embedding`). What could not be afforded is said in `notes`.
+The race's `pretrained_linear`, `pretrained_head` and `pretrained_ordinal` families and the
+late-fusion net read these, so they share one forward pass; the solver and HEBO rebuild candidates
+many times, which a per-FeatureSet memo makes free. Images are embedded by the backbone and
+resolution `image_embedding.plan_embedding` finds affordable, with the backbone's ImageNet class
+logits from the same pass as a block of their own; texts by MiniLM (`text_embedding`). What could
+not be afforded is said in `notes`.
 """
 
 from __future__ import annotations
@@ -36,9 +38,12 @@ class EmbeddingBlock:
 @dataclass
 class PretrainedFeatures:
     image: EmbeddingBlock | None = None  # pooled features
-    # The backbone's ImageNet classifier's logits, from the same forward pass. On 10 monkey
-    # species (750 photos, logistic C=0.1, 5-fold, temperature-calibrated) beside the pooled
-    # features: log loss 0.0615 -> 0.0596 (Lite0@224), 0.0353 -> 0.0287 (Lite2@260).
+    # The backbone's ImageNet classifier's logits, from the same forward pass: a family of their
+    # own reads them beside the pooled features (pretrained_matrices(head=True)). On 10 monkey
+    # species (750 photos, logistic C=0.1, 5-fold, temperature-calibrated) they help at full
+    # resolution, log loss 0.0615 -> 0.0596 (Lite0@224), 0.0353 -> 0.0287 (Lite2@260), hurt at
+    # 96 px (0.451 -> 0.468), and change nothing on grades of blur (kappa 0.719 vs 0.721 out of
+    # fold, Lite0@128): the race and the blend decide, the pooled-only family staying as it was.
     image_head: EmbeddingBlock | None = None
     image_plan: ImagePlan | None = None  # the backbone and resolution the images were embedded at
     text: EmbeddingBlock | None = None
@@ -47,7 +52,12 @@ class PretrainedFeatures:
 
     @property
     def blocks(self) -> list[EmbeddingBlock]:
-        return [b for b in (self.image, self.image_head, self.text) if b is not None]
+        """What the frozen-embedding family reads: the pooled image features and the texts'."""
+        return [b for b in (self.image, self.text) if b is not None]
+
+    @property
+    def sources(self) -> list[str]:
+        return [b.source for b in (self.image, self.image_head, self.text) if b is not None]
 
 
 _ImageBlocks = tuple[EmbeddingBlock | None, EmbeddingBlock | None, ImagePlan | None, str]
@@ -159,17 +169,23 @@ def pretrained_features(features: FeatureSet, *, seconds: float, threads: int = 
         result.text, note = _text_block(features, max(seconds - (time.monotonic() - started), 0.0), threads)
         result.notes.append(note)
     result.seconds = round(time.monotonic() - started, 2)
-    emit("pretrained", sources=[b.source for b in result.blocks], notes=result.notes, seconds=result.seconds)
+    emit("pretrained", sources=result.sources, notes=result.notes, seconds=result.seconds)
     key = id(features)
     _MEMO[key] = (weakref.ref(features, lambda _ref, k=key: _MEMO.pop(k, None)), result)
     return result
 
 
-def pretrained_matrices(features: FeatureSet, *, seconds: float,
-                        threads: int = 2) -> tuple[np.ndarray, np.ndarray] | None:
-    """Standardized embeddings beside the linear models' tabular blocks, dense; None without
-    any embedding (the family then sits the race out)."""
-    blocks = pretrained_features(features, seconds=seconds, threads=threads).blocks
+def pretrained_matrices(features: FeatureSet, *, seconds: float, threads: int = 2,
+                        head: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+    """Standardized embeddings beside the linear models' tabular blocks, dense; with `head`, the
+    images' ImageNet logits beside them too. None without any embedding (or head): the family then
+    sits the race out."""
+    found = pretrained_features(features, seconds=seconds, threads=threads)
+    blocks = found.blocks
+    if head:
+        if found.image_head is None:
+            return None
+        blocks = [b for b in (found.image, found.image_head, found.text) if b is not None]
     if not blocks:
         return None
     train, test = tabular_linear_blocks(features)

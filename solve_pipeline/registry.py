@@ -196,6 +196,13 @@ def _pretrained_inputs(features: FeatureSet, seed: int, budget_s: float | None) 
     return pretrained_matrices(features, seconds=seconds)
 
 
+def _pretrained_head_inputs(features: FeatureSet, seed: int, budget_s: float | None) -> Any:
+    from solve_pipeline.pretrained_features import pretrained_matrices
+
+    seconds = EMBED_DEFAULT_S if budget_s is None else pretrained_share(features) * budget_s
+    return pretrained_matrices(features, seconds=seconds, head=True)
+
+
 def _fusion_inputs(features: FeatureSet, seed: int, budget_s: float | None) -> Any:
     from solve_pipeline.fusion_inputs import fusion_matrices  # lazy: torch
 
@@ -330,6 +337,15 @@ FAMILIES: tuple[Family, ...] = (
            defaults=_fixed({"C": NBSVM_C}), classifiers_only=True, max_classes=NBSVM_MAX_CLASSES),
     Family("naive_bayes_char_counts", _view_inputs("char_counts"), _naive_bayes, applies=has_text,
            space=tuple(NAIVE_BAYES_SPACE), defaults=_fixed({"alpha": NAIVE_BAYES_ALPHA}), classifiers_only=True),
+    # The same model with the backbone's own ImageNet classifier's logits beside the pooled
+    # features (one forward pass): ImageNet's 1,000 classes hold ~120 dog breeds and many animals
+    # and objects, class scores a linear model reads well on fine-grained photos of them, and noise
+    # on what they do not name (grades of blur). It sets the pace on photos, where it matters most
+    # (a budget that embeds thousands of photos has no time for a second logistic model on them);
+    # the pooled-only family follows, and the race and the blend keep what reads the task better.
+    Family("pretrained_head", _pretrained_head_inputs, _pretrained_linear, applies=has_images,
+           space=tuple(LINEAR_SPACE), defaults=_fixed({"C": PRETRAINED_C}), leads=has_images,
+           tune_classifiers_only=True),
     # Logistic/ridge on frozen pretrained embeddings (and the table): transfer learning's strong,
     # cheap baseline, and what wins on small photo sets. Early, so its embeddings are computed
     # once and shared by the fusion net later. On images it sets the race's pace (a family that

@@ -178,7 +178,9 @@ def test_a_workspace_gets_one_shared_embedding_beside_its_table(tmp_path: Path) 
     assert "ImageNet head" in found.notes[0]
     assert pretrained_features(features, seconds=1.0) is found  # one forward pass per FeatureSet
     train, test = pretrained_matrices(features, seconds=1.0)
-    assert train.shape == (48, 1280 + 1000) and test.shape[0] == 12
+    assert train.shape == (48, 1280) and test.shape[0] == 12
+    with_head = pretrained_matrices(features, seconds=1.0, head=True)
+    assert with_head is not None and with_head[0].shape == (48, 1280 + 1000) and with_head[1].shape == (12, 2280)
     assert abs(float(np.vstack([train, test]).mean())) < 1e-3  # standardized
     assert list((workspace / "solve" / "cache" / "image_embeddings").glob("*.npz"))
 
