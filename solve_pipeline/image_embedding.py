@@ -40,7 +40,9 @@ FALLBACK_PX = (192, 160, 128, 96)
 # alone, a loaded machine sent Lite2 and Lite1 into embedding 10 monkey species, each given up
 # two batches later (the first two options' time lost).
 CHECK_IMAGES = 8
-# Timed only when the FLOP ratio's projection is within this factor of fitting.
+# Timed only when the FLOP ratio's projection is within this factor of the time allowed, either
+# way: far above it cannot fit, far below it fits whatever the error (60 small images: the timing
+# would cost more than the embedding).
 CHECK_WITHIN = 2.0
 
 
@@ -259,9 +261,10 @@ def plan_embedding(paths: Sequence[str], seconds: float, threads: int = 2,
                 guess = n * (per_pixel * backbone.relative_cost * px ** 2 * views + load_s)
                 if guess > CHECK_WITHIN * SAFETY * seconds:
                     continue
-                with torch_threads(threads):
-                    timed = _seconds_per_image(backbone, sample[1:CHECK_IMAGES + 1], px, on)
-                pace[backbone.name] = per_pixel * backbone.relative_cost if timed is None else timed / px ** 2
+                if guess > SAFETY * seconds / CHECK_WITHIN:
+                    with torch_threads(threads):
+                        timed = _seconds_per_image(backbone, sample[1:CHECK_IMAGES + 1], px, on)
+                    pace[backbone.name] = per_pixel * backbone.relative_cost if timed is None else timed / px ** 2
             forward = n * pace.get(backbone.name, per_pixel * backbone.relative_cost) * px ** 2 * views
             projected = forward + n * load_s + 2.0 * (n > 0)  # decoding is the same at any px
             if projected <= SAFETY * seconds:
