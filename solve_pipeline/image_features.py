@@ -10,6 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from agentk.core.pictures import picture_image
+
+
 def _image_path(path_value: object, base: Path) -> str:
     """The file a map's cell names, relative paths read from the setup folder ("" for none)."""
     if not isinstance(path_value, str) or not path_value.strip():
@@ -25,9 +28,10 @@ def _load_image(path: str, size: int) -> np.ndarray:
     if not path:
         return pixels
     try:
-        with Image.open(path) as image:
-            image = image.convert("L").resize((size, size), Image.Resampling.BILINEAR)
-            pixels = np.asarray(image, dtype=np.float32) / 255.0
+        # Every image is read here before any budget applies: a JPEG is decoded at the smallest
+        # scale that covers the grid (an eighth of a large photo's pixels).
+        image = picture_image(path, "L", covering=size).resize((size, size), Image.Resampling.BILINEAR)
+        pixels = np.asarray(image, dtype=np.float32) / 255.0
     except (OSError, ValueError) as error:  # a broken file should cost one row, not the run
         warnings.warn(f"cannot read image {path}: {error}")
     return pixels

@@ -16,10 +16,9 @@ from types import ModuleType
 
 import pandas as pd
 
-from agentk.core.artifacts import MAP_CODES, MODULE_FILES, TASKS, SetupLayout
+from agentk.core.artifacts import DENSE_TASKS, MAP_CODES, MODULE_FILES, TASKS, SetupLayout
 from agentk.core.maps import read_map
 from agentk.core.metrics.direction import Direction
-from agentk.core.pixels import PIXEL_TASK
 from agentk.core.predictions import TargetSpec
 
 
@@ -57,8 +56,8 @@ def parse_target_info(info: dict) -> list[TargetSpec]:
     pictures = 0
     for entry in info.get("targets", []):
         task = str(entry.get("task", "")).lower()
-        if task == PIXEL_TASK:
-            pictures += 1  # a picture target is no row target: solve_pipeline.pixels learns it
+        if task in DENSE_TASKS:
+            pictures += 1  # a picture or mask target is no row target: solve_pipeline.pixels learns it
             continue
         if task not in TASKS:
             raise ValueError(f"target {entry.get('column')!r}: unknown task {task!r}")

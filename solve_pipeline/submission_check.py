@@ -11,10 +11,8 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from agentk.core.readers import UnreadableTable, read_csv_text, read_table
+from agentk.core.readers import UnreadableTable, numbers_from_text, read_csv_text, read_table
 
 MISSING_TEXT = {"", "nan", "none", "null", "<na>"}
 _TEXT = pd.StringDtype("pyarrow")
@@ -45,14 +43,7 @@ def _is_missing(column: pd.Series) -> pd.Series:
 
 
 def _numeric(column: pd.Series) -> pd.Series:
-    stripped = column.str.strip()
-    try:
-        # Arrow parses a column of millions of numbers at once; a cell it cannot read sends the
-        # column to pandas, which says which cells are not numbers.
-        parsed = pc.cast(pa.array(stripped, type=pa.large_string()), pa.float64())
-        return pd.Series(parsed.to_numpy(zero_copy_only=False), index=column.index)
-    except (pa.ArrowException, TypeError, ValueError):
-        return pd.to_numeric(stripped, errors="coerce")
+    return numbers_from_text(column)
 
 
 def _looks_numeric(column: pd.Series) -> bool:
@@ -172,6 +163,8 @@ def validate_submission(
     id_column: str | None = None,
     echoed: Sequence[str] = (),
     probabilities: bool | None = None,
+    encoded: Sequence[str] = (),
+    repeated_ids: bool = False,
 ) -> list[str]:
     """Problems with a submission file; an empty list means it is valid.
 
@@ -180,6 +173,8 @@ def validate_submission(
     `id_column` (default: the first column; a submission may put its prediction first).
     `echoed` columns repeat test inputs and may be blank where those are. `probabilities`: whether
     the value columns are class probabilities, checked to lie in [0, 1] (None: read from the sample).
+    `encoded` columns hold run-length masks (blank: no mask); with `repeated_ids` a picture may
+    take several consecutive rows (one per object), its first row where the sample lists it.
     """
     try:
         submission = _read_text_csv(Path(submission_path))
@@ -206,9 +201,36 @@ def validate_submission(
     if expected_columns is not None:
         problems += _column_problems(submission, expected_columns)
     if expected_ids is not None:
-        if len(submission) != len(expected_ids):
-            problems.append(f"{len(submission)} row(s), expected {len(expected_ids)}")
         key = id_column if id_column in submission.columns else submission.columns[0]
-        problems += _id_problems(submission[key], expected_ids)
-    problems += _value_problems(submission, sample, id_column, echoed, probabilities)
+        ids = submission[key]
+        if repeated_ids:
+            problems += _run_problems(ids)
+            ids = ids[~ids.str.strip().duplicated()]
+        if len(ids) != len(expected_ids):
+            problems.append(f"{len(ids)} {'picture' if repeated_ids else 'row'}(s), expected {len(expected_ids)}")
+        problems += _id_problems(ids, expected_ids)
+    plain = submission.drop(columns=[c for c in encoded if c in submission.columns])
+    problems += _value_problems(plain, sample, id_column, echoed, probabilities)
+    problems += [p for c in encoded if c in submission.columns for p in _encoding_problems(submission[c], c)]
     return problems
+
+
+def _run_problems(ids: pd.Series) -> list[str]:
+    """A picture's rows (one per object) must follow each other."""
+    stripped = ids.str.strip()
+    starts = stripped[stripped.ne(stripped.shift())]
+    split = starts[starts.duplicated()].unique().tolist()
+    return [f"{len(split)} id(s) whose rows are not consecutive: {_examples(split)}"] if split else []
+
+
+def _encoding_problems(values: pd.Series, column: str) -> list[str]:
+    """Cells that are not run-length masks: pairs of non-negative integers, blank or -1 for none."""
+    from agentk.core.masks import rle_numbers
+
+    bad = []
+    for value in values.fillna("").tolist():
+        try:
+            rle_numbers(value)
+        except ValueError:
+            bad.append(value)
+    return [f"column {column!r}: {len(bad)} cell(s) are not run-length masks ({_examples(bad)})"] if bad else []

@@ -21,7 +21,9 @@ def data_files(raw: Path) -> list[Path]:
 
 
 def has_images(raw: Path) -> bool:
-    return any(p.suffix.lower() in IMAGE_EXTENSIONS for p in data_files(raw))
+    """Pictures by extension, else by content (DICOM without an extension, arrays named otherwise)."""
+    files = data_files(raw)
+    return any(p.suffix.lower() in IMAGE_EXTENSIONS for p in files) or any(file_kind(p) == "image" for p in files)
 
 
 def has_audio(raw: Path) -> bool:

@@ -8,6 +8,7 @@ Both run solver code in the sandbox: the setup's generated modules are never imp
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from agentk.core.isolation import Mounts
 from agentk.core.pixels import PIXEL_TASK, image_keys
@@ -49,6 +50,9 @@ def check_maps(ctx: CheckContext) -> list[str]:
     sample = find_sample_submission(ctx.workspace.raw, ctx.plan())
     if sample is not None:
         sample_ids = _sample_ids(sample, ctx.plan().get("id_column"), by_picture=_picture_target(ctx))
+        if ctx.plan().get("task_type") == "mask":
+            # A segmentation sample may name each picture with its extension (`a1.jpg`).
+            sample_ids = {i if i in reference_ids else Path(i).stem for i in sample_ids}
         missing = reference_ids - sample_ids
         if missing:
             problems.append(f"{len(missing)} test ids are missing from the sample submission {sample.name} (e.g. {sorted(missing)[0]!r})")

@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from agentk.core.mask_targets import MASK_TASK, read_labels
 from solve_pipeline.batches import iterate_batches
 from solve_pipeline.features import build_features
 from solve_pipeline.pixels.solve import picture_target
@@ -25,7 +26,10 @@ def _picture_batch(artifacts: SetupArtifacts, target: dict) -> dict:
     first = artifacts.train_maps["img"].iloc[0]
     truth = artifacts.target_map.set_index("id").loc[first["id"], target["column"]]
     features = pixel_features(read_picture(resolve(artifacts.setup_dir, first["image_path"])))
-    picture = read_picture(resolve(artifacts.setup_dir, truth))
+    if target.get("task") == MASK_TASK:
+        picture = read_labels(resolve(artifacts.setup_dir, truth))
+    else:
+        picture = read_picture(resolve(artifacts.setup_dir, truth))
     return {"features": features[:16], "target": picture.ravel()[:16]}
 
 

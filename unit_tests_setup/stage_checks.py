@@ -18,7 +18,8 @@ from agentk.core.artifacts import DENSE_TASKS, MODALITY_CODES, TARGET_MODALITIES
 from agentk.core.maps import MapError, map_columns, read_map
 from agentk.core.metrics import normalise_labels
 from agentk.core.metrics.direction import Direction
-from agentk.core.pixels import PIXEL_TASK, resolve as resolve_path
+from agentk.core.pictures import is_picture
+from agentk.core.pixels import resolve as resolve_path
 from agentk.core.readers import is_audio
 from unit_tests_setup.files import IMAGE_EXTENSIONS, csv_headers, has_audio, has_images, has_tables
 from unit_tests_setup.submission_rules import validate_against_setup
@@ -171,7 +172,11 @@ def _is_text(series: pd.Series) -> bool:
 def _image_path_problems(frame: pd.DataFrame, setup: Path, name: str) -> list[str]:
     for column in frame.columns[1:]:
         values = frame[column].dropna().astype(str)
-        if values.empty or not values.str.lower().str.endswith(tuple(IMAGE_EXTENSIONS)).all():
+        if values.empty:
+            continue
+        # Named like pictures, or (a DICOM named by its UID alone) the first few are pictures.
+        if not values.str.lower().str.endswith(tuple(IMAGE_EXTENSIONS)).all() and \
+                not all(is_picture(resolve_path(setup, v)) for v in values.head(5)):
             continue
         missing = [v for v in values if not resolve_path(setup, v).is_file()]
         if missing:
@@ -244,7 +249,7 @@ def check_target_transform(ctx: CheckContext) -> list[str]:
     for target in targets:
         column, task, classes = target["column"], target.get("task"), target.get("classes")
         values = model[column]
-        if task == PIXEL_TASK:
+        if task in DENSE_TASKS:  # a picture (or mask) target: its cells are paths
             problems.extend(_picture_target_problems(ctx, raw[column], model[column], roundtrip[column], column))
             continue
         if task not in TASKS:

@@ -17,9 +17,9 @@ def validate_against_setup(workspace: Workspace, submission: Path, plan: dict) -
     echoed = [c for c in plan.get("echo_columns") or [] if isinstance(c, str)]
     if sample is not None:
         # Targets the plan calls values (two counts, say) are no probabilities, whatever the sample shows.
-        probabilities = False if plan.get("task_type") == "regression" else None
+        probabilities = False if plan.get("task_type") in ("regression", "mask") else None
         return validate_submission(submission, sample_path=sample, id_column=plan.get("id_column"), echoed=echoed,
-                                   probabilities=probabilities)
+                                   probabilities=probabilities, **_mask_rules(plan))
     columns = plan.get("submission_columns")
     if not isinstance(columns, list) or not columns or "..." in columns:
         return ["there is no sample submission and plan.json names no complete submission_columns"]
@@ -31,3 +31,12 @@ def validate_against_setup(workspace: Workspace, submission: Path, plan: dict) -
         return ["there is no sample submission and no test input map to take the ids from"]
     return validate_submission(submission, sample_path=None, expected_ids=ids, expected_columns=columns,
                                id_column=plan.get("id_column"), echoed=echoed)
+
+
+def _mask_rules(plan: dict) -> dict:
+    """A segmentation plan's submission holds run-length masks, maybe one row per object."""
+    if plan.get("task_type") != "mask":
+        return {}
+    masks = (plan.get("facts") or {}).get("masks") or {}
+    encoded = [c for c in plan.get("target_columns") or [] if isinstance(c, str)]
+    return {"encoded": encoded, "repeated_ids": bool(masks.get("per_object"))}

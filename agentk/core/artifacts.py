@@ -18,9 +18,10 @@ Task = Literal["binary", "multiclass", "regression"]
 TASKS: tuple[Task, ...] = ("binary", "multiclass", "regression")
 CLASSIFICATION_TASKS: tuple[Task, ...] = ("binary", "multiclass")
 # A target that is itself a picture, scored pixel by pixel (agentk/core/pixels.py): maps keep one
-# row per image and hold the picture's path; only the submission spells out its pixels.
-DenseTask = Literal["pixels"]
-DENSE_TASKS: tuple[DenseTask, ...] = ("pixels",)
+# row per image and hold the picture's path; only the submission spells out its pixels. A "mask"
+# target is a picture of objects (agentk/core/mask_targets.py), submitted run-length encoded.
+DenseTask = Literal["pixels", "mask"]
+DENSE_TASKS: tuple[DenseTask, ...] = ("pixels", "mask")
 TARGET_MODALITIES = ("tabular", "image")  # "image": the target is a picture (a dense task)
 Modality = Literal["tabular", "text", "image", "audio"]
 # Each input modality and the code its maps are named by (train_<code>_input_map.csv). Image and

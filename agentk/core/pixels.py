@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from agentk.core.artifacts import DENSE_TASKS
+from agentk.core.pictures import grey_values
 
 PIXEL_TASK = DENSE_TASKS[0]  # target_info's task for a target that is an image
 PREDICTION_SUFFIX = ".npy"  # the solver saves each predicted image as float32 in the submission's scale
@@ -27,15 +28,12 @@ PIXEL_ID = re.compile(r"^(?P<image>.+)_(?P<row>\d+)_(?P<col>\d+)$")
 
 def read_picture(path: str | Path, scale: float = 255.0) -> np.ndarray:
     """A picture as a 2-D float32 array divided by `scale` (grey; colour is averaged), or the
-    saved prediction itself when `path` is a `.npy` file."""
+    saved prediction itself when `path` is a `.npy` file. Values are as stored for what PIL reads
+    (0..255, or a 16-bit PNG's own units), and 0..255 for every other form (agentk.core.pictures)."""
     path = Path(path)
     if path.suffix.lower() == PREDICTION_SUFFIX:
         return np.load(path).astype(np.float32)
-    from PIL import Image
-
-    with Image.open(path) as image:
-        grey = image.convert("F") if image.mode in ("I", "I;16", "F") else image.convert("L")
-        return np.asarray(grey, dtype=np.float32) / np.float32(scale)
+    return grey_values(path) / np.float32(scale)
 
 
 def save_prediction(picture: np.ndarray, path: Path) -> None:

@@ -22,16 +22,18 @@ from typing import IO, Literal
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 from charset_normalizer import from_bytes
 
 from agentk.core.archives import check_zip, open_zip
 from agentk.core.errors import ArchiveError
+from agentk.core.pictures import ARRAY_EXTENSIONS, PICTURE_EXTENSIONS, picture_form
 
 TableFormat = Literal["csv", "json", "jsonl", "parquet", "excel"]
 FileKind = Literal["table", "image", "audio", "archive", "text", "other"]
 
-IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")
+IMAGE_EXTENSIONS = PICTURE_EXTENSIONS  # a file so named may be a picture; arrays are checked by shape
 # Names sound files usually carry; a clip is still recognised by its first bytes (`audio_format`).
 AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aif", ".aiff", ".aifc", ".au", ".snd")
 _AUDIO_MAGIC_BYTES = 12
@@ -110,8 +112,11 @@ def is_audio(path: str | Path) -> bool:
 
 
 def file_kind(path: Path) -> FileKind:
-    """What a file is, from its first bytes (extension for images, whose magic varies)."""
+    """What a file is, from its first bytes (extension for images, whose magic varies; arrays by
+    their shape, DICOM and NumPy by their magic whatever the name)."""
     name = path.name.lower()
+    if name.endswith(ARRAY_EXTENSIONS):
+        return "image" if picture_form(path) is not None else "other"
     if name.endswith(IMAGE_EXTENSIONS):
         return "image"
     if is_audio(path):  # a dozen bytes: a folder of 100,000 clips is not read 64 KB at a time
@@ -120,6 +125,8 @@ def file_kind(path: Path) -> FileKind:
         head = _head(path)
     except OSError:
         return "other"
+    if head[128:132] == b"DICM" or (head.startswith(b"\x93NUMPY") and picture_form(path) is not None):
+        return "image"
     if head.startswith(b"PK\x03\x04"):
         return "table" if _is_xlsx(path) else "archive"
     if head.startswith(b"\x1f\x8b"):
@@ -362,6 +369,17 @@ def read_csv_text(path: str | Path) -> pd.DataFrame:
     text = data.decode("utf-8")
     frame = _read_with_arrow(data, text, ",") if len(data) >= ARROW_MIN_BYTES else None
     return frame if frame is not None else _c_parser(text, ",", None)
+
+
+def numbers_from_text(column: pd.Series) -> pd.Series:
+    """A text column's numbers, NaN where a cell is none. Arrow parses a column of millions at once;
+    a cell it cannot read sends the column to pandas, which finds which cells are not numbers."""
+    stripped = column.astype(str).str.strip()
+    try:
+        parsed = pc.cast(pa.array(stripped, type=pa.large_string()), pa.float64())
+        return pd.Series(parsed.to_numpy(zero_copy_only=False), index=column.index)
+    except (pa.ArrowException, TypeError, ValueError):
+        return pd.to_numeric(stripped, errors="coerce")
 
 
 def _c_parser(text: str, delimiter: str, nrows: int | None) -> pd.DataFrame:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable
 import pandas as pd
 
 from agentk.core.errors import SourceError
+from agentk.core.readers import read_csv_text
 from agentk.core.markdown import headings
 from agentk.core.metrics import get_metric
 from agentk.sources.base import GradingFacts
@@ -34,6 +35,8 @@ def read_csv_exact(path: Path, shown: str, nrows: int | None = None) -> pd.DataF
     """Read every cell as the text in the file: no TRUE→True, 1→1.0 or empty→NaN conversions,
     so whatever the harness writes back is what Kaggle shipped."""
     try:
+        if nrows is None:
+            return read_csv_text(path)  # Arrow for a large file, cell for cell what pandas reads
         return pd.read_csv(path, dtype=str, keep_default_na=False, nrows=nrows)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
         raise SourceError(f"cannot read {shown}: {_one_line(exc)}") from exc

@@ -27,13 +27,19 @@ _IMPORTS = ("from agentk.core.readers import read_table\n"
             "from setup_pipeline.perception.recipe import assemble\n\n\n")
 
 
-def _read(facts: DataFacts, split: str, drop_missing_targets: bool) -> str:
-    """Lines that set `frame` (the split's table, cells as text) and `ids` (one per row)."""
+_ROW = "__row"  # a stacked picture's number: the row's place in the table as read
+
+
+def _read(facts: DataFacts, split: str, drop_missing_targets: bool, numbered: bool = False) -> str:
+    """Lines that set `frame` (the split's table, cells as text) and `ids` (one per row); with
+    `numbered`, frame[_ROW] keeps each row's place before rows without a target are dropped."""
     recipe = facts.train_table if split == "train" else facts.test_table
     assert recipe is not None
     id_column = facts.train_id_column if split == "train" else facts.test_id_column
     spec = recipe.model_dump(mode="json", exclude_defaults=True)
     lines = [f"    frame = assemble(RAW, {spec!r})"]
+    if numbered:
+        lines.append(f"    frame[{_ROW!r}] = range(len(frame))")
     if drop_missing_targets:
         lines.append(f"    present = (frame[{_label_columns(facts)!r}].apply(lambda c: c.str.strip()) != '').all(axis=1)")
         lines.append("    frame = frame[present].reset_index(drop=True)  # rows without a target teach nothing")
@@ -72,9 +78,9 @@ def table_map(facts: DataFacts, split: str, columns: list[str], fill_text: bool)
 
 
 def _is_file(layout: ImageLayout, var: str) -> str:
-    """An expression true when the path `var` is one of the layout's files: images by extension,
-    sound clips by their first bytes (a clip may be named .bin)."""
-    return f"is_audio({var})" if layout.media == "audio" else f"{var}.suffix.lower() in IMAGE_EXTENSIONS"
+    """An expression true when the path `var` is one of the layout's files: pictures by extension or
+    content (the template's is_image), sound clips by their first bytes (a clip may be named .bin)."""
+    return f"is_audio({var})" if layout.media == "audio" else f"is_image({var})"
 
 
 def _media_imports(layout: ImageLayout) -> str:
@@ -101,9 +107,33 @@ def _named_train_images(layout: ImageLayout) -> str:
     )
 
 
+def _stacked_map(facts: DataFacts, split: str, folder: str) -> str:
+    """Pictures unpacked from a stacked array: row i of the split's table (or of the sample, when
+    the test split has no table) is `<folder>/<i>.npy`."""
+    if _split_file(facts, split) is None:
+        assert facts.sample_submission is not None
+        return (
+            _IMPORTS + "def build_map() -> pd.DataFrame:\n"
+            f"    ids = read_table(RAW / {facts.sample_submission!r})[{facts.id_column!r}].astype(str).str.strip()\n"
+            f"    root = RAW / {folder!r}\n"
+            "    paths = [root / f'{i}.npy' for i in range(len(ids))]\n"
+            '    return pd.DataFrame({"id": ids.to_numpy(), "image_path": [relative_to_setup(p) for p in paths]})\n'
+        )
+    return (
+        _IMPORTS + "def build_map() -> pd.DataFrame:\n"
+        f"{_read(facts, split, drop_missing_targets=split == 'train', numbered=True)}\n"
+        f"    root = RAW / {folder!r}\n"
+        f"    paths = [root / f'{{i}}.npy' for i in frame[{_ROW!r}]]\n"
+        '    return pd.DataFrame({"id": ids.to_numpy(), "image_path": [relative_to_setup(p) for p in paths]})\n'
+    )
+
+
 def image_map(facts: DataFacts, split: str) -> str:
-    assert facts.image is not None
-    return media_map(facts, split, facts.image)
+    layout = facts.image
+    assert layout is not None
+    if split in layout.stack_dirs:
+        return _stacked_map(facts, split, layout.stack_dirs[split])
+    return media_map(facts, split, layout)
 
 
 def audio_map(facts: DataFacts, split: str) -> str:

@@ -11,7 +11,7 @@ import traceback
 
 from agentk.core.config import PolicyName
 from agentk.core.metrics import get_metric, normalise_labels
-from setup_pipeline.expert import codegen, pixel_codegen
+from setup_pipeline.expert import codegen, mask_codegen, pixel_codegen
 from setup_pipeline.expert.description import summarise
 from setup_pipeline.expert.facts import DataFacts, ExpertDeclined
 from setup_pipeline.expert.inspect import inspect_competition
@@ -59,9 +59,12 @@ class ExpertPolicy:
         facts = self.facts(ctx)
         if facts.pixels is not None and name not in ("modalities", "plan"):
             return _pixel_stage(facts, name)
+        if facts.masks is not None and name not in ("modalities", "plan"):
+            return _mask_stage(facts, name)
         if name == "modalities":
+            picture_target = facts.pixels is not None or facts.masks is not None
             content = {"input_modalities": facts.input_modalities,
-                       "target_modality": "image" if facts.pixels is not None else "tabular"}
+                       "target_modality": "image" if picture_target else "tabular"}
             return Fill(json.dumps(content, indent=2), plan="modalities from column types, image files and sound clips")
         if name == "plan":
             return Fill(json.dumps(_plan(facts), indent=2), plan="inspect files, ids, targets, metric")
@@ -126,14 +129,31 @@ def _pixel_stage(facts: DataFacts, name: str) -> Action:
     return Fill(write(facts), plan=plan)
 
 
+def _mask_stage(facts: DataFacts, name: str) -> Action:
+    """A segmentation task's stages: every map keyed by picture, the target a labelled mask."""
+    if name.startswith(("train_input_map_", "test_input_map_")):
+        split = name.split("_")[0]
+        return Fill(mask_codegen.image_map(facts, split), plan=f"{split} pictures keyed by file name")
+    writers = {"train_target_map": (mask_codegen.target_map, "the masks keyed by picture name"),
+               "target_transform": (mask_codegen.target_transform, "the target is a mask: kept as its path"),
+               "submission_format": (mask_codegen.submission_format, "every predicted mask run-length encoded"),
+               "metric": (mask_codegen.metric, f"{facts.metric} over the masks")}
+    if name not in writers:
+        return Decline(f"the expert policy has no rule for stage {name!r}")
+    write, plan = writers[name]
+    return Fill(write(facts), plan=plan)
+
+
 def _plan(facts: DataFacts) -> dict:
     tasks = {t.task for t in facts.targets}
     task_type = "regression" if tasks == {"regression"} else ("multiclass" if "multiclass" in tasks else "binary")
     if facts.pixels is not None:
         task_type = "pixels"
+    if facts.masks is not None:
+        task_type = "mask"
     inputs = ", ".join(facts.input_modalities)
     files = "clips" if facts.audio is not None else "images"
-    steps = _pixel_steps(facts) if facts.pixels is not None else [
+    steps = _pixel_steps(facts) if facts.pixels is not None else mask_codegen.plan_steps(facts) if facts.masks is not None else [
         f"Read {facts.train_file or 'the train ' + files} and {facts.test_file or 'the test ' + files}; inputs are {inputs}.",
         f"Key every map by {facts.id_column!r}; targets {[t.column for t in facts.targets]} ({task_type}).",
         f"Score with {facts.metric}; write {facts.submission_format} submissions with columns {facts.submission_columns[:6]}.",

@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from agentk.core.artifacts import DenseTask, Task
 from setup_pipeline.expert.images import ImageLayout
+from setup_pipeline.expert.mask_targets import MaskTask
 from setup_pipeline.expert.pixels import PixelTask
 from setup_pipeline.expert.row_files import RowFiles
 from setup_pipeline.perception.recipe import TableRecipe
@@ -45,7 +46,7 @@ class DataFacts(BaseModel):
     test_row_id_start: int | None = None  # no key and no sample: test ids number the rows from here
     top_k: int | None = None  # ranking metrics (MAP@K): how many labels a row lists
     row_files: RowFiles | None = None  # a text file per row, named by its id
-    submission_format: Literal["per_target", "per_class_proba", "per_pixel"]
+    submission_format: Literal["per_target", "per_class_proba", "per_pixel", "per_mask"]
     targets: list[TargetFact]
     submission_columns: list[str]
     tabular_columns: list[str]
@@ -53,6 +54,7 @@ class DataFacts(BaseModel):
     image: ImageLayout | None
     audio: ImageLayout | None = None  # sound clips, one per example: the images' layout, media "audio"
     pixels: PixelTask | None = None  # an image-to-image task: the target is a picture
+    masks: MaskTask | None = None  # a segmentation task: the target is a mask, submitted run-length encoded
     input_modalities: list[Literal["tabular", "text", "image", "audio"]]
     metric: str
     metric_higher_is_better: bool

@@ -17,8 +17,10 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel
 
+from agentk.core.pictures import load_picture
 from agentk.core.readers import AUDIO_EXTENSIONS, IMAGE_EXTENSIONS
 from setup_pipeline.expert.name_labels import NameLabels, find_name_labels
+from setup_pipeline.perception.stacks import PICTURES_FOLDER, PictureStack, unpack_stack
 
 
 def present(series: pd.Series) -> pd.Series:
@@ -51,6 +53,9 @@ class ImageLayout(BaseModel):
     path_column: str | None = None
     path_base: str | None = None
     name_label_pattern: str | None = None  # name_labels: a regex on the file stem, group "label"
+    # A split whose pictures were stacked in one array: the folder (relative to raw/, under
+    # setup/pictures/) holding `<row>.npy` for each row of the split's table (or of the sample).
+    stack_dirs: dict[str, str] = {}
     n_train_images: int = 0
     n_test_images: int = 0
 
@@ -97,8 +102,13 @@ class ImageLayouts:
         return found
 
     def _image_layout(self, id_column: str, train_id: str | None, test_id: str | None) -> ImageLayout | None:
+        stacked = self._stack_layout() if self.stacks else None
+        if stacked is not None:
+            return stacked
         if not self.images:
             return None
+        if self.media == "image":
+            self._describe_pictures(self.images)
         ext = Counter(p.suffix.lower() for p in self.images).most_common(1)[0][0]
         if len({p.suffix.lower() for p in self.images}) > 1:
             self.notes.append(f"{self.media} files have several extensions; {ext} is the most common")
@@ -107,6 +117,54 @@ class ImageLayouts:
         if self.name_labels is not None:
             return self._name_label_layout(id_column, ext)
         return self._path_column_layout(ext) or self._id_file_layout(id_column, train_id, test_id, ext)
+
+    def _describe_pictures(self, paths: list[Path]) -> None:
+        """A note on how the first picture that opens is read (DICOM windowing, 16-bit scaling,
+        channels reduced), when it is not a plain 8-bit file."""
+        for path in paths[:5]:
+            try:
+                picture = load_picture(path)
+            except (OSError, ValueError):
+                continue
+            if picture.form != "pil" or picture.notes:
+                h, w, c = picture.pixels.shape
+                how = "; ".join(picture.notes) or "8-bit"
+                kind = picture.form.upper() if picture.form != "pil" else path.suffix.lstrip(".").upper() or "PIL"
+                self.notes.append(f"pictures are {kind} ({path.name}: {h}x{w}, {how}); "
+                                  f"read as {'RGB' if c == 3 else 'grey'} in 0..1")
+            return
+
+    def _stack_layout(self) -> ImageLayout | None:
+        """Train and test pictures stacked in arrays, matched to the train table and the test table
+        (else the sample) by their count, and by their names where the counts agree."""
+        n_train = len(self.train_df) if self.train_df is not None else None
+        frame = self.test_df if self.test_df is not None else self.sample_df
+        n_test = len(frame) if frame is not None else None
+
+        def pick(n: int | None, word: str, other: str, taken: PictureStack | None = None) -> PictureStack | None:
+            fits = [s for s in self.stacks if s.count == n and s is not taken
+                    and (other not in s.name.lower() or word in s.name.lower())]
+            fits.sort(key=lambda s: word in s.name.lower(), reverse=True)
+            return fits[0] if fits else None
+
+        train = pick(n_train, "train", "test")
+        test = pick(n_test, "test", "train", taken=train)
+        if train is None or test is None:
+            self.notes.append("stacked pictures were found but not one array for train and one for test "
+                              "matching their rows; they are not used")
+            return None
+        home = self.raw.parent / "setup" / PICTURES_FOLDER
+        dirs = {}
+        for split, stack in (("train", train), ("test", test)):
+            folder = unpack_stack(stack, home)
+            dirs[split] = Path(os.path.relpath(folder, self.raw)).as_posix()
+            table = "the sample" if split == "test" and self.test_df is None else f"the {split} table"
+            self.notes.append(f"{split} pictures: the {stack.count} pictures stacked in {stack.label(self.raw)}, "
+                              f"row i of {table} being picture i; unpacked once into setup/{PICTURES_FOLDER}/"
+                              f"{folder.name}/ as one .npy per picture")
+        self._describe_pictures([self.raw / dirs["train"] / "0.npy"])
+        return ImageLayout(kind="id_files", extension=".npy", train_dir=dirs["train"], test_dir=dirs["test"],
+                           stack_dirs=dirs, n_train_images=train.count, n_test_images=test.count)
 
     def _class_layout(self, id_column: str, ext: str) -> ImageLayout:
         root = self.class_root

@@ -17,10 +17,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from agentk.core import metrics
+from agentk.core.mask_targets import MASK_TASK
 from agentk.core.pixels import PIXEL_TASK
 from setup_pipeline.expert.description import submission_example_rows, submission_header
 from setup_pipeline.expert.facts import DataFacts, ExpertDeclined, TargetFact
 from setup_pipeline.expert.images import ImageLayout, ImageLayouts, present
+from setup_pipeline.expert.mask_targets import MaskTask, find_mask_task, mask_metric
 from setup_pipeline.expert.name_labels import NameLabels
 from setup_pipeline.expert.pixels import PixelTask, find_pixel_task
 from setup_pipeline.expert.row_files import RowFiles, find_row_files
@@ -29,6 +31,7 @@ from setup_pipeline.perception.catalogue import Catalogue, build_catalogue
 from setup_pipeline.perception.clips import describe_clips
 from setup_pipeline.perception.page_text import as_markdown
 from setup_pipeline.perception.roles import decide_roles
+from setup_pipeline.perception.stacks import PictureStack
 from setup_pipeline.perception.tables import match_column
 
 
@@ -63,6 +66,7 @@ class _Inspection(TargetDecisions, ImageLayouts):
         self.test_row_start: int | None = None
         self.train_ids_by_position = False
         self.name_labels: NameLabels | None = None
+        self.stacks: list[PictureStack] = []
 
     # ------------------------------------------------------------ files
 
@@ -83,18 +87,12 @@ class _Inspection(TargetDecisions, ImageLayouts):
         if guess.unsupported:
             self.notes.append(f"the page names a metric I cannot compute ({guess.unsupported!r}): "
                               "a metric is assumed from the data instead")
-        if base_metric is not None and metrics.get_metric(base_metric).spatial:
-            # The expert's solvers predict table cells, not masks or boxes: as before such metrics
-            # were known, a metric is assumed from the data, and the notes say why.
-            self.notes.append(f"the page's metric {base_metric} scores {metrics.get_metric(base_metric).kind} "
-                              "strings per image, which the expert's solvers cannot predict: "
-                              "a metric is assumed from the data instead")
-            base_metric = None
         if not self.data.is_dir():
             raise ExpertDeclined("there is no data/ folder next to the description")
         catalogue = build_catalogue(self.raw)
         self.notes += catalogue.notes
         self.images = catalogue.images
+        self.stacks = catalogue.stacks
         if catalogue.audio and not catalogue.images:
             # Sound clips, one per example, are laid out like images: the same rules find them.
             self.images, self.media = catalogue.audio, "audio"
@@ -105,6 +103,16 @@ class _Inspection(TargetDecisions, ImageLayouts):
         pixels = find_pixel_task(self.raw, catalogue.images, catalogue.tables, self.notes)
         if pixels is not None:
             return self._pixel_facts(pixels, base_metric)
+        masks = find_mask_task(self.raw, catalogue.images, catalogue.tables, text, self.notes)
+        if masks is not None:
+            return self._mask_facts(masks, base_metric)
+        if base_metric is not None and metrics.get_metric(base_metric).spatial:
+            # Only segmentation tasks laid out as `mask_targets` reads them predict masks; other
+            # solvers predict table cells: a metric is assumed from the data, and the notes say why.
+            self.notes.append(f"the page's metric {base_metric} scores {metrics.get_metric(base_metric).kind} "
+                              "strings per image, which the expert's solvers cannot predict: "
+                              "a metric is assumed from the data instead")
+            base_metric = None
         self.page = text
         described = submission_header(text)
         self.example_rows = submission_example_rows(text, described) if described else []
@@ -189,6 +197,23 @@ class _Inspection(TargetDecisions, ImageLayouts):
             targets=[TargetFact(column=task.value_column, task=PIXEL_TASK)],
             submission_columns=[task.id_column, task.value_column], tabular_columns=[], text_columns=[],
             image=layout, pixels=task, input_modalities=["image"], metric=metric,
+            metric_higher_is_better=bool(metrics.get_metric(metric).higher_is_better),
+            dropped_columns={}, notes=self.notes, assumptions=self.assumptions, evidence=self.evidence)
+
+    def _mask_facts(self, task: MaskTask, page_metric: str | None) -> DataFacts:
+        """A segmentation task: maps keyed by picture, the target a labelled mask, submitted encoded."""
+        metric, assumed = mask_metric(task, page_metric)
+        if assumed:
+            self.assume(assumed)
+        layout = ImageLayout(kind="id_files", train_dir=task.train_dir, test_dir=task.test_dir,
+                             extension=Counter(p.suffix.lower() for p in self.images).most_common(1)[0][0],
+                             n_train_images=task.n_train, n_test_images=task.n_test)
+        return DataFacts(
+            train_file=task.table, test_file=None, sample_submission=task.sample, id_column=task.id_column,
+            train_id_column=None, test_id_column=None, submission_format="per_mask",
+            targets=[TargetFact(column=task.value_column, task=MASK_TASK)],
+            submission_columns=[task.id_column, task.value_column], tabular_columns=[], text_columns=[],
+            image=layout, masks=task, input_modalities=["image"], metric=metric,
             metric_higher_is_better=bool(metrics.get_metric(metric).higher_is_better),
             dropped_columns={}, notes=self.notes, assumptions=self.assumptions, evidence=self.evidence)
 

@@ -17,7 +17,7 @@ def _task(facts: DataFacts) -> PixelTask:
 def _pictures(folder: str) -> str:
     """Lines that set `paths`: the folder's pictures, by file name."""
     return (f"    root = RAW / {folder!r}\n"
-            "    paths = sorted((p for p in root.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS), key=lambda p: p.name)\n")
+            "    paths = sorted((p for p in root.iterdir() if is_image(p)), key=lambda p: p.name)\n")
 
 
 def image_map(facts: DataFacts, split: str) -> str:

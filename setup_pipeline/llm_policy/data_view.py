@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from agentk.llm.memory import truncate_middle
+from agentk.core.pictures import ARRAY_EXTENSIONS, array_shape, npz_shapes
 from agentk.core.readers import AUDIO_EXTENSIONS, IMAGE_EXTENSIONS, UnreadableTable, file_kind, read_table, table_format
 
 _SKIP_NAMES = {"description.md"}  # the description has its own memory entry
@@ -113,6 +114,23 @@ def tables(raw: Path, *, max_tables: int = 8) -> list[Path]:
     return found[:max_tables]
 
 
+def arrays(raw: Path, *, max_files: int = 8) -> str:
+    """The shapes of the NumPy arrays under raw/ (headers only), shallowest first: an array of N
+    pictures beside a table of N rows holds one picture per row."""
+    found = sorted((p for p in raw.rglob("*") if p.is_file() and p.name.lower().endswith(ARRAY_EXTENSIONS)),
+                   key=lambda p: (len(p.relative_to(raw).parts), p.as_posix()))
+    lines = []
+    for path in found[:max_files]:
+        shapes = npz_shapes(path) if path.name.lower().endswith(".npz") else {"": array_shape(path) or ()}
+        listed = ", ".join(f"{name + ': ' if name else ''}{'x'.join(map(str, shape)) or '?'}" for name, shape in shapes.items())
+        lines.append(f"{path.relative_to(raw).as_posix()}  shape {listed}")
+    if len(found) > max_files:
+        lines.append(f"... <{len(found) - max_files} additional arrays>")
+    if not lines:
+        return ""
+    return "## Arrays\n" + "\n".join(lines) + "\n(read a picture of any form with agentk.core.pictures.load_picture)"
+
+
 def build_data_view(raw: Path, *, max_chars: int = 6000, rows: int = 5, max_entries: int = 8) -> str:
     """The DATA-VIEW memory entry for `raw` (the workspace's raw/ folder), at most `max_chars` long.
 
@@ -120,8 +138,11 @@ def build_data_view(raw: Path, *, max_chars: int = 6000, rows: int = 5, max_entr
     first tables (usually train and test) are shown whole before later ones are cut."""
     tree = truncate_middle(directory_tree(raw, max_entries=max_entries), max_chars // 3)
     parts = [f"## Files\n{tree}"]
+    shapes = truncate_middle(arrays(raw), max_chars // 6)
+    if shapes:
+        parts.append(shapes)
     listed = tables(raw)
-    remaining = max_chars - len(parts[0])
+    remaining = max_chars - sum(len(part) + 2 for part in parts)
     for index, path in enumerate(listed):
         if path.name in _SKIP_NAMES:
             continue

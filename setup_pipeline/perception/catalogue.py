@@ -19,6 +19,7 @@ import pandas as pd
 from agentk.core.archives import ArchiveLimits, extract_zip, gunzip_file
 from agentk.core.errors import ArchiveError
 from agentk.core.readers import IMAGE_EXTENSIONS, FileKind, UnreadableTable, file_kind, read_table
+from setup_pipeline.perception.stacks import PictureStack, find_stacks
 
 UNPACKED_SUFFIX = "_unpacked"
 MAX_NESTING = 4  # archives inside archives, unpacked level by level
@@ -45,6 +46,7 @@ class Catalogue:
     raw: Path
     tables: list[Table] = field(default_factory=list)
     images: list[Path] = field(default_factory=list)  # absolute paths
+    stacks: list[PictureStack] = field(default_factory=list)  # arrays of N pictures beside a table of N rows
     audio: list[Path] = field(default_factory=list)  # sound clips, recognised by content; absolute paths
     texts: list[Path] = field(default_factory=list)  # description-like or per-row text files
     others: list[Path] = field(default_factory=list)
@@ -56,6 +58,8 @@ class Catalogue:
         if self.images:
             exts = Counter(p.suffix.lower() for p in self.images)
             parts.append(f"{len(self.images)} image(s) ({', '.join(e for e, _ in exts.most_common(3))})")
+        if self.stacks:
+            parts.append(f"{len(self.stacks)} stacked picture array(s) ({sum(s.count for s in self.stacks)} pictures)")
         if self.audio:
             exts = Counter(p.suffix.lower() for p in self.audio)
             parts.append(f"{len(self.audio)} audio clip(s) ({', '.join(e for e, _ in exts.most_common(3))})")
@@ -149,4 +153,19 @@ def build_catalogue(raw: Path) -> Catalogue:
         if frame.columns.empty:
             continue
         catalogue.tables.append(Table(path.relative_to(raw), frame))
+    _find_stacks(catalogue)
     return catalogue
+
+
+def _find_stacks(catalogue: Catalogue) -> None:
+    """Arrays of N pictures beside a table of N rows leave the file lists: they are pictures, one
+    per row, once the setup unpacks them (setup_pipeline.perception.stacks)."""
+    rows = {len(t.frame) for t in catalogue.tables}
+    catalogue.stacks = find_stacks(catalogue.images + catalogue.others, rows)
+    stacked = {s.path for s in catalogue.stacks}
+    catalogue.images = [p for p in catalogue.images if p not in stacked]
+    catalogue.others = [p for p in catalogue.others if p not in stacked]
+    for stack in catalogue.stacks:
+        tables = [t.path.as_posix() for t in catalogue.tables if len(t.frame) == stack.count]
+        catalogue.notes.append(f"{stack.label(catalogue.raw)} holds {stack.count} pictures of shape "
+                               f"{'x'.join(map(str, stack.shape[1:]))}, as many as the rows of {', '.join(tables[:3])}")

@@ -175,7 +175,9 @@ class _Decider(TableIndex):
 
     def pick_train(self, test: Logical | None, test_key: str | None, rest: list[Logical]) -> Logical | None:
         if test is None:
-            pool = [t for t in rest if len(t.columns) >= 2 and (not self.image_names or self.image_key(t))]
+            # A table of labels alone is training data when stacked pictures are its inputs.
+            pool = [t for t in rest if (len(t.columns) >= 2 or self.beside_stack(t))
+                    and (not self.image_names or self.image_key(t))]
             pool.sort(key=lambda t: (t.shows(_TRAIN_WORDS), len(t.frame)), reverse=True)
             return pool[0] if pool else None
         # When the key is test's only column (a sentence keyed by itself), the key is the input:

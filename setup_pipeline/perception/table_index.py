@@ -42,13 +42,20 @@ class TableIndex:
         self.image_names |= {d.name for d, n in per_folder.items() if n <= 3}  # one folder per image
 
     def image_key(self, table: Logical) -> str | None:
-        """The first column of `table` whose values name image files (with or without extension)."""
-        if not self.image_names:
-            return None
-        for column in table.columns:
-            if self.is_unique(table, column) and overlap(self.values(table, column), self.image_names) >= MATCH:
-                return column
+        """The first column of `table` whose values name image files (with or without extension),
+        else, for a table as long as an array of stacked pictures, its first unique column: its
+        rows are the pictures, in order."""
+        if self.image_names:
+            for column in table.columns:
+                if self.is_unique(table, column) and overlap(self.values(table, column), self.image_names) >= MATCH:
+                    return column
+        if self.beside_stack(table):
+            return next((c for c in table.columns if self.is_unique(table, c)), None)
         return None
+
+    def beside_stack(self, table: Logical) -> bool:
+        """Whether an array of stacked pictures has one picture per row of `table`."""
+        return any(stack.count == len(table.frame) for stack in self.catalogue.stacks)
 
     def columns_with(self, table: Logical, values: set[str]) -> list[str]:
         """The columns of `table` that may share values with `values`: all of a table of usual

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -58,9 +59,10 @@ class PixelModel:
 
     threads: int = 1
     use_trees: int | None = None  # fewer than `trees` when predicting every test picture with all would not fit
+    featurise: Callable[[np.ndarray], np.ndarray] = pixel_features  # what the model was fitted on
 
     def predict(self, picture: np.ndarray) -> np.ndarray:
-        values = self.booster.predict(pixel_features(picture), num_iteration=self.use_trees or self.trees,  # type: ignore[attr-defined]
+        values = self.booster.predict(self.featurise(picture), num_iteration=self.use_trees or self.trees,  # type: ignore[attr-defined]
                                       num_threads=self.threads)
         return np.clip(values, 0.0, 1.0).reshape(picture.shape).astype(np.float32)
 
@@ -70,7 +72,7 @@ class PixelModel:
         if not np.isfinite(seconds):
             return None  # no budget: every tree
         began = time.monotonic()
-        features = pixel_features(picture)
+        features = self.featurise(picture)
         featurise = time.monotonic() - began
         self.booster.predict(features, num_iteration=self.trees, num_threads=self.threads)  # type: ignore[attr-defined]
         per_tree = max(time.monotonic() - began - featurise, 1e-6) / self.trees
@@ -84,13 +86,16 @@ class PixelModel:
 
 
 def fit_pixel_model(train: PixelRows, stop: PixelRows, deadline: float, threads: int, seed: int,
-                    max_trees: int = 2000, light: bool = False) -> PixelModel:
-    """LightGBM on the drawn pixels, stopped early on the held-out pictures' pixels or at `deadline`."""
+                    max_trees: int = 2000, light: bool = False, objective: str = "regression",
+                    featurise: Callable[[np.ndarray], np.ndarray] = pixel_features) -> PixelModel:
+    """LightGBM on the drawn pixels, stopped early on the held-out pictures' pixels or at `deadline`.
+    `objective` "binary" makes it a classifier of 0/1 pixels (a mask), predicting probabilities;
+    `featurise` is what the rows were drawn from."""
     import lightgbm as lgb
 
     x, y = train.arrays()
     vx, vy = stop.arrays()
-    params = {"objective": "regression", "learning_rate": 0.1 if light else 0.05, "num_leaves": 15 if light else 127,
+    params = {"objective": objective, "learning_rate": 0.1 if light else 0.05, "num_leaves": 15 if light else 127,
               "min_data_in_leaf": 20, "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1,
               "lambda_l2": 1.0, "num_threads": threads, "seed": seed, "verbose": -1}
     began = time.monotonic()
@@ -98,4 +103,4 @@ def fit_pixel_model(train: PixelRows, stop: PixelRows, deadline: float, threads:
                         valid_sets=[lgb.Dataset(vx, vy)],
                         callbacks=[lgb.early_stopping(50, verbose=False), lightgbm_deadline(deadline)])
     trees = booster.best_iteration or booster.current_iteration()
-    return PixelModel(booster, int(trees), time.monotonic() - began, threads=threads)
+    return PixelModel(booster, int(trees), time.monotonic() - began, threads=threads, featurise=featurise)

@@ -18,10 +18,11 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from agentk.core.artifacts import SetupLayout
+from agentk.core.artifacts import DENSE_TASKS, SetupLayout
+from agentk.core.mask_targets import MASK_TASK
 from agentk.core.maps import read_map
 from agentk.core.metrics.direction import Direction
-from agentk.core.pixels import PIXEL_TASK, read_picture, resolve, save_prediction, score_pictures, write_pixel_csv
+from agentk.core.pixels import read_picture, resolve, save_prediction, score_pictures, write_pixel_csv
 from agentk.core.results import SolveResult
 from agentk.core.workspace import atomic_write_json
 from solve_pipeline.cv import emit
@@ -36,8 +37,8 @@ _MAX_ROWS = 2_000_000
 LIGHT_PAIRS = 3
 
 
-def picture_target(setup_dir: Path) -> dict | None:
-    """target_info's picture target, or None when the task's targets are not pictures."""
+def picture_target(setup_dir: Path, tasks: tuple[str, ...] = DENSE_TASKS) -> dict | None:
+    """target_info's picture (or mask) target, or None when the task's targets are not pictures."""
     import json
 
     path = SetupLayout(setup_dir).target_info
@@ -45,7 +46,7 @@ def picture_target(setup_dir: Path) -> dict | None:
         info = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return next((t for t in info.get("targets", []) if isinstance(t, dict) and t.get("task") == PIXEL_TASK), None)
+    return next((t for t in info.get("targets", []) if isinstance(t, dict) and t.get("task") in tasks), None)
 
 
 @dataclass
@@ -177,6 +178,10 @@ def _fit_model(run: PictureSolve, train: _Pictures, held: list[int], fit: list[i
 
 def solve_pictures(workspace: Path, out: Path, budget: float | None, seed: int, light: bool) -> dict:
     """Identity first, then the boosted pixel model; returns (and writes) the solve's record."""
+    if picture_target(workspace / "setup", (MASK_TASK,)) is not None:
+        from solve_pipeline.pixels.masks import solve_masks  # a mask target has a solve of its own
+
+        return solve_masks(workspace, out, budget, seed, light)
     run = PictureSolve(workspace, out, budget, seed, light)
     target = run.target
     train = _read(run.setup, "train", target, limit=LIGHT_PAIRS if light else None)

@@ -79,6 +79,9 @@ def _one_kind(items: np.ndarray) -> bool:
 
 def normalise_ids(values: Any) -> np.ndarray:
     """Ids as comparable strings: 892, 892.0 and " 892" agree; "0013_01" keeps its zeros."""
+    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.StringDtype) and not values.isna().any():
+        # Arrow-backed text (a per-pixel file's millions of ids) is stripped by Arrow, not in Python.
+        return values.str.strip().to_numpy(dtype=object)
     items = np.asarray(values).ravel()
     # The common kinds at once (a million ids): integers as their digits, strings stripped.
     if items.dtype.kind in "iu":

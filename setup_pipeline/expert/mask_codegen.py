@@ -1,0 +1,142 @@
+"""Code the expert writes for a segmentation task (`facts.masks`): maps keyed by picture, a target
+map of labelled-mask paths (a table's run-length strings decoded once into setup/masks/), an
+identity transform that tells the solver the target is a mask, a submission that encodes every
+predicted mask as the sample does, and the page's mask metric. The conventions live in
+`agentk.core.mask_targets`."""
+
+from __future__ import annotations
+
+from setup_pipeline.expert.facts import DataFacts
+from setup_pipeline.expert.mask_targets import MaskTask
+
+DECODED = "masks"  # setup/<DECODED>/<picture>.npz: the training masks a table encodes
+
+
+def _task(facts: DataFacts) -> MaskTask:
+    assert facts.masks is not None
+    return facts.masks
+
+
+def _pictures(folder: str) -> str:
+    """Lines that set `paths`: the folder's pictures, by file name."""
+    return (f"    root = RAW / {folder!r}\n"
+            "    paths = sorted((p for p in root.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS), key=lambda p: p.name)\n")
+
+
+def _table_strings(task: MaskTask) -> str:
+    """Lines that set `strings`: each listed picture's encodings, by picture name."""
+    return (
+        "    from agentk.core.readers import read_table\n\n"
+        f"    table = read_table(RAW / {task.table!r})\n"
+        f"    names = table[{task.table_id!r}].astype(str).str.strip()\n"
+        "    keys = names.where(~names.str.contains(r'\\.[A-Za-z]{3,4}$', regex=True), names.str.rsplit('.', n=1).str[0])\n"
+        f"    strings = table[{task.table_value!r}].groupby(keys.to_numpy(), sort=False).agg(list).to_dict()\n")
+
+
+def _labelled(task: MaskTask) -> str:
+    """Lines that keep in `paths` the training pictures that have a target."""
+    if task.source == "mask_files":
+        return (f"    targets = {{p.stem for p in (RAW / {task.mask_dir!r}).iterdir()}}\n"
+                "    paths = [p for p in paths if p.stem in targets]  # a picture without its mask teaches nothing\n")
+    if task.missing_is_empty:
+        return ""  # the table lists only pictures with a mask: every other picture has none
+    return _table_strings(task) + "    paths = [p for p in paths if p.stem in strings]  # unlisted pictures are unlabelled\n"
+
+
+def image_map(facts: DataFacts, split: str) -> str:
+    task = _task(facts)
+    folder = task.test_dir if split == "test" else task.train_dir
+    keep = "" if split == "test" else _labelled(task)
+    return ("def build_map() -> pd.DataFrame:\n" + _pictures(folder) + keep +
+            '    return pd.DataFrame({"id": [p.stem for p in paths], "image_path": [relative_to_setup(p) for p in paths]})\n')
+
+
+def target_map(facts: DataFacts) -> str:
+    task = _task(facts)
+    if task.source == "mask_files":
+        return ("def build_map() -> pd.DataFrame:\n" + _pictures(task.mask_dir or "") +
+                f"    inputs = {{p.stem for p in (RAW / {task.train_dir!r}).iterdir()}}\n"
+                "    paths = [p for p in paths if p.stem in inputs]\n"
+                f'    return pd.DataFrame({{"id": [p.stem for p in paths], {task.value_column!r}: [relative_to_setup(p) for p in paths]}})\n')
+    keep = "" if task.missing_is_empty else "    paths = [p for p in paths if p.stem in strings]\n"
+    return (
+        "from agentk.core.mask_targets import LABELS_SUFFIX, decoded_labels, picture_shape, save_labels\n"
+        "from agentk.core.masks import is_blank\n\n\n"
+        "def build_map() -> pd.DataFrame:\n" + _table_strings(task) + _pictures(task.train_dir) + keep +
+        f"    folder = HERE / {DECODED!r}\n"
+        "    ids, targets = [], []\n"
+        "    for path in paths:\n"
+        "        own = [s for s in strings.get(path.stem, []) if not is_blank(s)]\n"
+        "        shape = picture_shape(path)\n"
+        "        # Decoded once here, so every reader of the target map reads a picture; pictures without\n"
+        "        # a mask (most of them, in some competitions) share one empty mask of their size.\n"
+        "        target = (folder / (path.stem + LABELS_SUFFIX)) if own else (folder / 'empty' / f'{shape[0]}x{shape[1]}{LABELS_SUFFIX}')\n"
+        "        if own or not target.exists():\n"
+        f"            save_labels(decoded_labels(own, shape, {task.order!r}, {task.relative!r}), target)\n"
+        "        ids.append(path.stem)\n"
+        "        targets.append(relative_to_setup(target))\n"
+        f"    return pd.DataFrame({{'id': ids, {task.value_column!r}: targets}})\n")
+
+
+def target_transform(facts: DataFacts) -> str:
+    task = _task(facts)
+    return (
+        "from agentk.core.mask_targets import MASK_TASK\n\n"
+        f"TARGET = {task.value_column!r}\n"
+        f"PER_OBJECT = {task.per_object!r}  # one submission row per object, else one per picture\n\n\n"
+        "def forward(df: pd.DataFrame) -> pd.DataFrame:\n"
+        "    return df.copy()  # the target is a mask: its path stays as it is\n\n\n"
+        "def inverse(df: pd.DataFrame) -> pd.DataFrame:\n"
+        "    return df.copy()\n\n\n"
+        "def target_info(df: pd.DataFrame) -> dict:\n"
+        '    return {"targets": [{"column": TARGET, "task": MASK_TASK, "classes": None, "per_object": PER_OBJECT}]}\n'
+    )
+
+
+def submission_format(facts: DataFacts) -> str:
+    task = _task(facts)
+    return (
+        "from agentk.core.mask_targets import mask_submission\n"
+        "from agentk.core.pixels import resolve\n"
+        "from agentk.core.readers import read_table\n\n"
+        f"ID_COLUMN = {task.id_column!r}\n"
+        f"VALUE = {task.value_column!r}\n"
+        f"SAMPLE = {task.sample!r}  # the pictures, in its order\n"
+        f"PER_OBJECT = {task.per_object!r}\n"
+        f"ORDER = {task.order!r}  # 'F': pixels numbered top to bottom, then left to right\n"
+        f"RELATIVE = {task.relative!r}\n"
+        f"EMPTY = {task.empty!r}  # a picture without a mask, as the sample writes it\n\n\n"
+        "def format_submission(pred: pd.DataFrame) -> pd.DataFrame:\n"
+        "    masks = {str(i).strip(): resolve(HERE, p) for i, p in zip(pred['id'], pred[VALUE])}\n"
+        "    ids = read_table(RAW / SAMPLE)[ID_COLUMN].str.strip().tolist()\n"
+        "    return mask_submission(masks, ids, ID_COLUMN, VALUE, PER_OBJECT, ORDER, RELATIVE, EMPTY)\n"
+    )
+
+
+def metric(facts: DataFacts) -> str:
+    task = _task(facts)
+    return (
+        "from agentk.core.mask_targets import score_mask_frames\n\n"
+        f"METRIC = {facts.metric!r}\n"
+        f"TARGET = {task.value_column!r}\n"
+        f"PER_OBJECT = {task.per_object!r}\n"
+        f"THRESHOLDS = {task.thresholds!r}  # the IoU thresholds the page states, if any\n"
+        f"HIGHER_IS_BETTER = {facts.metric_higher_is_better!r}\n\n\n"
+        "def score(y_true: pd.DataFrame, y_pred: pd.DataFrame) -> float:\n"
+        "    return score_mask_frames(METRIC, y_true, y_pred, TARGET, HERE, PER_OBJECT, THRESHOLDS)\n"
+    )
+
+
+def plan_steps(facts: DataFacts) -> list[str]:
+    task = _task(facts)
+    source = (f"the masks in {task.mask_dir}/ by file name" if task.source == "mask_files" else
+              f"the run-length strings of {task.table}, decoded once into setup/{DECODED}/")
+    rows = "one row per object" if task.per_object else "one row per picture"
+    return [
+        f"Learn the masks of the {task.n_train} pictures in {task.train_dir}/ from {source}; "
+        f"predict the masks of the {task.n_test} pictures in {task.test_dir}/.",
+        "Key every map by the picture's file name; the target map holds each labelled mask's path.",
+        f"Score with {facts.metric}; write {rows} to {task.sample}, run-length encoded "
+        f"({'column' if task.order == 'F' else 'row'}-major{', relative starts' if task.relative else ''}), "
+        f"no mask as {task.empty or 'a blank cell'!r}.",
+    ]
