@@ -26,6 +26,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="agentk: an a
 # Options default to None, "not given": RunConfig's defaults are the only ones (the help shows them).
 WorkspaceRoot = typer.Option(None, "--workspace-root", "-w",
                              help=f"Where workspaces are created (default: {default_of(RunConfig, 'workspace_root')}).")
+ImageBackbone = typer.Option(None, "--image-backbone", help=(
+    "Your own image model, used before the bundled EfficientNet-Lite when its timed probe fits the budget: "
+    "a Hugging Face (transformers) or timm model's folder, or a repo id already in the local hub cache. Never downloaded."))
 
 
 def _root(workspace_root: Path | None) -> Path:
@@ -45,6 +48,19 @@ def _over_base(path: Path, flags: RunConfig) -> RunConfig:
     return RunConfig.model_validate(deep_merge(base.model_dump(mode="json"), flags.model_dump(mode="json", exclude_unset=True)))
 
 
+def _image_backbone(value: str | None) -> str | None:
+    """An existing folder as an absolute path (the saved config must not depend on the current
+    folder), or a hub repo id; a typo fails now, not after the setup."""
+    from agentk.core.local_image_models import named_setting
+
+    if value is None:
+        return None
+    try:
+        return named_setting(value)
+    except ValueError as error:
+        fail(str(error))
+
+
 @app.command()
 def run(
     source: str = typer.Argument(..., help="A competition folder (local or MLE-bench prepared layout), a Kaggle URL or a slug."),
@@ -55,6 +71,7 @@ def run(
     no_tune: bool = typer.Option(False, "--no-tune", help="Skip HEBO tuning."),
     device: Optional[str] = typer.Option(None, "--device", help=f"Where images, text and the fusion net run: auto (a CUDA GPU when there is one), cpu, cuda (default: {default_of(SolveSettings, 'device')})."),
     seed: Optional[int] = typer.Option(None, "--seed", help=f"(default: {default_of(SolveSettings, 'seed')})"),
+    image_backbone: Optional[str] = ImageBackbone,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the final line (for campaigns)."),
     as_json: bool = typer.Option(False, "--json", help="Print result.json to stdout."),
     submit: bool = typer.Option(False, "--submit", help="Kaggle only: submit the validated submission and report its rank."),
@@ -85,6 +102,7 @@ def run(
         policy=chosen_policy, llm_base_url=llm, llm_model=model, llm_token_budget=token_budget,
         credit_assignment=False if no_credit_assignment else None, unsafe_no_sandbox=unsafe_no_sandbox or None,
         llm_solve=llm_solve, leaderboard=leaderboard.resolve() if leaderboard is not None else None, metric=metric,
+        image_backbone=_image_backbone(image_backbone),
     ))
     if leaderboard is not None and not leaderboard.is_file():
         fail(f"leaderboard file not found: {leaderboard}")
@@ -270,6 +288,7 @@ def campaign(
     folds: Optional[int] = typer.Option(None, "--folds", help="Cross-validation folds per task."),
     device: Optional[str] = typer.Option(None, "--device", help=f"Where images, text and the fusion net run: auto (a CUDA GPU when there is one), cpu, cuda (default: {default_of(SolveSettings, 'device')})."),
     seed: Optional[int] = typer.Option(None, "--seed", help="The random order's seed and the runs' solver seed."),
+    image_backbone: Optional[str] = ImageBackbone,
     cold: bool = typer.Option(False, "--cold", help="No warm start from the nearest solved tasks."),
     submit: bool = typer.Option(False, "--submit", help="Submit each Kaggle task's validated submission (daily limits kept across the campaign)."),
     top_k: Optional[int] = typer.Option(None, "--top-k", min=1, help="With --submit: the K best models per task."),
@@ -295,6 +314,7 @@ def campaign(
         workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, seed=seed, submit=submit or None,
         device=choice(Device, "--device", device), submit_top_k=top_k, submit_poll_s=submit_poll, policy=chosen_policy, llm_base_url=llm, llm_model=model,
         llm_token_budget=token_budget, unsafe_no_sandbox=unsafe_no_sandbox or None,
+        image_backbone=_image_backbone(image_backbone),
     )
     campaign_options = given(order=order, alpha=alpha, beta=beta, r=top_r, max_attempts=max_attempts, seeds=seeds, limit=limit,
                              workers=workers, ray_address=ray_address, total_budget=total_budget, seed=seed, warm_start=False if cold else None)

@@ -20,6 +20,7 @@ from agentk.core.disk_quota import quota_mb
 from agentk.core.errors import AgentKError, SolveFailed
 from agentk.core.events import EventLog
 from agentk.core.isolation import Mounts, gpu_device_files, isolation_status
+from agentk.core.local_image_models import solver_env, solver_mounts
 from agentk.core.results import LeaderboardPlace, MetaRecord, RunResult, SolveResult, StageRecord, run_direction
 from agentk.core.sandbox import Limits, data_room_mb, run_python
 from agentk.core.workspace import RunState, Workspace, atomic_write_json, read_json_object, workspace_for
@@ -250,7 +251,9 @@ def _run_solver(workspace: Workspace, config: RunConfig, events: EventLog, statu
                 advisor: SolveAdvisor | None = None):
     # A GPU's device files, unless the run asked for the CPU; nothing else of /dev is new.
     gpus = gpu_device_files() if config.solve.device != Device.CPU else ()
-    mounts = Mounts.workspace(workspace.root, write=["solve", "submissions"], read=[workspace.root / CONFIG_FILE])
+    # The user's own image models (a named folder, well-known checkpoints in the hub cache), read-only.
+    models = solver_mounts(config.solve.image_backbone)
+    mounts = Mounts.workspace(workspace.root, write=["solve", "submissions"], read=[workspace.root / CONFIG_FILE, *models])
     return run_python(
         # No flags: the solver takes config.solve from the workspace's config.json.
         ["-m", "solve_pipeline.solver", str(workspace.root)],
@@ -263,6 +266,7 @@ def _run_solver(workspace: Workspace, config: RunConfig, events: EventLog, statu
         on_stdout_line=_solver_printer(events, status, advisor),
         log_prefix=workspace.logs / "solve",
         mounts=dataclasses.replace(mounts, devices=gpus),
+        env_extra=solver_env(),
     )
 
 
@@ -285,7 +289,7 @@ def _solver_printer(events: EventLog, status: Any = None, advisor: SolveAdvisor 
             status.update(f"solving: {event.get('model')} fold {event.get('fold', 0) + 1} (elapsed {event.get('elapsed_s', 0):.0f} s)")
         if kind == "model" and event.get("score") is not None:
             events.say(f"    model {event.get('model', '?'):<16} CV {event['score']:.5f}")
-        elif kind == "device":
+        elif kind in ("device", "image_backbone"):
             events.say(f"    [yellow]{event.get('message')}[/]")
         elif kind == "pruned":
             events.say(f"    pruned {event.get('model', '?'):<15} (weaker first fold)")

@@ -21,6 +21,7 @@ import torch
 from agentk.core.pictures import picture_image, picture_size
 from solve_pipeline import device
 from solve_pipeline.image_backbones import Backbone, available_backbones, cheapest
+from solve_pipeline.image_backbones_local import price_local, with_local
 from solve_pipeline.torch_training import torch_threads
 from solve_pipeline.vector_cache import VectorCache, file_key
 
@@ -212,8 +213,10 @@ def plan_embedding(paths: Sequence[str], seconds: float, threads: int = 2,
 
     The projection comes from one timed batch of the cheapest backbone, and from a few images
     through each bigger one that might fit; `embed_images` checks it against its own pace and
-    gives up early, so the caller can go down this list."""
-    backbones = available_backbones() if backbones is None else backbones
+    gives up early, so the caller can go down this list. What the probes took (loading a user's
+    model included) comes out of `seconds`: the caller's deadline counts it."""
+    planning = time.monotonic()
+    backbones = with_local(available_backbones()) if backbones is None else backbones
     if not backbones:
         return [], "no pretrained image backbone is installed"
     native = native_px(paths)
@@ -240,6 +243,10 @@ def plan_embedding(paths: Sequence[str], seconds: float, threads: int = 2,
         began = time.monotonic()
         _forward(module, batch, False, on, head)  # returns to the host: the GPU's work is done by then
         per_pixel = (time.monotonic() - began) / len(loaded) / probe_px ** 2 / base.relative_cost
+        # The user's own models are timed on this very batch (image_backbones_local).
+        backbones = price_local(backbones, batch, per_pixel, on, seconds=SAFETY * seconds,
+                                n_images=sum(1 for p in paths if p))
+    seconds -= time.monotonic() - planning
     keys = [file_key(p) for p in paths if p]
     # Seconds per input pixel of each backbone: the probed one's, and those timed below.
     pace = {base.name: per_pixel * base.relative_cost}

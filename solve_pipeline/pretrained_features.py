@@ -22,6 +22,7 @@ from solve_pipeline.baseline_models import tabular_linear_blocks
 from solve_pipeline.cv import emit
 from solve_pipeline.dataset import FeatureSet
 from solve_pipeline.image_backbones import cheapest
+from solve_pipeline.image_backbones_local import chosen_note
 from solve_pipeline.image_embedding import (
     ImagePlan, TooSlow, embed_images, partial_plan, plan_embedding, split_head,
 )
@@ -117,7 +118,7 @@ def _image_block(features: FeatureSet, seconds: float, threads: int) -> _ImageBl
         head_block = None if head is None else \
             EmbeddingBlock(*_rows(head, len(columns), n_train, n_test), f"image-head:{plan.label}")
         note = f"images: {plan.label}{' with its ImageNet head' if head is not None else ''} " \
-               f"in {time.monotonic() - started:.0f} s"
+               f"in {time.monotonic() - started:.0f} s{chosen_note(plan.backbone)}"
         if plan.partial:
             note += f" ({why}: what the time allowed, test images first)"
         if given_up:

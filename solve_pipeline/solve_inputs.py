@@ -50,6 +50,7 @@ class SolveOptions:
     warm_start: WarmStart | None = _DEFAULTS.warm_start
     # Ask the runner's LLM at the decision points (llm_loop.py); off: the expert's schedule alone.
     llm_solve: bool = False  # the runner resolved config.json's unset value before the solver started
+    image_backbone: str | None = _DEFAULTS.image_backbone  # the user's own image model (a folder or repo id)
 
 
 

@@ -2,7 +2,7 @@
 
 Run as `python -m solve_pipeline.solver WORKSPACE [--light] [--folds K] [--seed S]
 [--time-budget SECONDS] [--out PATH] [--fusion auto|on|off] [--no-tune] [--blend-after N]
-[--device auto|cpu|cuda]`.
+[--device auto|cpu|cuda] [--image-backbone PATH]`.
 A flag left out takes the run's solve settings from WORKSPACE/config.json (the runner passes none),
 else the stand-alone defaults (no time budget); --light never reads config.json.
 It imports the generated setup modules, so it must only run as the sandboxed solver subprocess.
@@ -54,6 +54,10 @@ def solve(options: SolveOptions) -> dict:
         return solve_pictures(options.workspace, out, options.time_budget, options.seed, options.light)
     device.configure(options.device, say=lambda line: emit("device", message=line))
     artifacts, ctx, n_total, validation = prepare(options)
+    if options.image_backbone is not None and ctx.features.image_paths_train is not None:
+        from solve_pipeline import image_backbones_local  # lazy: torch, which a tabular solve never loads
+
+        image_backbones_local.configure(options.image_backbone, prewarm=True)
     out = options.out or artifacts.workspace / "submissions" / "submission.csv"
     solver = Solver(options, artifacts, ctx, out, validation)
     solver.state.started = began  # the budget covers feature building too
@@ -132,6 +136,7 @@ def solve(options: SolveOptions) -> dict:
         "timeline": state.timeline,
         "warm_start": solver.warm_report.to_json() if solver.warm_report is not None else None,
         "device": device.summary(),
+        "image_backbone": _image_backbone_summary(),
         **({"llm_solve": llm_solve} if llm_solve is not None else {}),
     })
     result = record.to_json()
@@ -139,6 +144,13 @@ def solve(options: SolveOptions) -> dict:
     emit("done", **{k: v for k, v in result.items()
                     if k not in ("race", "finetune", "tuning", "blend", "decoding", "timeline", "warm_start", "llm_solve")})
     return result
+
+
+def _image_backbone_summary() -> dict[str, Any] | None:
+    """What the user's own image models did, where images were embedded (only then is the module
+    loaded: a tabular solve never imports torch)."""
+    local = sys.modules.get("solve_pipeline.image_backbones_local")
+    return None if local is None else local.summary()
 
 
 def parse_args(argv: Sequence[str] | None = None) -> SolveOptions:
@@ -154,13 +166,14 @@ def parse_args(argv: Sequence[str] | None = None) -> SolveOptions:
     parser.add_argument("--no-tune", dest="tune", action="store_const", const=False, default=None, help="skip HEBO tuning")
     parser.add_argument("--blend-after", type=int, default=None)
     parser.add_argument("--device", choices=[d.value for d in Device], default=None)
+    parser.add_argument("--image-backbone", default=None, help="an image model's folder or cached hub repo id")
     args = parser.parse_args(argv)
     workspace = args.workspace.resolve()
     values = {} if args.light else _saved_settings(workspace)
     fusion = Fusion(args.fusion) if args.fusion is not None else None
     given = {"folds": args.folds, "seed": args.seed, "time_budget": args.time_budget, "fusion": fusion,
              "tune": args.tune, "blend_after": args.blend_after,
-             "device": Device(args.device) if args.device is not None else None}
+             "device": Device(args.device) if args.device is not None else None, "image_backbone": args.image_backbone}
     values.update({k: v for k, v in given.items() if v is not None})
     for name in ("folds", "blend_after"):
         if name in values:
@@ -177,7 +190,7 @@ def _saved_settings(workspace: Path) -> dict[str, Any]:
     solve = config.solve
     return {"folds": solve.folds, "seed": solve.seed, "time_budget": solve.time_budget_s, "fusion": solve.fusion,
             "tune": solve.tune, "blend_after": solve.blend_after, "warm_start": solve.warm_start,
-            "device": solve.device, "llm_solve": bool(solve.llm_solve)}
+            "device": solve.device, "llm_solve": bool(solve.llm_solve), "image_backbone": solve.image_backbone}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

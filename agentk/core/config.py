@@ -80,14 +80,20 @@ class SolveSettings(BaseModel):
     # the run's policy is llm or hybrid (the runner decides, agentk/runner.py), off for the expert;
     # --llm-solve / --no-llm-solve set it.
     llm_solve: bool | None = None
+    # The user's own image model, used before the bundled EfficientNet-Lite when its timed probe fits
+    # the budget: a transformers or timm model's folder (absolute), or a hub repo id in the local
+    # cache (solve_pipeline/image_backbones_local.py). None: the bundled ones and well-known cached ones.
+    image_backbone: str | None = None
 
     @model_serializer(mode="wrap")
-    def _without_llm_solve_when_unset(self, handler: SerializerFunctionWrapHandler) -> Any:
-        # An expert run writes the very config.json it wrote before the option existed; a choice made
-        # (True or False) is kept, so a config read back means what was written.
+    def _without_unset_options(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A run that sets neither writes the very config.json it wrote before these options existed; a
+        # choice made (llm_solve True or False) is kept, so a config read back means what was written.
         data = handler(self)
-        if self.llm_solve is None and isinstance(data, dict):
-            data.pop("llm_solve", None)
+        if isinstance(data, dict):
+            for name in ("llm_solve", "image_backbone"):
+                if getattr(self, name) is None:
+                    data.pop(name, None)
         return data
 
 

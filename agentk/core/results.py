@@ -67,6 +67,8 @@ class SolveResult(BaseModel):
     warm_start: dict[str, Any] | None = None  # a campaign's suggestions: what was used, what ignored and why
     # Where torch work ran: {choice, used, parts: {part: cpu|cuda}, notes: [fallback lines]}.
     device: dict[str, Any] | None = None
+    # The user's own image models: {named, offered: [{name, source, why, relative_cost, ...}], chosen, notes}.
+    image_backbone: dict[str, Any] | None = None
 
     @classmethod
     def path_in(cls, solve_dir: Path) -> Path:
