@@ -46,6 +46,10 @@ CHECK_IMAGES = 8
 # way: far above it cannot fit, far below it fits whatever the error (60 small images: the timing
 # would cost more than the embedding).
 CHECK_WITHIN = 2.0
+# A partial plan is worth its time only when most images get a vector: the rest share the mean
+# vector, and a model trained where most rows are that mean learns nothing (digits at a 15 s
+# budget: 8 % of the images embedded, every family at chance, the pixel models out of time).
+PARTIAL_MIN_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -277,6 +281,8 @@ def plan_embedding(paths: Sequence[str], seconds: float, threads: int = 2,
     per_image = pace[base.name] * MIN_PX ** 2 + load_s
     cheapest_s = len(keys) * per_image
     why = f"{len(keys)} images need ~{cheapest_s:.0f} s even at {MIN_PX} px; {seconds:.0f} s allowed"
+    if SAFETY * max(seconds, 0.0) < PARTIAL_MIN_SHARE * cheapest_s:
+        return [], f"{why}: too few would be embedded to learn from"
     return [partial_plan(base, SAFETY * seconds, per_image)], why
 
 

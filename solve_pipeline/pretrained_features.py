@@ -24,7 +24,7 @@ from solve_pipeline.dataset import FeatureSet
 from solve_pipeline.image_backbones import cheapest
 from solve_pipeline.image_backbones_local import chosen_note
 from solve_pipeline.image_embedding import (
-    ImagePlan, TooSlow, embed_images, partial_plan, plan_embedding, split_head,
+    PARTIAL_MIN_SHARE, ImagePlan, TooSlow, embed_images, partial_plan, plan_embedding, split_head,
 )
 from solve_pipeline.text_embedding import embed_text_columns
 
@@ -104,15 +104,21 @@ def _image_block(features: FeatureSet, seconds: float, threads: int) -> _ImageBl
             # The probe was optimistic by this much (a busy machine, a bigger input than it
             # timed): the options left are re-priced with it rather than tried blindly.
             plans = [p for p in plans if p.projected_s * ratio <= left]
-            if not plans and not any(p.partial for p in given_up):
-                # What the time left allows beats no embedding at all.
+            per_image = plan.per_image_s * ratio
+            if not plans and not any(p.partial for p in given_up) \
+                    and left >= PARTIAL_MIN_SHARE * len(everything) * per_image:
+                # What the time left allows beats no embedding at all when most images get a vector.
                 base = cheapest([p.backbone for p in given_up])
                 assert base is not None
-                plans = [partial_plan(base, left, plan.per_image_s * ratio)]
+                plans = [partial_plan(base, left, per_image)]
                 why = "no option kept pace with every image"
             continue
         if vectors is None:
             return None, None, None, "images: none of the image files could be read"
+        train_left = sum(1 for i in missing if i % (n_train + n_test) < n_train)
+        if train_left > (1 - PARTIAL_MIN_SHARE) * n_train * len(columns):
+            return None, None, None, (f"images: {plan.label} embedded only {n_train * len(columns) - train_left} "
+                                      f"of {n_train * len(columns)} train images in the time: the pixels carry")
         pooled, head = split_head(vectors, plan)
         image = EmbeddingBlock(*_rows(pooled, len(columns), n_train, n_test), f"image:{plan.label}")
         head_block = None if head is None else \
@@ -124,7 +130,6 @@ def _image_block(features: FeatureSet, seconds: float, threads: int) -> _ImageBl
         if given_up:
             note += f" (gave up on {', '.join(p.label for p in given_up)}: too slow at the pace measured)"
         if missing:
-            train_left = sum(1 for i in missing if i % (n_train + n_test) < n_train)
             note += (f"; {len(missing)} of {len(everything)} images left out ({train_left} train, "
                      f"{len(missing) - train_left} test): they get the mean vector")
         return image, head_block, plan, note

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from solve_pipeline import image_embedding
 from solve_pipeline.features import build_features
 from solve_pipeline.image_backbones import available_backbones, cheapest, torchvision_usable
 from solve_pipeline.image_embedding import (
@@ -131,8 +132,13 @@ def test_the_probe_plans_within_the_budget_and_declines_what_cannot_fit(tmp_path
     assert x is not None and x.shape == (3, 160, 160) and 0.0 <= x.min() and x.max() <= 1.0
 
 
-def test_a_partial_plan_keeps_what_the_time_allowed_and_says_what_was_left_out(tmp_path: Path) -> None:
+def test_a_partial_plan_keeps_what_the_time_allowed_and_says_what_was_left_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     paths, _ = monkey_photos(per_class=2)
+    # Far too little time for most images: no plan, since rows sharing the mean vector teach nothing.
+    plans, why = plan_embedding(paths * 200, seconds=0.5)
+    assert plans == [] and "too few would be embedded" in why
+    monkeypatch.setattr(image_embedding, "PARTIAL_MIN_SHARE", 0.0)
     plans, why = plan_embedding(paths * 200, seconds=0.5)
     assert len(plans) == 1 and plans[0].partial and plans[0].px == 96 and "need" in why
     plan = partial_plan(lite0().backbone, 10.0, 0.01)
