@@ -69,6 +69,10 @@ class MetaCheckSpec:
     check: Check
 
 
+# What a map holds besides its ids where its check and the solver want a column by name.
+_MAP_COLUMNS = {"audio": ": `audio_path`, each sound clip's path relative to setup/ (relative_to_setup)."}
+
+
 def _map_stage(split: str, modality: str) -> StageSpec:
     code = MODALITY_CODES[modality]
     output = SetupLayout.input_map_name(split, code)
@@ -76,7 +80,8 @@ def _map_stage(split: str, modality: str) -> StageSpec:
         name=f"{split}_input_map_{code}",
         kind="code",
         output=SetupLayout.input_map_code_name(split, code),
-        goal=f"Write {output}: first column `id`, one row per {split} example, the {modality} inputs.",
+        goal=f"Write {output}: first column `id`, one row per {split} example, the {modality} inputs"
+             + _MAP_COLUMNS.get(modality, "."),
         check=stage_checks.input_map_check(split, code),
         template="input_map.py.tmpl",
         required_names=("build_map",),

@@ -92,11 +92,15 @@ def race(candidates: list[ModelCandidate], ctx: CVContext, deadline: float, high
                 continue
             paced = True
             first_deadline = hard
-            if pace_setter and ctx.features.big:
-                # On a big table one family's folds could eat the whole budget: the pace-setter's
-                # folds share half the race, and boosting keeps the trees it has at the cap.
-                first_deadline = min(hard, time.monotonic() + max(
-                    RUNG_ONE_MIN_S, BIG_PACE_SHARE * (deadline - time.monotonic()) / len(ctx.folds)))
+            if pace_setter:
+                # One family's folds could eat the whole budget (a big table; a logistic model over
+                # the embeddings of thousands of photos of 120 breeds, after the embedding took its
+                # share): the pace-setter's folds share the time left to the hard stop (half the
+                # race on a big table), and a model at its cap keeps what it reached (boosting its
+                # trees, lbfgs its coefficients).
+                share = (BIG_PACE_SHARE * (deadline - time.monotonic()) if ctx.features.big
+                         else hard - time.monotonic())
+                first_deadline = min(hard, time.monotonic() + max(RUNG_ONE_MIN_S, share / len(ctx.folds)))
             score = fit_fold(run, 0, ctx, first_deadline if pace_setter else min(deadline, time.monotonic() + box))
         except Exception as error:  # noqa: BLE001 - one broken family must not sink the race
             entry.status, entry.reason = "failed", f"{type(error).__name__}: {error}"
@@ -138,8 +142,11 @@ def finish_cheapest_first(runs: list[CandidateRun], entries: dict[str, RaceEntry
         if exempt:
             # Nothing real has finished: the cheapest family finishes even past the budget, since a
             # constant submission is no submission to a user. Its fold cap bounds it (about 1.5x
-            # its remaining folds' estimate), and a busy machine cannot stop it between folds.
+            # its remaining folds' estimate, at most their share of the time left), and a busy
+            # machine cannot stop it between folds.
             exempt = False
+            folds_left = max(len(ctx.folds) - len(run.done), 1)
+            fold_cap_s = max(min(fold_cap_s, remaining / folds_left), RUNG_ONE_MIN_S)
             limit = None
         elif expected <= CHEAP_S:
             # Seconds to finish (naive Bayes, a small linear model): always worth a complete solution.

@@ -53,6 +53,8 @@ class FeatureSet:
     # Where expensive unsupervised transforms (pretrained embeddings) keep their results between
     # runs over the same workspace; None: nowhere.
     cache_dir: Path | None = None
+    # What the audio block read (clips, rate, cut length) and any cut the budget imposed.
+    audio_note: str | None = None
 
     @property
     def categorical_indices(self) -> list[int]:

@@ -10,7 +10,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from solve_pipeline.dataset import FREQUENCY, TEXT_STAT, FeatureSet
+from solve_pipeline.audio_features import audio_blocks
+from solve_pipeline.dataset import FREQUENCY, NUMERIC, TEXT_STAT, FeatureSet
 from solve_pipeline.image_features import ImageBlocks, image_blocks
 from solve_pipeline.setup_modules import SetupArtifacts
 from solve_pipeline.tabular_features import id_parts, tabular_columns
@@ -28,10 +29,14 @@ def build_features(
     max_text_features: int = 30000,
     image_size: int = 32,
     train_ids: Sequence[str] | None = None,
+    audio_seconds: float | None = None,
+    test_ids: Sequence[str] | None = None,
 ) -> FeatureSet:
-    """Build the three feature blocks for the train ids (default: every row with targets)."""
+    """Build the three feature blocks for the train ids (default: every row with targets); sound
+    clips become numeric columns of the tabular block, featurised within `audio_seconds` if given.
+    `test_ids` (default: every test row) lets a probe featurise a few rows only."""
     train_ids = list(artifacts.train_ids if train_ids is None else train_ids)
-    test_ids = artifacts.test_ids
+    test_ids = list(artifacts.test_ids if test_ids is None else test_ids)
     n_train = len(train_ids)
 
     tab_parts: dict[str, pd.Series] = {}
@@ -50,6 +55,17 @@ def build_features(
                            aligned(artifacts.test_maps["txt"], test_ids), max_text_features)
         for key, values in text.stats.items():
             tab_parts[key], kinds[key] = values, TEXT_STAT
+
+    audio_note = None
+    if "aud" in artifacts.train_maps:
+        # Clips are summarised as numbers (log-mel statistics): every table family reads them.
+        audio = audio_blocks(aligned(artifacts.train_maps["aud"], train_ids), aligned(artifacts.test_maps["aud"], test_ids),
+                             artifacts.setup_dir, seconds=audio_seconds, cache_dir=artifacts.workspace / "solve" / "cache")
+        assert audio.train is not None and audio.test is not None
+        both = np.concatenate([audio.train, audio.test]) if audio.names else np.zeros((0, 0))
+        for j, name in enumerate(audio.names):
+            tab_parts[name], kinds[name] = pd.Series(both[:, j]), NUMERIC
+        audio_note = audio.note
 
     image = ImageBlocks()
     if "img" in artifacts.train_maps:
@@ -89,6 +105,7 @@ def build_features(
         image_paths_train=image.paths_train,
         image_paths_test=image.paths_test,
         cache_dir=artifacts.workspace / "solve" / "cache",
+        audio_note=audio_note,
     )
 
 

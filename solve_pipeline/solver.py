@@ -67,6 +67,8 @@ def solve(options: SolveOptions) -> dict:
          targets=[s.column for s in ctx.targets], tab_features=len(features.tab_names),
          text_features=0 if features.text_train is None else features.text_train.shape[1],
          image_features=0 if features.image_train is None else features.image_train.shape[1])
+    if features.audio_note:
+        emit("audio", message=features.audio_note)
     if not options.light:
         clear_candidates(artifacts)
 

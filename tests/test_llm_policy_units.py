@@ -74,7 +74,7 @@ def test_reply_without_code_declines_with_a_clear_reason(titanic: Workspace) -> 
 
 
 def test_json_stage_declines_after_the_repair_round_fails(titanic: Workspace) -> None:
-    bad = '```json\n{"input_modalities": ["tabular", "audio"], "target_modality": "tabular"}\n```'
+    bad = '```json\n{"input_modalities": ["tabular", "video"], "target_modality": "tabular"}\n```'
     with ScriptedLLMServer([Reply(bad), Reply(bad)]) as server:
         action = LLMPolicy(client_for(server)).act(MODALITIES, StageContext(titanic, attempt=1))
         repair = server.chat_requests[1].body["messages"][-1]["content"]

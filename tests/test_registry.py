@@ -59,7 +59,15 @@ def test_race_order_follows_the_inputs() -> None:
                       [NUMERIC] * 3)
     assert _names(wide) == ["linear", "linear_power", *TABLE_ONLY[1:]]
     photos = _features(image_paths_train={"img": ["a.png"] * 20}, image_paths_test={"img": ["b.png"] * 20})
-    assert _names(photos) == ["pretrained_linear", *TABLE_ONLY]  # it sets the pace on images
+    # The ImageNet head's family sets the pace on images, the pooled features' follows.
+    assert _names(photos) == ["pretrained_head", "pretrained_linear", *TABLE_ONLY]
+    # Grades set up as classes: a regression on the grade races beside the classifier; names do not.
+    grades = [TargetSpec("grade", "multiclass", ["0", "1", "2", "3", "4"])]
+    assert _names(photos, targets=grades) == ["pretrained_head", "pretrained_linear", "linear", "pretrained_ordinal",
+                                              *TABLE_ONLY[1:]]
+    breeds = [TargetSpec("breed", "multiclass", ["beagle", "pug", "whippet"])]
+    assert _names(photos, targets=breeds) == ["pretrained_head", "pretrained_linear", *TABLE_ONLY]
+    assert "pretrained_ordinal" not in _names(_features(), targets=grades)  # tables: classes + cut points
 
 
 def test_what_hebo_may_tune() -> None:

@@ -19,7 +19,9 @@ def test_images_get_a_pretrained_family_and_a_resumed_run_reuses_the_embeddings(
     check_solved(workspace, result, events)
     pretrained = next(e for e in events if e["event"] == "pretrained")
     assert pretrained["sources"][0].startswith("image:efficientnet-lite"), pretrained
-    assert result["race"][0]["family"] == "pretrained_linear"  # it sets the pace on images
+    assert result["race"][0]["family"] == "pretrained_head"  # it sets the pace on images
+    assert pretrained["sources"][1].startswith("image-head:efficientnet-lite"), pretrained
+    assert result["cv"]["pretrained_head"] is not None and result["cv"]["pretrained_head"] > result["cv"]["constant"]
     assert result["cv"]["pretrained_linear"] is not None
     assert result["cv"]["pretrained_linear"] > result["cv"]["constant"]
     # 60 tiny images: maps and epochs are cheap, so the last block is fine-tuned too.

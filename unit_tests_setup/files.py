@@ -1,4 +1,4 @@
-"""Small file helpers shared by the checks: finding tables, images, the sample and the test ids
+"""Small file helpers shared by the checks: finding tables, images, sound clips, the sample and the test ids
 (maps are read by `agentk.core.maps.read_map`)."""
 
 from __future__ import annotations
@@ -7,10 +7,13 @@ from pathlib import Path
 
 from agentk.core.artifacts import MAP_CODES, SetupLayout
 from agentk.core.maps import read_map
+from agentk.core.readers import AUDIO_EXTENSIONS
 from agentk.core.readers import IMAGE_EXTENSIONS as _IMAGE_SUFFIXES
-from agentk.core.readers import UnreadableTable, file_kind, read_table
+from agentk.core.readers import UnreadableTable, file_kind, is_audio, read_table
 
 IMAGE_EXTENSIONS = set(_IMAGE_SUFFIXES)
+# Files no table hides in, skipped by name where thousands of them would each be sniffed.
+_MEDIA_SUFFIXES = IMAGE_EXTENSIONS | set(AUDIO_EXTENSIONS)
 
 
 def data_files(raw: Path) -> list[Path]:
@@ -23,16 +26,21 @@ def has_images(raw: Path) -> bool:
     return any(p.suffix.lower() in IMAGE_EXTENSIONS for p in files) or any(file_kind(p) == "image" for p in files)
 
 
+def has_audio(raw: Path) -> bool:
+    """Sound clips are recognised by content, like perception does (the first one found settles it)."""
+    return any(is_audio(p) for p in data_files(raw / "data") if p.suffix.lower() not in IMAGE_EXTENSIONS)
+
+
 def has_tables(raw: Path) -> bool:
     """Tables are recognised by content (perception's rule), in archives' unpacked folders too."""
-    return any(file_kind(p) == "table" for p in data_files(raw / "data") if p.suffix.lower() not in IMAGE_EXTENSIONS)
+    return any(file_kind(p) == "table" for p in data_files(raw / "data") if p.suffix.lower() not in _MEDIA_SUFFIXES)
 
 
 def csv_headers(raw: Path) -> dict[Path, list[str]]:
     """The header of every table under raw/data, whatever its format."""
     headers: dict[Path, list[str]] = {}
     for path in data_files(raw / "data"):
-        if path.suffix.lower() in IMAGE_EXTENSIONS or file_kind(path) != "table":
+        if path.suffix.lower() in _MEDIA_SUFFIXES or file_kind(path) != "table":
             continue
         try:
             headers[path] = list(read_table(path, nrows=5).columns)

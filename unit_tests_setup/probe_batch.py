@@ -40,7 +40,9 @@ def main(workspace: str) -> None:
         batch = _picture_batch(artifacts, target)
         print(json.dumps({"rows": len(batch["target"]), "shapes": {k: list(v.shape) for k, v in batch.items()}}))
         return
-    features = build_features(artifacts, train_ids=list(artifacts.train_ids)[:PROBE_ROWS])
+    # Test rows too: decoding every test clip (tens of thousands of sound files) is the solve's work.
+    features = build_features(artifacts, train_ids=list(artifacts.train_ids)[:PROBE_ROWS],
+                              test_ids=list(artifacts.test_ids)[:PROBE_ROWS])
     batch = next(iter(iterate_batches(features, batch_size=16)))
     shapes = {key: list(getattr(value, "shape", [len(value)])) for key, value in batch.items()}
     rows = max((shape[0] for shape in shapes.values() if shape), default=0)

@@ -20,7 +20,8 @@ from agentk.core.metrics import normalise_labels
 from agentk.core.metrics.direction import Direction
 from agentk.core.pictures import is_picture
 from agentk.core.pixels import resolve as resolve_path
-from unit_tests_setup.files import IMAGE_EXTENSIONS, csv_headers, has_images, has_tables
+from agentk.core.readers import is_audio
+from unit_tests_setup.files import IMAGE_EXTENSIONS, csv_headers, has_audio, has_images, has_tables
 from unit_tests_setup.submission_rules import validate_against_setup
 
 
@@ -71,6 +72,8 @@ def check_modalities(ctx: CheckContext) -> list[str]:
     raw = ctx.workspace.raw
     if "image" in inputs and not has_images(raw):
         problems.append("'image' is listed but raw/ holds no image files")
+    if "audio" in inputs and not has_audio(raw):
+        problems.append("'audio' is listed but raw/data holds no sound files (WAV, FLAC, Ogg, AIFF, MP3)")
     if ({"tabular", "text"} & set(inputs)) and not has_tables(raw):
         problems.append("'tabular'/'text' is listed but raw/data holds no table files")
     return problems
@@ -96,8 +99,8 @@ def check_plan(ctx: CheckContext) -> list[str]:
     # Plausibility: the named columns exist in the data files (or, for ids only in image file
     # names, at least in the description's text).
     known = {column for header in csv_headers(ctx.workspace.raw).values() for column in header}
-    if not known and has_images(ctx.workspace.raw):
-        # Images in class folders and no table at all: a page stating no format names no
+    if not known and (has_images(ctx.workspace.raw) or has_audio(ctx.workspace.raw)):
+        # Images or clips in class folders and no table at all: a page stating no format names no
         # columns either, so the setup names the id (file stem) and the label itself.
         return problems
     description = (ctx.workspace.raw / "description.md").read_text(encoding="utf-8", errors="replace")
@@ -119,6 +122,8 @@ def input_map_check(split: str, code: str) -> Callable[[CheckContext], list[str]
             problems.append(f"{name} has no column of text")
         if code == "img":
             problems.extend(_image_path_problems(frame, ctx.setup, name))
+        if code == "aud":
+            problems.extend(_audio_path_problems(frame, ctx.setup, name))
         if split == "test":
             train_path = ctx.layout.input_map("train", code)
             if train_path.exists():
@@ -178,6 +183,28 @@ def _image_path_problems(frame: pd.DataFrame, setup: Path, name: str) -> list[st
             return [f"{name}: {len(missing)} image paths in {column!r} do not exist (e.g. {missing[0]!r})"]
         return []
     return [f"{name} has no column of paths to image files ({sorted(IMAGE_EXTENSIONS)})"]
+
+
+# Sound files are recognised by their first bytes, not their names; this many are opened per map.
+_AUDIO_SNIFFED = 50
+
+
+def _audio_path_problems(frame: pd.DataFrame, setup: Path, name: str) -> list[str]:
+    """The map's `audio_path` column names existing files, and those sampled are sound files."""
+    if "audio_path" not in frame.columns:
+        return [f"{name} has no 'audio_path' column (paths of the sound files, relative to setup/)"]
+    values = frame["audio_path"].dropna().astype(str)
+    if values.empty:
+        return [f"{name}: 'audio_path' is empty"]
+    paths = [resolve_path(setup, v) for v in values]
+    missing = [v for v, p in zip(values, paths) if not p.is_file()]
+    if missing:
+        return [f"{name}: {len(missing)} audio paths do not exist (e.g. {missing[0]!r})"]
+    step = max(1, len(paths) // _AUDIO_SNIFFED)
+    not_sound = [str(v) for v, p in list(zip(values, paths))[::step] if not is_audio(p)]
+    if not_sound:
+        return [f"{name}: {len(not_sound)} sampled 'audio_path' files are not sound files (e.g. {not_sound[0]!r})"]
+    return []
 
 
 def _diff(expected: list[str], found: list[str]) -> str:

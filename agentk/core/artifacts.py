@@ -23,9 +23,10 @@ CLASSIFICATION_TASKS: tuple[Task, ...] = ("binary", "multiclass")
 DenseTask = Literal["pixels", "mask"]
 DENSE_TASKS: tuple[DenseTask, ...] = ("pixels", "mask")
 TARGET_MODALITIES = ("tabular", "image")  # "image": the target is a picture (a dense task)
-Modality = Literal["tabular", "text", "image"]
-# Each input modality and the code its maps are named by (train_<code>_input_map.csv).
-MODALITY_CODES: dict[Modality, str] = {"tabular": "tab", "text": "txt", "image": "img"}
+Modality = Literal["tabular", "text", "image", "audio"]
+# Each input modality and the code its maps are named by (train_<code>_input_map.csv). Image and
+# audio maps hold one file path per row (`image_path`, `audio_path`), relative to setup/.
+MODALITY_CODES: dict[Modality, str] = {"tabular": "tab", "text": "txt", "image": "img", "audio": "aud"}
 MODALITY_OF_CODE: dict[str, Modality] = {code: modality for modality, code in MODALITY_CODES.items()}
 MAP_CODES: tuple[str, ...] = tuple(MODALITY_CODES.values())
 
@@ -68,7 +69,7 @@ class SetupLayout:
 
     @staticmethod
     def input_map_name(split: Split, modality: str) -> str:
-        """`modality` is a map code: tab, txt or img."""
+        """`modality` is a map code: tab, txt, img or aud."""
         return f"{split}_{modality}_input_map.csv"
 
     @staticmethod
@@ -115,7 +116,7 @@ class SetupLayout:
         return self.dir / self.TARGET_MAP_ROUNDTRIP
 
     def input_map(self, split: Split, modality: str) -> Path:
-        """`modality` is a map code: tab, txt or img."""
+        """`modality` is a map code: tab, txt, img or aud."""
         return self.dir / self.input_map_name(split, modality)
 
     def input_maps(self, split: Split) -> list[Path]:

@@ -321,9 +321,11 @@ def _is_grey(image: Image.Image) -> bool:
     return all(palette[i] == palette[i + 1] == palette[i + 2] for i in range(0, len(palette) - 2, 3))
 
 
-def picture_image(path: str | Path, mode: Literal["RGB", "L"] = "RGB") -> Image.Image:
+def picture_image(path: str | Path, mode: Literal["RGB", "L"] = "RGB", covering: int | None = None) -> Image.Image:
     """The picture as an 8-bit PIL image in `mode`, ready to resize: what PIL reads as it reads
-    it, every other form through load_picture."""
+    it, every other form through load_picture. With `covering`, a JPEG is decoded at the smallest
+    power-of-two scale that still covers covering x covering pixels (a large photo costs a fraction
+    of its full decode)."""
     from PIL import Image
 
     path = Path(path)
@@ -332,6 +334,8 @@ def picture_image(path: str | Path, mode: Literal["RGB", "L"] = "RGB") -> Image.
         try:
             with Image.open(path) as image:
                 if _eight_bit(image):
+                    if covering is not None:
+                        image.draft(mode, (covering, covering))
                     return image.convert(mode)
         except OSError:
             if form != "tiff":

@@ -79,7 +79,7 @@ def _features(layout: SetupLayout) -> list[FeatureColumn]:
         for column in frame.columns:
             if column == "id":
                 continue
-            kind = {"img": "image", "txt": "text"}.get(code) or _column_kind(frame[column])
+            kind = {"img": "image", "txt": "text", "aud": "audio"}.get(code) or _column_kind(frame[column])
             features.append(FeatureColumn(map=path.name, column=str(column), kind=kind))
     if not features:
         raise Missing("the training maps hold no feature column")

@@ -77,8 +77,22 @@ def table_map(facts: DataFacts, split: str, columns: list[str], fill_text: bool)
     )
 
 
+def _is_file(layout: ImageLayout, var: str) -> str:
+    """An expression true when the path `var` is one of the layout's files: pictures by extension or
+    content (the template's is_image), sound clips by their first bytes (a clip may be named .bin)."""
+    return f"is_audio({var})" if layout.media == "audio" else f"is_image({var})"
+
+
+def _media_imports(layout: ImageLayout) -> str:
+    return "from agentk.core.readers import is_audio\n\n\n" if layout.media == "audio" else ""
+
+
+def _path_column(layout: ImageLayout) -> str:
+    return "audio_path" if layout.media == "audio" else "image_path"
+
+
 def _named_train_images(layout: ImageLayout) -> str:
-    """Imports and the start of build_map(): `paths`, the train images whose names carry a label,
+    """Imports and the start of build_map(): `paths`, the train files whose names carry a label,
     `labels`, each one's label, and `ids`, their numbers in name order: a key spelling the label
     (`cat.0`) would hand it to whatever reads ids, as the solver's id-prefix groups do."""
     return (
@@ -86,7 +100,7 @@ def _named_train_images(layout: ImageLayout) -> str:
         "def build_map() -> pd.DataFrame:\n"
         f"    root = RAW / {layout.train_dir!r}\n"
         f"    pattern = re.compile({layout.name_label_pattern!r})  # group 'label' of the file stem\n"
-        "    found = sorted((p, pattern.match(p.stem)) for p in root.iterdir() if is_image(p))\n"
+        f"    found = sorted((p, pattern.match(p.stem)) for p in root.iterdir() if {_is_file(layout, 'p')})\n"
         "    paths = [p for p, match in found if match]  # a stray name without a label teaches nothing\n"
         "    labels = [match.group('label') for _, match in found if match]\n"
         "    ids = [f'train_{i}' for i in range(len(paths))]\n"
@@ -119,19 +133,34 @@ def image_map(facts: DataFacts, split: str) -> str:
     assert layout is not None
     if split in layout.stack_dirs:
         return _stacked_map(facts, split, layout.stack_dirs[split])
+    return media_map(facts, split, layout)
+
+
+def audio_map(facts: DataFacts, split: str) -> str:
+    assert facts.audio is not None
+    return media_map(facts, split, facts.audio)
+
+
+def media_map(facts: DataFacts, split: str, layout: ImageLayout) -> str:
+    """The split's map of one file per example: `id` and the file's path (`image_path` or `audio_path`)."""
+    return _media_imports(layout) + _media_map(facts, split, layout)
+
+
+def _media_map(facts: DataFacts, split: str, layout: ImageLayout) -> str:
+    column, is_file = _path_column(layout), _is_file(layout, "p")
     if layout.kind == "name_labels" and split == "train":
         return _named_train_images(layout) + (
-            '    return pd.DataFrame({"id": ids, "image_path": [relative_to_setup(p) for p in paths]})\n'
+            f'    return pd.DataFrame({{"id": ids, {column!r}: [relative_to_setup(p) for p in paths]}})\n'
         )
     if layout.kind == "class_folders" and split == "train":
         return (
             "def build_map() -> pd.DataFrame:\n"
             f"    root = RAW / {layout.train_dir!r}\n"
-            "    paths = sorted(p for p in root.glob('*/*') if is_image(p))\n"
-            '    return pd.DataFrame({"id": [p.stem for p in paths], "image_path": [relative_to_setup(p) for p in paths]})\n'
+            f"    paths = sorted(p for p in root.glob('*/*') if {is_file})\n"
+            f'    return pd.DataFrame({{"id": [p.stem for p in paths], {column!r}: [relative_to_setup(p) for p in paths]}})\n'
         )
     if split == "test" and _split_file(facts, split) is None and facts.sample_submission:
-        # The sample lists the test images: look each one up, wherever under the folder it sits.
+        # The sample lists the test files: look each one up, wherever under the folder it sits.
         folder = layout.test_dir or layout.image_dir
         return (
             _IMPORTS + "def build_map() -> pd.DataFrame:\n"
@@ -144,8 +173,8 @@ def image_map(facts: DataFacts, split: str) -> str:
         return (
             "def build_map() -> pd.DataFrame:\n"
             f"    root = RAW / {folder!r}\n"
-            "    paths = sorted(p for p in root.rglob('*') if is_image(p))\n"
-            f'    return pd.DataFrame({{"id": [{spelling} for p in paths], "image_path": [relative_to_setup(p) for p in paths]}})\n'
+            f"    paths = sorted(p for p in root.rglob('*') if {is_file})\n"
+            f'    return pd.DataFrame({{"id": [{spelling} for p in paths], {column!r}: [relative_to_setup(p) for p in paths]}})\n'
         )
     if layout.path_column:
         return (
@@ -153,7 +182,7 @@ def image_map(facts: DataFacts, split: str) -> str:
             f"{_read(facts, split, drop_missing_targets=split == 'train')}\n"
             f"    root = RAW / {(layout.path_base or '.')!r}\n"
             f"    paths = [root / str(value).strip() for value in frame[{layout.path_column!r}]]\n"
-            '    return pd.DataFrame({"id": ids.to_numpy(), "image_path": [relative_to_setup(p) for p in paths]})\n'
+            f'    return pd.DataFrame({{"id": ids.to_numpy(), {column!r}: [relative_to_setup(p) for p in paths]}})\n'
         )
     folder = layout.image_dir or (layout.train_dir if split == "train" else layout.test_dir)
     return (
@@ -164,34 +193,34 @@ def image_map(facts: DataFacts, split: str) -> str:
 
 
 def _image_lookup(layout: ImageLayout) -> str:
-    """Lines that find the image of every id in `ids` under `root` (by file name, stem or folder)."""
+    """Lines that find the file of every id in `ids` under `root` (by file name, stem or folder)."""
     return (
         "    by_name = {}\n"
         "    for path in root.rglob('*'):\n"
-        "        if is_image(path):\n"
+        f"        if {_is_file(layout, 'path')}:\n"
         "            by_name.setdefault(path.name, path)\n"
         "            by_name.setdefault(path.stem, path)\n"
         + ("            by_name.setdefault(path.parent.name, path)\n" if layout.ids_are_folders else "") +
         "    missing = [i for i in ids if i not in by_name and Path(i).name not in by_name]\n"
         "    if missing:\n"
-        "        raise FileNotFoundError(f'{len(missing)} ids have no image under {root}, e.g. {missing[:3]}')\n"
+        f"        raise FileNotFoundError(f'{{len(missing)}} ids have no {layout.media} file under {{root}}, e.g. {{missing[:3]}}')\n"
         "    paths = [by_name.get(i) or by_name[Path(i).name] for i in ids]\n"
-        '    return pd.DataFrame({"id": ids.to_numpy(), "image_path": [relative_to_setup(p) for p in paths]})\n'
+        f'    return pd.DataFrame({{"id": ids.to_numpy(), {_path_column(layout)!r}: [relative_to_setup(p) for p in paths]}})\n'
     )
 
 
 def target_map(facts: DataFacts) -> str:
     labels = _label_columns(facts)
-    layout = facts.image
+    layout = facts.image or facts.audio
     if layout is not None and layout.kind == "name_labels":
-        return _named_train_images(layout) + (
+        return _media_imports(layout) + _named_train_images(layout) + (
             f'    return pd.DataFrame({{"id": ids, {labels[0]!r}: labels}})\n'
         )
     if layout is not None and layout.kind == "class_folders":
         return (
-            "def build_map() -> pd.DataFrame:\n"
+            _media_imports(layout) + "def build_map() -> pd.DataFrame:\n"
             f"    root = RAW / {layout.train_dir!r}\n"
-            "    paths = sorted(p for p in root.glob('*/*') if is_image(p))\n"
+            f"    paths = sorted(p for p in root.glob('*/*') if {_is_file(layout, 'p')})\n"
             f'    return pd.DataFrame({{"id": [p.stem for p in paths], {labels[0]!r}: [p.parent.name for p in paths]}})\n'
         )
     assert facts.train_file is not None

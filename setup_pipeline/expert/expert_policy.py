@@ -68,7 +68,7 @@ class ExpertPolicy:
             picture_target = facts.pixels is not None or facts.masks is not None
             content = {"input_modalities": facts.input_modalities,
                        "target_modality": "image" if picture_target else "tabular"}
-            return Fill(json.dumps(content, indent=2), plan="modalities from column types and image files")
+            return Fill(json.dumps(content, indent=2), plan="modalities from column types, image files and sound clips")
         if name == "plan":
             return Fill(json.dumps(_plan(facts), indent=2), plan="inspect files, ids, targets, metric")
         if name.startswith(("train_input_map_", "test_input_map_")):
@@ -88,6 +88,8 @@ class ExpertPolicy:
     def _input_map(self, facts: DataFacts, split: str, modality: str) -> str:
         if modality == "image":
             return codegen.image_map(facts, split)
+        if modality == "audio":
+            return codegen.audio_map(facts, split)
         if _split_file_missing(facts, split):
             raise ExpertDeclined(f"no {split} table to read {modality} columns from")
         columns = facts.tabular_columns if modality == "tabular" else facts.text_columns
@@ -151,13 +153,14 @@ def _plan(facts: DataFacts) -> dict:
     if facts.masks is not None:
         task_type = "mask"
     inputs = ", ".join(facts.input_modalities)
+    files = "clips" if facts.audio is not None else "images"
     if facts.pixels is not None:
         steps = _pixel_steps(facts)
     elif facts.masks is not None:
         steps = (box_codegen if facts.masks.output == "boxes" else mask_codegen).plan_steps(facts)
     else:
         steps = [
-            f"Read {facts.train_file or 'the train images'} and {facts.test_file or 'the test images'}; inputs are {inputs}.",
+            f"Read {facts.train_file or 'the train ' + files} and {facts.test_file or 'the test ' + files}; inputs are {inputs}.",
             f"Key every map by {facts.id_column!r}; targets {[t.column for t in facts.targets]} ({task_type}).",
             f"Score with {facts.metric}; write {facts.submission_format} submissions with columns {facts.submission_columns[:6]}.",
         ]

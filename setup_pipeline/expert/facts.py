@@ -52,9 +52,10 @@ class DataFacts(BaseModel):
     tabular_columns: list[str]
     text_columns: list[str]
     image: ImageLayout | None
+    audio: ImageLayout | None = None  # sound clips, one per example: the images' layout, media "audio"
     pixels: PixelTask | None = None  # an image-to-image task: the target is a picture
     masks: MaskTask | None = None  # a segmentation task: the target is a mask, submitted run-length encoded
-    input_modalities: list[Literal["tabular", "text", "image"]]
+    input_modalities: list[Literal["tabular", "text", "image", "audio"]]
     metric: str
     metric_higher_is_better: bool
     dropped_columns: dict[str, str]

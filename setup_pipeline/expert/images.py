@@ -1,6 +1,7 @@
 """Where a competition's images are and how their names relate to the ids: class folders, train
 images named by their class (`cat.0.jpg`), a flat folder beside a labels table, one folder per id, a
-path column, test images in several folders.
+path column, test images in several folders. Sound clips (one file per example too) are found by
+the same rules: with no images, the inspection's file list holds the clips and `media` is "audio".
 
 A mixin of the expert's inspection: it reads the inspection's state (raw/, the image list, the
 train, test and sample frames, the page's example rows) and records notes like the rest of it.
@@ -17,7 +18,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from agentk.core.pictures import load_picture
-from agentk.core.readers import IMAGE_EXTENSIONS
+from agentk.core.readers import AUDIO_EXTENSIONS, IMAGE_EXTENSIONS
 from setup_pipeline.expert.name_labels import NameLabels, find_name_labels
 from setup_pipeline.perception.stacks import PICTURES_FOLDER, PictureStack, unpack_stack
 
@@ -33,7 +34,7 @@ def rel(path: Path, root: Path) -> str:
 
 
 class ImageLayout(BaseModel):
-    """Where the images are; every path is relative to raw/.
+    """Where the images (or, with media "audio", the sound clips) are; every path is relative to raw/.
 
     Image file for an id: class_folders → `<train_dir>/<label>/<id><ext>` and `<test_dir>/<id><ext>`;
     name_labels → the images in `<train_dir>` whose stems match `name_label_pattern` (its group
@@ -42,6 +43,7 @@ class ImageLayout(BaseModel):
     """
 
     kind: Literal["class_folders", "name_labels", "id_files"]
+    media: Literal["image", "audio"] = "image"  # audio: files recognised by content, not extension
     train_dir: str | None = None
     test_dir: str | None = None
     image_dir: str | None = None
@@ -59,7 +61,17 @@ class ImageLayout(BaseModel):
 
 
 class ImageLayouts:
-    """The image half of the inspection (see the module docstring)."""
+    """The image half of the inspection (see the module docstring). `self.images` holds the files
+    a layout is found among: the images, else the sound clips (`self.media` says which)."""
+
+    media: Literal["image", "audio"] = "image"
+
+    @property
+    def media_suffixes(self) -> tuple[str, ...]:
+        """How names of the media files end: a clip's may be any (the catalogue read its bytes)."""
+        if self.media == "audio":
+            return tuple(sorted({*AUDIO_EXTENSIONS, *(p.suffix.lower() for p in self.images if p.suffix)}))
+        return IMAGE_EXTENSIONS
 
     def _class_root(self) -> Path | None:
         """A folder named like train whose sub-folders (the classes) each hold images."""
@@ -95,10 +107,11 @@ class ImageLayouts:
             return stacked
         if not self.images:
             return None
-        self._describe_pictures(self.images)
+        if self.media == "image":
+            self._describe_pictures(self.images)
         ext = Counter(p.suffix.lower() for p in self.images).most_common(1)[0][0]
         if len({p.suffix.lower() for p in self.images}) > 1:
-            self.notes.append(f"images have several extensions; {ext} is the most common")
+            self.notes.append(f"{self.media} files have several extensions; {ext} is the most common")
         if self.class_root is not None:
             return self._class_layout(id_column, ext)
         if self.name_labels is not None:
@@ -161,9 +174,9 @@ class ImageLayouts:
         tests = sorted((d for d in flat if "test" in rel(d, self.raw).lower()), key=lambda d: -flat[d])
         stems = [p.stem for p in train_imgs]
         if len(set(stems)) < len(stems):
-            self.notes.append("some training image names repeat across class folders: ids are not unique")
+            self.notes.append(f"some training {self.media} names repeat across class folders: ids are not unique")
         with_ext = self._ids_with_extension(id_column)
-        self.notes.append(f"labels are the folder names under {rel(root, self.raw)}/; ids are image file "
+        self.notes.append(f"labels are the folder names under {rel(root, self.raw)}/; ids are {self.media} file "
                           f"names {'with' if with_ext else 'without'} the extension")
         return ImageLayout(kind="class_folders", train_dir=rel(root, self.raw),
                            test_dir=rel(tests[0], self.raw) if tests else None, extension=ext,
@@ -176,7 +189,7 @@ class ImageLayouts:
             return bool(set(present(self.sample_df[id_column])) & {p.name for p in self.images})
         if self.example_rows:
             shown = [row.get(id_column, "") for row in self.example_rows]
-            return all(v.lower().endswith(IMAGE_EXTENSIONS) for v in shown if v) and any(shown)
+            return all(v.lower().endswith(self.media_suffixes) for v in shown if v) and any(shown)
         return False
 
     def _name_label_layout(self, id_column: str, ext: str) -> ImageLayout:
@@ -185,8 +198,8 @@ class ImageLayouts:
         test_dir = found.test_dir
         n_test = sum(p.parent == test_dir for p in self.images) if test_dir else 0
         with_ext = self._ids_with_extension(id_column)
-        self.notes.append(f"train images are keyed train_0, train_1, ... in name order (a key must not spell "
-                          f"the label); test ids are image file names {'with' if with_ext else 'without'} the extension")
+        self.notes.append(f"train {self.media} files are keyed train_0, train_1, ... in name order (a key must not spell "
+                          f"the label); test ids are {self.media} file names {'with' if with_ext else 'without'} the extension")
         return ImageLayout(kind="name_labels", train_dir=rel(found.train_dir, self.raw),
                            test_dir=rel(test_dir, self.raw) if test_dir else None, extension=ext,
                            ids_include_extension=with_ext,
@@ -199,12 +212,12 @@ class ImageLayouts:
             return None
         for column in self.train_df.columns:
             values = present(self.train_df[column])
-            if values.empty or not values.str.lower().str.endswith(IMAGE_EXTENSIONS).mean() >= 0.9:
+            if values.empty or not values.str.lower().str.endswith(self.media_suffixes).mean() >= 0.9:
                 continue
             assert self.train_path is not None
             for base in (self.train_path.parent, self.data, self.raw):
                 if all((base / v).is_file() for v in values.head(20)):
-                    self.dropped[column] = "image file paths: used as the image input"
+                    self.dropped[column] = f"{self.media} file paths: used as the {self.media} input"
                     n_test = len(self.test_df) if self.test_df is not None and column in self.test_df else 0
                     return ImageLayout(kind="id_files", extension=ext, path_column=column,
                                        path_base=rel(base, self.raw) if base != self.raw else ".",
@@ -250,7 +263,7 @@ class ImageLayouts:
         train_dir, train_how = home(train_ids)
         test_dir, test_how = home(test_ids, taken=train_dir)
         if train_dir is None and test_dir is None:
-            self.notes.append(f"{len(self.images)} image files match no ids; they are ignored")
+            self.notes.append(f"{len(self.images)} {self.media} files match no ids; they are ignored")
             return None
         n_test = len(test_ids) if test_dir else 0
         if test_dir is None and not test_ids and train_dir is not None:
@@ -260,7 +273,7 @@ class ImageLayouts:
             others.sort(key=lambda o: ("test" in rel(o[0], self.raw).lower(), len(o[1])), reverse=True)
             if others:
                 test_dir, test_how, n_test = others[0][0], train_how, len(others[0][1])
-                self.notes.append(f"test images: the {n_test} images under {rel(test_dir, self.raw)}/, "
+                self.notes.append(f"test {self.media} files: the {n_test} under {rel(test_dir, self.raw)}/, "
                                   "which no table lists")
         same = train_dir == test_dir or None in (train_dir, test_dir)
         one = train_dir or test_dir

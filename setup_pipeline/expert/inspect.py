@@ -30,6 +30,7 @@ from setup_pipeline.expert.pixels import PixelTask, find_pixel_task
 from setup_pipeline.expert.row_files import RowFiles, find_row_files
 from setup_pipeline.expert.targets import TargetDecisions, as_numbers, is_bool_like, sorted_labels
 from setup_pipeline.perception.catalogue import Catalogue, build_catalogue
+from setup_pipeline.perception.clips import describe_clips
 from setup_pipeline.perception.page_text import as_markdown
 from setup_pipeline.perception.roles import decide_roles
 from setup_pipeline.perception.stacks import PictureStack
@@ -94,6 +95,13 @@ class _Inspection(TargetDecisions, ImageLayouts):
         self.notes += catalogue.notes
         self.images = catalogue.images
         self.stacks = catalogue.stacks
+        if catalogue.audio and not catalogue.images:
+            # Sound clips, one per example, are laid out like images: the same rules find them.
+            self.images, self.media = catalogue.audio, "audio"
+            self.notes.append(describe_clips(catalogue.audio, self.data))
+        elif catalogue.audio:
+            self.notes.append(f"{len(catalogue.audio)} sound clip(s) beside the images are not used: "
+                              "images and sound together are not supported")
         pixels = find_pixel_task(self.raw, catalogue.images, catalogue.tables, self.notes)
         if pixels is not None:
             return self._pixel_facts(pixels, base_metric)
@@ -123,7 +131,7 @@ class _Inspection(TargetDecisions, ImageLayouts):
         self.name_labels = self._name_labels() if roles.train is None and self.class_root is None else None
         if roles.train is None and self.class_root is None and self.name_labels is None:
             raise ExpertDeclined(f"no training data: no table holds answers for the test rows, no folder of "
-                                 f"per-class image folders and no train images named by their class "
+                                 f"per-class {self.media} folders and no train {self.media} files named by their class "
                                  f"({catalogue.summary()})")
         self.train_path = self.raw / roles.train.files[0] if roles.train else None
         header = self._header(described)
@@ -132,7 +140,10 @@ class _Inspection(TargetDecisions, ImageLayouts):
         id_column, train_id, test_id = self._ids(header)
         image = self._image_layout(id_column, train_id, test_id)
         if self.test_df is None and (image is None or not image.n_test_images):
-            raise ExpertDeclined("no test data: no table of rows to predict and no folder of test images")
+            raise ExpertDeclined(f"no test data: no table of rows to predict and no folder of test {self.media} files")
+        audio = None
+        if image is not None and self.media == "audio":
+            image, audio = None, image.model_copy(update={"media": "audio"})
         echo = {c: s for c, s in roles.echo.items() if header and c in header}
         # The key first, then what is predicted: the submission may order them otherwise.
         pred_header = [id_column, *(c for c in header if c not in echo and c != id_column)] if header else header
@@ -156,9 +167,10 @@ class _Inspection(TargetDecisions, ImageLayouts):
         row_files = self._row_files(catalogue, id_column, train_id, test_id)
         if row_files is not None:
             text_cols.append(row_files.column)
-        modalities = [m for m, on in (("tabular", tabular), ("text", text_cols), ("image", image)) if on]
+        modalities = [m for m, on in (("tabular", tabular), ("text", text_cols), ("image", image), ("audio", audio)) if on]
         if not modalities:
-            raise ExpertDeclined("no input features: train and test share no columns besides the id and no images were found")
+            raise ExpertDeclined("no input features: train and test share no columns besides the id and no images "
+                                 "or sound clips were found")
         return DataFacts(
             train_file=roles.train.files[0] if roles.train else None,
             test_file=roles.test.files[0] if roles.test else None,
@@ -168,7 +180,7 @@ class _Inspection(TargetDecisions, ImageLayouts):
             train_ids_by_position=self.train_ids_by_position,
             echo_columns=echo, test_row_id_start=self.test_row_start, top_k=self.top_k, row_files=row_files,
             submission_format=fmt, targets=targets, submission_columns=columns,
-            tabular_columns=tabular, text_columns=text_cols, image=image,
+            tabular_columns=tabular, text_columns=text_cols, image=image, audio=audio,
             input_modalities=modalities,  # type: ignore[arg-type]
             metric=metric, metric_higher_is_better=bool(metrics.get_metric(metric).higher_is_better),
             dropped_columns=self.dropped, notes=self.notes,
@@ -234,7 +246,7 @@ class _Inspection(TargetDecisions, ImageLayouts):
         proba = metric is not None and metrics.get_metric(metric).kind == "proba"
         header = ["id", *classes] if proba else ["id", "label"]
         self.assume(f"submission: no sample nor example; columns {','.join(header[:4])}"
-                    f"{',...' if len(header) > 4 else ''}: the image file name without extension as 'id', then "
+                    f"{',...' if len(header) > 4 else ''}: the {self.media} file name without extension as 'id', then "
                     + ("one probability per class, as the page's metric scores probabilities" if proba
                        else "the predicted class"))
         return header

@@ -14,7 +14,7 @@ import pandas as pd
 
 from agentk.llm.memory import truncate_middle
 from agentk.core.pictures import ARRAY_EXTENSIONS, array_shape, npz_shapes
-from agentk.core.readers import IMAGE_EXTENSIONS, UnreadableTable, file_kind, read_table, table_format
+from agentk.core.readers import AUDIO_EXTENSIONS, IMAGE_EXTENSIONS, UnreadableTable, file_kind, read_table, table_format
 
 _SKIP_NAMES = {"description.md"}  # the description has its own memory entry
 
@@ -109,7 +109,7 @@ def table_summary(path: Path, root: Path, *, rows: int = 5, max_width: int = 160
 def tables(raw: Path, *, max_tables: int = 8) -> list[Path]:
     """Tables under raw/, shallowest first (train/test/sample before nested annotation files)."""
     found = [p for p in raw.rglob("*") if p.is_file() and p.name not in _SKIP_NAMES
-             and not p.name.lower().endswith(IMAGE_EXTENSIONS) and file_kind(p) == "table"]
+             and not p.name.lower().endswith(IMAGE_EXTENSIONS + AUDIO_EXTENSIONS) and file_kind(p) == "table"]
     found.sort(key=lambda p: (len(p.relative_to(raw).parts), p.as_posix()))
     return found[:max_tables]
 

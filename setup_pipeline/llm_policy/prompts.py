@@ -153,7 +153,8 @@ _MEMORY_FOR_JSON = ("TASK-SUMMARY", "DATA-VIEW", "MODALITIES", "PREVIOUS-CODE", 
 MODALITIES_PROMPT = JsonStagePrompt(
     ModalitiesModel,
     "List the input modalities a model needs: 'tabular' (numeric/categorical columns), 'text' "
-    "(free-text columns worth a text model), 'image' (image files). The target modality is always 'tabular'.",
+    "(free-text columns worth a text model), 'image' (image files), 'audio' (sound clips: WAV, FLAC, Ogg, "
+    "AIFF, MP3). The target modality is always 'tabular'.",
     '{"input_modalities": ["tabular"], "target_modality": "tabular"}',
     _MEMORY_FOR_JSON,
 )

@@ -2,8 +2,8 @@
 
 Archives are unpacked first, safely (`agentk.core.archives` checks them before a byte is written), into a
 folder beside them (`<name>_unpacked/`), once; the catalogue then lists their members like any other
-file. An archive that is refused or corrupt is skipped and named, and the rest of the data is used. Only tables are opened in full: images
-and other per-row files are listed by path, so a folder of 10,000 images takes a directory walk.
+file. An archive that is refused or corrupt is skipped and named, and the rest of the data is used. Only tables are opened in full: images,
+sound clips and other per-row files are listed by path, so a folder of 10,000 images takes a directory walk.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ class Catalogue:
     tables: list[Table] = field(default_factory=list)
     images: list[Path] = field(default_factory=list)  # absolute paths
     stacks: list[PictureStack] = field(default_factory=list)  # arrays of N pictures beside a table of N rows
+    audio: list[Path] = field(default_factory=list)  # sound clips, recognised by content; absolute paths
     texts: list[Path] = field(default_factory=list)  # description-like or per-row text files
     others: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -59,6 +60,9 @@ class Catalogue:
             parts.append(f"{len(self.images)} image(s) ({', '.join(e for e, _ in exts.most_common(3))})")
         if self.stacks:
             parts.append(f"{len(self.stacks)} stacked picture array(s) ({sum(s.count for s in self.stacks)} pictures)")
+        if self.audio:
+            exts = Counter(p.suffix.lower() for p in self.audio)
+            parts.append(f"{len(self.audio)} audio clip(s) ({', '.join(e for e, _ in exts.most_common(3))})")
         if self.texts:
             parts.append(f"{len(self.texts)} text file(s)")
         if self.others:
@@ -126,10 +130,11 @@ def build_catalogue(raw: Path) -> Catalogue:
     if not data.is_dir():
         return catalogue
     unpack_archives(data, catalogue.notes, catalogue.skipped)
-    kinds: dict[FileKind, list[Path]] = {"table": [], "image": [], "archive": [], "text": [], "other": []}
+    kinds: dict[FileKind, list[Path]] = {"table": [], "image": [], "audio": [], "archive": [], "text": [], "other": []}
     for path in _walk(data):
         kinds[file_kind(path)].append(path)
     catalogue.images = kinds["image"]
+    catalogue.audio = kinds["audio"]
     catalogue.texts = kinds["text"]
     catalogue.others = kinds["other"]
     for path in kinds["table"]:

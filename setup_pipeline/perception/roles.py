@@ -266,6 +266,10 @@ class _Decider(TableIndex):
         train_key = match_column(train.columns, test_key) if test_key else None
         if train_key is None and roles.key:
             train_key = match_column(train.columns, roles.key)
+        if train_key is None and test is None:
+            # Test rows are files (images, clips) and train names its own by another column
+            # (`clip_name` beside a sample's `clip`): the column naming the files is train's key.
+            train_key = self.image_key(train)
         roles.train_key = train_key
         targets_here = [c for c in train.columns if test is None or c not in test.column_set]
         if not [c for c in targets_here if c != train_key]:

@@ -33,9 +33,11 @@ class TableIndex:
         self._repeating_cache: dict[int, set[str]] = {}
         self._distinct_cache: dict[tuple[int, str], pa.Array] = {}
         self._profile_cache: dict[tuple[int, str], tuple[int, bool]] = {}
-        self.image_names = {p.stem for p in catalogue.images} | {p.name for p in catalogue.images}
+        # Per-row files, images or sound clips: a table whose key names them lists the examples.
+        media = catalogue.images + catalogue.audio
+        self.image_names = {p.stem for p in media} | {p.name for p in media}
         per_folder: dict = {}
-        for p in catalogue.images:
+        for p in media:
             per_folder[p.parent] = per_folder.get(p.parent, 0) + 1
         self.image_names |= {d.name for d, n in per_folder.items() if n <= 3}  # one folder per image
 
