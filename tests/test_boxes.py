@@ -25,6 +25,7 @@ from agentk.sources import load_competition
 from box_competition import make_box_cell_competition, make_box_columns_competition
 from setup_pipeline.expert.inspect import inspect_competition
 from solve_pipeline.pixels.boxes import SHRINK, BoxPost, BoxScorer, search
+from solve_pipeline.pixels.scale import factor, reduced, resampled
 from solve_pipeline.submission_check import validate_submission
 
 AGENTK = [sys.executable, "-m", "agentk.cli"]
@@ -103,6 +104,18 @@ def test_the_post_processing_search_recovers_boxes_from_centres() -> None:
     applied = [post.apply(p) for p in maps]
     assert score_boxes("map_boxes", truths, applied) == pytest.approx(score)
     assert scorer.score(BoxPost(0.5, 0, 1.0)) < score  # the centres alone are too small
+
+
+def test_big_pictures_are_solved_smaller_and_their_predictions_brought_back() -> None:
+    picture = np.zeros((1000, 800), np.float32)
+    picture[100:300, 400:600] = 1.0
+    small = reduced(picture)
+    assert small.shape == (384, 307) and factor(picture.shape) == pytest.approx(0.384)
+    assert small.mean() == pytest.approx(picture.mean(), rel=0.02)  # area averaging keeps the levels
+    labels = rectangles(np.array([[400, 100, 200, 200]]), (1000, 800))
+    back = resampled(resampled(labels, small.shape), picture.shape)
+    assert (back == labels).mean() > 0.99  # the object comes back where it was, edges within a pixel
+    assert reduced(np.ones((64, 48), np.float32)).shape == (64, 48)  # small pictures stay as they are
 
 
 # ---------------------------------------------------------------- perception

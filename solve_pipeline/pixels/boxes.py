@@ -24,7 +24,7 @@ from agentk.core.artifacts import SetupLayout
 from agentk.core.box_targets import read_boxes, rectangles, save_boxes, score_boxes
 from agentk.core.boxes import Boxes
 from agentk.core.maps import read_map
-from agentk.core.mask_targets import picture_shape, read_labels
+from agentk.core.mask_targets import read_labels
 from agentk.core.pixels import resolve
 from solve_pipeline.cv import emit
 from solve_pipeline.pixels.mask_post import SMOOTHING, THRESHOLDS, area_grid
@@ -119,6 +119,12 @@ def search(scorer: BoxScorer, higher_is_better: bool = True) -> tuple[BoxPost, f
     return best, best_score
 
 
+def _scale(working: tuple[int, ...], own: tuple[int, ...]) -> np.ndarray:
+    """x, y, w, h multipliers from a picture's own size to its working size."""
+    fx, fy = working[1] / own[1], working[0] / own[0]
+    return np.array([fx, fy, fx, fy])
+
+
 def _centres(path: Path) -> np.ndarray:
     """The training label of a picture's boxes: their central halves as a labelled mask."""
     return rectangles(read_boxes(path).xywh, read_labels(path).shape, SHRINK)
@@ -132,7 +138,11 @@ def solve_boxes(workspace: Path, out: Path, budget: float | None, seed: int, lig
     rng = np.random.default_rng(seed)
     train, n_train = read_train(run.setup, column, rng, limit=LIGHT_PAIRS if light else None, labels_of=_centres)
     targets = read_map(SetupLayout(run.setup).target_map).drop_duplicates("id").set_index("id")[column]
-    truths = {i: read_boxes(resolve(run.setup, targets.loc[i])) for i in train.ids}
+    # Scored at the working size (scale.py): IoU is the same at any scale of both sides.
+    truths = {}
+    for image_id, picture, shape in zip(train.ids, train.inputs, train.shapes):
+        own = read_boxes(resolve(run.setup, targets.loc[image_id]))
+        truths[image_id] = Boxes(own.scores, own.xywh * _scale(picture.shape, shape))
     test = read_tests(run.setup)
     held, fit = split(train, rng)
     emit("start", n_train=len(train.ids), n_train_total=n_train, n_test=len(test.ids), held_out_pictures=len(held),
@@ -144,7 +154,7 @@ def solve_boxes(workspace: Path, out: Path, budget: float | None, seed: int, lig
     run.race.append({"family": "empty", "status": "finished", "first_fold_score": empty, "seconds": 0.0})
 
     def nothing(index: int, path: Path) -> None:
-        save_boxes(np.zeros((0, 4)), picture_shape(test.paths[index]), path)
+        save_boxes(np.zeros((0, 4)), test.shape(index), path)
 
     best_name, best_score, best_write = "empty", empty, nothing
     if not light:  # a valid submission in seconds; the light check writes only its best, once
@@ -166,9 +176,9 @@ def solve_boxes(workspace: Path, out: Path, budget: float | None, seed: int, lig
             best_name, best_score = "pixel_lightgbm", fitted.score
 
             def best_write(index: int, path: Path) -> None:
-                picture = test.picture(index)
+                picture, shape = test.picture(index), test.shape(index)
                 boxes = fitted.post.apply(fitted.predict(picture))
-                save_boxes(boxes.xywh, picture.shape, path, boxes.scores)
+                save_boxes(boxes.xywh / _scale(picture.shape, shape), shape, path, boxes.scores)
     except Exception as exc:  # noqa: BLE001 - the empty submission stands; say why the model did not
         run.model_failed(began, exc)
     if light or best_name != "empty":

@@ -28,6 +28,7 @@ from solve_pipeline.cv import emit
 from solve_pipeline.pixels.features import pixel_features
 from solve_pipeline.pixels.mask_post import MaskScorer, PostProcess, search
 from solve_pipeline.pixels.model import PixelRows, fit_pixel_model
+from solve_pipeline.pixels.scale import factor, reduced, resampled
 from solve_pipeline.pixels.solve import LIGHT_PAIRS, PictureSolve
 from solve_pipeline.submission_record import SubmissionRecord, adopt_submission, setup_fingerprint
 
@@ -56,8 +57,9 @@ def mask_features(picture: np.ndarray) -> np.ndarray:
 @dataclass
 class _Pictures:
     ids: list[str]
-    inputs: list[np.ndarray]  # 0..1
-    labels: list[np.ndarray]  # labelled masks
+    inputs: list[np.ndarray]  # 0..1, at the working size (scale.py)
+    labels: list[np.ndarray]  # labelled masks, at the working size
+    shapes: list[tuple[int, ...]]  # each picture's own size
 
 
 @dataclass
@@ -68,12 +70,17 @@ class _Tests:
     paths: list[Path]
 
     def picture(self, index: int) -> np.ndarray:
-        return read_picture(self.paths[index])
+        """The picture at its working size (scale.py)."""
+        return reduced(read_picture(self.paths[index]))
+
+    def shape(self, index: int) -> tuple[int, int]:
+        """The picture's own size, which its prediction is brought back to."""
+        return picture_shape(self.paths[index])
 
     def pixels(self) -> int:
-        """All test pixels, priced from the headers of a few pictures."""
+        """All test pixels at the working size, priced from the headers of a few pictures."""
         shown = [picture_shape(p) for p in self.paths[:50]]
-        return int(np.mean([h * w for h, w in shown]) * len(self.paths)) if shown else 0
+        return int(np.mean([h * w * factor((h, w)) ** 2 for h, w in shown]) * len(self.paths)) if shown else 0
 
 
 def read_train(setup: Path, column: str, rng: np.random.Generator, limit: int | None,
@@ -85,15 +92,17 @@ def read_train(setup: Path, column: str, rng: np.random.Generator, limit: int | 
     truth = read_map(layout.target_map).drop_duplicates("id").set_index("id")[column]
     inputs = inputs[inputs["id"].isin(truth.index)]
     order = rng.permutation(len(inputs))[:limit] if limit is not None else rng.permutation(len(inputs))
-    pictures = _Pictures([], [], [])
+    pictures = _Pictures([], [], [], [])
     pixels = 0
     for row in inputs.iloc[order].itertuples(index=False):
         if pixels >= _MAX_TRAIN_PIXELS:
             break
-        picture = read_picture(resolve(setup, row.image_path))
+        own = read_picture(resolve(setup, row.image_path))
+        picture = reduced(own)
+        pictures.shapes.append(own.shape)
         pictures.ids.append(str(row.id))
         pictures.inputs.append(picture)
-        pictures.labels.append(labels_of(resolve(setup, truth.loc[row.id])))
+        pictures.labels.append(resampled(labels_of(resolve(setup, truth.loc[row.id])), picture.shape))
         pixels += picture.size
     return pictures, len(inputs)
 
@@ -246,7 +255,7 @@ def solve_masks(workspace: Path, out: Path, budget: float | None, seed: int, lig
     run.cv["empty"] = empty
     run.race.append({"family": "empty", "status": "finished", "first_fold_score": empty, "seconds": 0.0})
     best_name, best_score = "empty", empty
-    best_masks: Callable[[int], np.ndarray] = lambda index: np.zeros(picture_shape(test.paths[index]), np.int32)  # noqa: E731
+    best_masks: Callable[[int], np.ndarray] = lambda index: np.zeros(test.shape(index), np.int32)  # noqa: E731
     if not light:  # a valid submission in seconds; the light check writes only its best, once
         run.submit_masks(best_name, best_score, best_masks, test)
     began = time.monotonic()
@@ -263,7 +272,8 @@ def solve_masks(workspace: Path, out: Path, budget: float | None, seed: int, lig
         emit("candidate", model="pixel_lightgbm", score=fitted.score, detail=fitted.line)
         if run.direction.better(fitted.score, empty):
             best_name, best_score = "pixel_lightgbm", fitted.score
-            best_masks = lambda index: fitted.post.apply(fitted.predict(test.picture(index)))  # noqa: E731
+            best_masks = lambda index: resampled(fitted.post.apply(fitted.predict(test.picture(index))),  # noqa: E731
+                                                 test.shape(index))
     except Exception as exc:  # noqa: BLE001 - the empty submission stands; say why the model did not
         run.model_failed(began, exc)
     if light or best_name != "empty":
