@@ -10,6 +10,8 @@ import os
 import shutil
 import subprocess
 import sys
+import io
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -76,7 +78,7 @@ def test_metric_words_that_cannot_apply_are_one_line(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="has one, and its evaluation section decides"):
         load_competition(SHARED / "titanic", metric="auc")
     (tmp_path / "notes.txt").write_text("not a zip")
-    with pytest.raises(SourceError, match="not a zip archive"):
+    with pytest.raises(SourceError, match="not an archive"):
         load_competition(tmp_path / "notes.txt")
     (tmp_path / "empty").mkdir()
     with pytest.raises(SourceError, match="is not a competition folder"):
@@ -126,3 +128,69 @@ def test_a_zip_inside_a_zip_is_unpacked_level_by_level(tmp_path: Path) -> None:
     names = sorted(t.name for t in catalogue.tables)
     assert names == ["gender_submission.csv", "test.csv", "train.csv"], (names, catalogue.notes)
     assert sum(note.startswith("unpacked") for note in catalogue.notes) == 2
+
+
+def kaggle_tar(path: Path, mode: str) -> Path:
+    """The three CSVs in a tar (`mode` w, w:gz, w:bz2 or w:xz), flat."""
+    with tarfile.open(path, mode) as archive:
+        for csv in sorted(TITANIC.iterdir()):
+            archive.add(csv, csv.name)
+    return path
+
+
+@pytest.mark.parametrize("name, mode", [("titanic.tar", "w"), ("titanic.tar.gz", "w:gz"), ("titanic.tgz", "w:gz"),
+                                        ("titanic.tar.bz2", "w:bz2"), ("titanic.tar.xz", "w:xz")])
+def test_a_tar_of_the_tables_is_unpacked_like_a_zip(tmp_path: Path, name: str, mode: str) -> None:
+    (tmp_path / "raw" / "data").mkdir(parents=True)
+    kaggle_tar(tmp_path / "raw" / "data" / name, mode)
+    catalogue = build_catalogue(tmp_path / "raw")
+    names = sorted(t.name for t in catalogue.tables)
+    assert names == ["gender_submission.csv", "test.csv", "train.csv"], (names, catalogue.notes)
+    assert any(note.startswith(f"unpacked {name}") for note in catalogue.notes)
+
+
+@pytest.mark.parametrize("kind", ["link", "escape", "fifo"])
+def test_a_tar_with_a_link_an_escaping_path_or_a_pipe_is_refused_whole(tmp_path: Path, kind: str) -> None:
+    archive_path = tmp_path / "raw" / "data" / "bad.tar.gz"
+    archive_path.parent.mkdir(parents=True)
+    with tarfile.open(archive_path, "w:gz") as archive:
+        archive.add(TITANIC / "train.csv", "train.csv")
+        member = tarfile.TarInfo({"link": "secrets", "escape": "../../outside.csv", "fifo": "pipe"}[kind])
+        if kind == "link":
+            member.type, member.linkname = tarfile.SYMTYPE, "/etc/passwd"
+            archive.addfile(member)
+        elif kind == "fifo":
+            member.type = tarfile.FIFOTYPE
+            archive.addfile(member)
+        else:
+            data = b"a,b\n1,2\n"
+            member.size = len(data)
+            archive.addfile(member, io.BytesIO(data))
+    catalogue = build_catalogue(tmp_path / "raw")
+    assert not catalogue.tables  # nothing of a refused archive is kept, not even its good member
+    assert any("bad.tar.gz" in s and "refusing" in s for s in catalogue.skipped), catalogue.skipped
+    assert not (tmp_path / "outside.csv").exists()
+
+
+def test_a_tar_bomb_is_refused_before_a_byte_is_written(tmp_path: Path) -> None:
+    from agentk.core.archives import ArchiveLimits
+    from agentk.core.errors import UnsafeArchive
+    from agentk.core.tars import extract_tar
+
+    archive_path = tmp_path / "bomb.tar.gz"
+    with tarfile.open(archive_path, "w:gz") as archive:
+        member = tarfile.TarInfo("zeros.csv")
+        member.size = 50 * 2**20
+        archive.addfile(member, io.BytesIO(bytes(member.size)))
+    with pytest.raises(UnsafeArchive, match="tar bomb"):
+        extract_tar(archive_path, tmp_path / "out", ArchiveLimits(ratio_floor_bytes=2**20))
+    assert not (tmp_path / "out" / "zeros.csv").exists()
+
+
+@pytest.mark.integration
+def test_a_downloaded_tar_gz_is_a_competition(tmp_path: Path) -> None:
+    archive = kaggle_tar(tmp_path / "titanic.tar.gz", "w:gz")
+    proc = run_cli("run", str(archive), "-w", str(tmp_path / "ws"), *SOLVE, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = result_of(tmp_path / "ws", "titanic")
+    assert result["valid_submission"] is True and result["validation_score"] > 0.7

@@ -155,7 +155,16 @@ def extract_zip(archive_path: Path, dest: Path, limits: ArchiveLimits = DEFAULT_
         dest.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".extract-", dir=dest.parent) as tmp:
             _write_members(archive, members, Path(tmp), limits, name)
-            return _move_in(members, Path(tmp), dest, name)
+            return move_in([path for _, path in members], Path(tmp), dest, name)
+
+
+def extract_archive(archive_path: Path, dest: Path, limits: ArchiveLimits = DEFAULT_LIMITS) -> list[Path]:
+    """`extract_zip` for a zip, `agentk.core.tars.extract_tar` for a tar (plain or compressed)."""
+    if zipfile.is_zipfile(archive_path):
+        return extract_zip(archive_path, dest, limits)
+    from agentk.core.tars import extract_tar
+
+    return extract_tar(archive_path, dest, limits)
 
 
 def _write_members(archive: zipfile.ZipFile, members: list[tuple[zipfile.ZipInfo, PurePosixPath]], tmp: Path,
@@ -178,16 +187,17 @@ def _write_members(archive: zipfile.ZipFile, members: list[tuple[zipfile.ZipInfo
                                  f"truncated or encrypted ({exc})") from None
 
 
-def _move_in(members: list[tuple[zipfile.ZipInfo, PurePosixPath]], tmp: Path, dest: Path, name: str) -> list[Path]:
+def move_in(paths: list[PurePosixPath], tmp: Path, dest: Path, name: str) -> list[Path]:
+    """The extracted members (`paths`, under `tmp`) moved into `dest`, each checked first."""
     root = dest.resolve()
-    finals = [dest.joinpath(*path.parts) for _, path in members]
+    finals = [dest.joinpath(*path.parts) for path in paths]
     for final in finals:
         # A symlinked folder already inside dest could still lead the move elsewhere; check all first.
         if not _nearest_existing(final.parent).resolve().is_relative_to(root):
             raise UnsafeArchive(f"{name}: archive member {final.relative_to(dest)} would be written outside "
                                 f"{dest} through a link; refusing")
     results = []
-    for (_, path), final in zip(members, finals):
+    for path, final in zip(paths, finals):
         final.parent.mkdir(parents=True, exist_ok=True)
         if final.is_dir() and not final.is_symlink():
             shutil.rmtree(final)

@@ -29,6 +29,7 @@ from charset_normalizer import from_bytes
 from agentk.core.archives import check_zip, open_zip
 from agentk.core.errors import ArchiveError
 from agentk.core.pictures import ARRAY_EXTENSIONS, PICTURE_EXTENSIONS, picture_form
+from agentk.core.tars import decompressed_head, is_tar_head
 
 TableFormat = Literal["csv", "json", "jsonl", "parquet", "excel"]
 FileKind = Literal["table", "image", "audio", "archive", "text", "other"]
@@ -134,7 +135,14 @@ def file_kind(path: Path) -> FileKind:
             head = _gunzip_head(path)
         except (OSError, EOFError):
             return "other"
+        if is_tar_head(head):
+            return "archive"
         return "table" if _text_table_format(head, path.name) is not None else "other"
+    if is_tar_head(head):
+        return "archive"
+    if head.startswith((b"BZh", b"\xfd7zXZ\x00")):
+        inner = decompressed_head(path)
+        return "archive" if inner is not None and is_tar_head(inner) else "other"
     if head.startswith(b"PAR1"):
         return "table"
     # Prose has commas too: a .txt is a table only when several lines split alike.

@@ -71,8 +71,8 @@ def load_bare(path: Path, metric: str | None = None) -> Competition:
     path = Path(path)
     if path.is_file():
         if not is_archive(path):
-            raise SourceError(f"{path} is a file but not a zip archive: give a competition folder, a folder "
-                              "of data files, or the zip a Kaggle download gives")
+            raise SourceError(f"{path} is a file but not an archive: give a competition folder, a folder "
+                              "of data files, or the zip (or tar) a download gives")
         title = common.humanise(path.name.split(".")[0])
         page = _page(title, f"the archive {path.name}", metric)
         return Competition(path.name.split(".")[0], "local", path, title, None, _archive_preparer(path, page))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from agentk.core.archives import ArchiveLimits, extract_zip, gunzip_file
+from agentk.core.archives import ArchiveLimits, extract_archive, gunzip_file
 from agentk.core.errors import ArchiveError
 from agentk.core.readers import IMAGE_EXTENSIONS, FileKind, UnreadableTable, file_kind, read_table
 from setup_pipeline.perception.stacks import PictureStack, find_stacks
@@ -105,7 +105,7 @@ def unpack_archives(data: Path, notes: list[str], skipped: list[str] | None = No
             if dest.exists():
                 continue
             try:
-                written = extract_zip(path, dest, _LIMITS.model_copy(update={"max_total_bytes": max(left, 0)}))
+                written = extract_archive(path, dest, _LIMITS.model_copy(update={"max_total_bytes": max(left, 0)}))
                 left -= sum(p.stat().st_size for p in written if p.is_file())
                 notes.append(f"unpacked {path.relative_to(data)} into {dest.relative_to(data)}/")
                 unpacked = True
