@@ -133,3 +133,10 @@ def test_run_direction_prefers_the_plan_and_never_guesses() -> None:
     assert run_direction({"higher_is_better": False}, SolveResult(higher_is_better=True)) == Direction(False)
     assert run_direction({}, SolveResult(higher_is_better=True)) == Direction(True)
     assert run_direction({"higher_is_better": "yes"}, SolveResult()) is None
+
+
+def test_ids_have_one_spelling_whole_floats_included() -> None:
+    from agentk.core.maps import id_text
+
+    values = pd.Series([" 892.0", "893", "007", "1.50", "0013_01", "-4.00", "1e3"])
+    assert id_text(values).tolist() == ["892", "893", "007", "1.50", "0013_01", "-4", "1e3"]

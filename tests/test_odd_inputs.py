@@ -126,3 +126,45 @@ def test_a_train_file_that_is_one_enormous_line_is_named_in_one_error_line(tmp_p
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "data/train.csv" in errors[0] and "without a line break" in errors[0], proc.stderr[-2000:]
+
+
+def _titanic_copy(source: Path) -> Path:
+    shared = Path(__file__).resolve().parents[2] / "shared" / "competitions" / "titanic"
+    (source / "data").mkdir(parents=True)
+    for path in (shared / "data").iterdir():
+        (source / "data" / path.name).write_bytes(path.read_bytes())
+    (source / "description.md").write_bytes((shared / "description.md").read_bytes())
+    return source
+
+
+def test_an_empty_page_is_no_page_and_the_metric_is_assumed(tmp_path: Path) -> None:
+    source = _titanic_copy(tmp_path / "blank")
+    (source / "description.md").write_text("\n  \n")
+    result = run(source, tmp_path)
+    assert result["metric"] == "accuracy"  # two classes and a label submission: assumed from the data
+    summary = (tmp_path / "ws" / "blank" / "raw" / "description.md").read_text()
+    assert "No competition page" in summary and "is empty" in summary
+
+
+def test_a_header_repeated_inside_train_is_dropped_and_said(tmp_path: Path) -> None:
+    source = _titanic_copy(tmp_path / "twice")
+    lines = (source / "data" / "train.csv").read_text().splitlines(keepends=True)
+    (source / "data" / "train.csv").write_text("".join(lines[:400] + [lines[0]] + lines[400:]))
+    result = run(source, tmp_path)
+    plan = json.loads((tmp_path / "ws" / "twice" / "setup" / "plan.json").read_text())
+    notes = json.dumps(plan)
+    assert "1 row(s) repeating the header dropped (line 401)" in notes, notes[:2000]
+    assert result["validation_score"] > 0.7
+
+
+@pytest.mark.parametrize("where", ["test", "sample"])
+def test_ids_written_as_floats_on_one_side_are_the_same_ids(tmp_path: Path, where: str) -> None:
+    source = _titanic_copy(tmp_path / "floats")
+    name = "test.csv" if where == "test" else "gender_submission.csv"
+    table = pd.read_csv(source / "data" / name)
+    table["PassengerId"] = table["PassengerId"].astype(float)  # 892.0, as a table saved through floats
+    table.to_csv(source / "data" / name, index=False)
+    run(source, tmp_path)
+    submission = pd.read_csv(tmp_path / "ws" / "floats" / "submissions" / "submission.csv", dtype=str)
+    sample = pd.read_csv(source / "data" / "gender_submission.csv", dtype=str)
+    assert submission["PassengerId"].tolist() == sample["PassengerId"].tolist()  # as the sample writes them

@@ -16,7 +16,7 @@ from agentk.core.readers import read_table
 from agentk.core.sandbox import Limits, run_python
 from unit_tests_setup.context import CheckContext
 from agentk.core.artifacts import SetupLayout
-from agentk.core.maps import MapError, read_map
+from agentk.core.maps import MapError, id_text, read_map
 from unit_tests_setup.files import find_sample_submission
 from unit_tests_setup.submission_rules import validate_against_setup
 
@@ -150,7 +150,7 @@ def _sample_ids(sample, id_column: str | None, by_picture: bool = False) -> set[
     column = id_column if id_column in frame.columns else frame.columns[0]
     if by_picture:
         return image_keys(frame[column])
-    return set(frame[column].astype(str).str.strip().tolist())
+    return set(id_text(frame[column].astype(str)).tolist())
 
 
 def _ids(frame: pd.DataFrame) -> set:

@@ -29,8 +29,19 @@ def read_map(path: Path) -> pd.DataFrame:
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
         raise MapError(f"{path.name} cannot be read as CSV: {str(exc).splitlines()[0]}") from exc
     if "id" in frame.columns:
-        frame["id"] = frame["id"].str.strip()
+        frame["id"] = id_text(frame["id"])
     return frame
+
+
+def id_text(values: pd.Series) -> pd.Series:
+    """Ids as one spelling: stripped, and a whole number written as a float (`892.0`, what a table
+    saved through floats holds) as its digits, so that it meets the sample's `892`. Other ids keep
+    every character (`007`, `1.50`, `0013_01`)."""
+    text = values.astype(str).str.strip() if values.dtype != object else values.str.strip()
+    whole = text.str.fullmatch(r"-?\d+\.0+", na=False)
+    if whole.any():
+        text = text.where(~whole, text.str.replace(r"\.0+$", "", regex=True))
+    return text
 
 
 def map_columns(path: Path) -> list[str]:

@@ -437,6 +437,25 @@ def _read_json(data: bytes, lines: bool) -> pd.DataFrame:
     return pd.DataFrame.from_records(payload)
 
 
+REPEATED_HEADER_ROWS = "repeated_header_rows"  # frame.attrs: the file lines dropped for repeating the header
+
+
+def _without_repeated_headers(frame: pd.DataFrame) -> pd.DataFrame:
+    """The table without rows that repeat its header (two exports concatenated); the file lines
+    they were on (1 is the header) in `frame.attrs[REPEATED_HEADER_ROWS]`."""
+    if frame.shape[1] < 2 or frame.empty:
+        return frame
+    repeated = np.ones(len(frame), dtype=bool)
+    for column in frame.columns:
+        repeated &= (frame[column].astype(str).str.strip() == str(column).strip()).to_numpy()
+    if not repeated.any():
+        return frame
+    lines = (np.flatnonzero(repeated) + 2).tolist()
+    kept = frame[~repeated].reset_index(drop=True)
+    kept.attrs[REPEATED_HEADER_ROWS] = lines
+    return kept
+
+
 def read_table(path: str | Path, nrows: int | None = None) -> pd.DataFrame:
     """The table in `path` with every cell as text ("" when missing), whatever its format."""
     path = Path(path)
@@ -450,7 +469,7 @@ def read_table(path: str | Path, nrows: int | None = None) -> pd.DataFrame:
         elif fmt in ("json", "jsonl"):
             frame = _as_text_cells(_read_json(_raw_bytes(path), lines=fmt == "jsonl"))
         else:
-            frame = _read_delimited(_raw_bytes(path), nrows)
+            frame = _without_repeated_headers(_read_delimited(_raw_bytes(path), nrows))
     except UnreadableTable:
         raise
     except RecursionError:  # JSON nested deeper than Python's stack: no table a person would read

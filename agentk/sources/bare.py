@@ -61,9 +61,7 @@ def evaluation_sentence(metric: str) -> str:
 
 
 def _page(title: str, what: str, metric: str | None) -> str:
-    lines = [f"# {title}", "", f"No competition page came with these files ({what}).",
-             "The task, its target and its submission format are to be read from the data files.", ""]
-    return "\n".join(lines) + ("\n" + evaluation_sentence(metric) if metric else "")
+    return common.no_page(title, what) + ("\n" + evaluation_sentence(metric) if metric else "")
 
 
 def load_bare(path: Path, metric: str | None = None) -> Competition:

@@ -294,8 +294,17 @@ def decode_text(raw: bytes) -> str:
 
 def read_description(path: Path, shown: str) -> str:
     """The competition page's text, whatever its encoding (see decode_text); a link out of its
-    folder is refused."""
-    return decode_text(require_inside(path, shown).read_bytes())
+    folder is refused. An empty page is no page: the text says so, as for files without one."""
+    text = decode_text(require_inside(path, shown).read_bytes())
+    if text.strip():
+        return text
+    return no_page(humanise(path.resolve().parent.name), f"{shown} is empty")
+
+
+def no_page(title: str, why: str) -> str:
+    """The page of a competition without one: the task is read from the data, the metric assumed."""
+    return "\n".join([f"# {title}", "", f"No competition page came with these files ({why}).",
+                      "The task, its target and its submission format are to be read from the data files.", ""])
 
 
 def title_from_description(text: str, fallback: str) -> str:

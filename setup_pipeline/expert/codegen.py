@@ -23,7 +23,8 @@ def _label_columns(facts: DataFacts) -> list[str]:
     return [t.column for t in facts.targets]
 
 
-_IMPORTS = ("from agentk.core.readers import read_table\n"
+_IMPORTS = ("from agentk.core.maps import id_text\n"
+            "from agentk.core.readers import read_table\n"
             "from setup_pipeline.perception.recipe import assemble\n\n\n")
 
 
@@ -305,7 +306,7 @@ def submission_format(facts: DataFacts, sources: dict[str, str]) -> str:
         ]
     lines += [
         "def format_submission(pred: pd.DataFrame) -> pd.DataFrame:",
-        "    out = pd.DataFrame({ID_COLUMN: pred['id'].astype(str).str.strip().to_numpy()})",
+        "    out = pd.DataFrame({ID_COLUMN: id_text(pred['id'].astype(str)).to_numpy()})",
         "    for column, source in SOURCES.items():",
         f"        target, _, k = source.rpartition({TOP_K_MARK!r})",
         "        if target and k.isdigit():  # a ranked list of labels, likeliest first",
@@ -320,8 +321,9 @@ def submission_format(facts: DataFacts, sources: dict[str, str]) -> str:
         lines.append("    out = out.merge(_echoed(), on=ID_COLUMN, how='left')")
     lines += [
         "    if SAMPLE:",
-        "        order = read_table(RAW / SAMPLE)[ID_COLUMN].astype(str).str.strip()",
-        "        out = out.set_index(ID_COLUMN).loc[order.to_numpy()].reset_index()",
+        "        written = read_table(RAW / SAMPLE)[ID_COLUMN].astype(str).str.strip()",
+        "        out = out.set_index(ID_COLUMN).loc[id_text(written).to_numpy()].reset_index()",
+        "        out[ID_COLUMN] = written.to_numpy()  # the ids as the sample writes them",
         "    return out[[c for c in COLUMNS if c in out.columns]]",
     ]
     return "\n".join(lines) + "\n"

@@ -18,7 +18,7 @@ import pandas as pd
 
 from agentk.core.archives import ArchiveLimits, extract_archive, gunzip_file
 from agentk.core.errors import ArchiveError
-from agentk.core.readers import IMAGE_EXTENSIONS, FileKind, UnreadableTable, file_kind, read_table
+from agentk.core.readers import IMAGE_EXTENSIONS, REPEATED_HEADER_ROWS, FileKind, UnreadableTable, file_kind, read_table
 from setup_pipeline.perception.stacks import PictureStack, find_stacks
 
 UNPACKED_SUFFIX = "_unpacked"
@@ -152,6 +152,11 @@ def build_catalogue(raw: Path) -> Catalogue:
             continue
         if frame.columns.empty:
             continue
+        repeated = frame.attrs.get(REPEATED_HEADER_ROWS)
+        if repeated:
+            where = ", ".join(map(str, repeated[:5])) + (" ..." if len(repeated) > 5 else "")
+            catalogue.notes.append(f"warning: {path.relative_to(raw).as_posix()}: {len(repeated)} row(s) repeating the "
+                                   f"header dropped (line {where}): two exports concatenated")
         catalogue.tables.append(Table(path.relative_to(raw), frame))
     _find_stacks(catalogue)
     return catalogue

@@ -22,6 +22,12 @@ _HEAD_ROWS = 1000
 _PROBES = 3
 
 
+def _spelled(cells: pa.Array) -> pa.Array:
+    """Stripped cells as keys are spelled (agentk.core.maps.id_text): a whole number saved through
+    floats (`892.0`) meets its digits (`892`) in the sample or another table."""
+    return pc.replace_substring_regex(cells, pattern=r"^(-?\d+)\.0+$", replacement=r"\1")
+
+
 class TableIndex:
     """The catalogue's tables (parts grouped) with lookups that remember what they computed."""
 
@@ -117,17 +123,17 @@ class TableIndex:
         return self._profile(table, column)[1]
 
     def distinct(self, table: Logical, column: str) -> pa.Array:
-        """`values` as an Arrow array, compared by Arrow's `is_in` (pandas' `isin` on text loops
-        in Python)."""
+        """`values` as an Arrow array of key spellings (`_spelled`), compared by Arrow's `is_in`
+        (pandas' `isin` on text loops in Python)."""
         key = (id(table), column)
         if key not in self._distinct_cache:
             cells = table.frame[column].astype(str).str.strip()
-            self._distinct_cache[key] = pa.array(cells[cells != ""].unique(), type=pa.large_string())
+            self._distinct_cache[key] = pc.unique(_spelled(pa.array(cells[cells != ""], type=pa.large_string())))
         return self._distinct_cache[key]
 
     def stripped_in(self, table: Logical, column: str, other: Logical, theirs: str) -> np.ndarray:
         """Per row of `table`, whether its stripped `column` cell is one of values(other, theirs)."""
-        cells = pa.array(table.frame[column].astype(str).str.strip(), type=pa.large_string())
+        cells = _spelled(pa.array(table.frame[column].astype(str).str.strip(), type=pa.large_string()))
         return pc.is_in(cells, value_set=self.distinct(other, theirs)).to_numpy(zero_copy_only=False)
 
     def share(self, table: Logical, column: str, other: Logical, theirs: str) -> float:
@@ -147,7 +153,7 @@ class TableIndex:
             return False  # fewer rows than the share asks for distinct values
         if need == 1.0 and (id(other), theirs) not in self._profile_cache:
             cells = pa.array(other.frame[theirs].astype(str))
-            stripped = pc.utf8_trim_whitespace(cells)  # as pandas' str.strip() strips Arrow text
+            stripped = _spelled(pc.utf8_trim_whitespace(cells))  # as pandas' str.strip() strips Arrow text
             if not all(pc.any(pc.equal(stripped, value)).as_py() for value in mine[:_PROBES].to_pylist()):
                 return False
         return self._profile(other, theirs)[0] / len(mine) >= need
