@@ -19,17 +19,35 @@ def read_map(path: Path) -> pd.DataFrame:
     `id` is kept as text, so ids such as `007` survive, with surrounding spaces stripped: the
     sample submission's ids, the submission validator and `normalise_ids` all strip them, so a
     padded id in a map is the same row there. A missing id stays missing (NaN) for the checks to
-    report. Everything else is read as pandas infers it.
+    report. Number columns are read as pandas infers them (a cell "NA" in one is missing); a text
+    column keeps every word as written ("None", "NA", "null" are labels or words like any other)
+    and only its blank cells are missing.
     """
     path = Path(path)
     if not path.exists():
         raise MapError(f"{path.name} was not written")
     try:
         frame = pd.read_csv(path, dtype={"id": str})
+        frame = _words_kept(path, frame)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
         raise MapError(f"{path.name} cannot be read as CSV: {str(exc).splitlines()[0]}") from exc
     if "id" in frame.columns:
         frame["id"] = frame["id"].str.strip()
+    return frame
+
+
+def _words_kept(path: Path, frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with its text columns (and columns pandas read as nothing but missing) read again
+    as written, blanks alone missing: pandas' default reading turns the word "None" into NaN."""
+    columns = [c for c in frame.columns if c != "id" and (not pd.api.types.is_numeric_dtype(frame[c]) or frame[c].isna().all())]
+    if not columns or not frame[columns].isna().any().any():
+        return frame
+    text = pd.read_csv(path, usecols=columns, dtype=str, keep_default_na=False, na_filter=False)
+    for column in columns:
+        cells = text[column]
+        if pd.api.types.is_numeric_dtype(frame[column]) and not (cells.str.strip() != "").any():
+            continue  # wholly blank: stays an empty number column
+        frame[column] = cells.where(cells.str.strip() != "")
     return frame
 
 

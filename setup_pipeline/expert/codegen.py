@@ -68,10 +68,13 @@ def table_map(facts: DataFacts, split: str, columns: list[str], fill_text: bool)
     assert file is not None
     fill = '.fillna("").astype(str)' if fill_text else ""
     per_row = row_files.read_lines(facts.row_files, split) if fill_text and facts.row_files else ""
+    # A key named `id` that is also a feature (timestamps) keeps its values under another name:
+    # the map's own `id` column comes first.
+    rename = '.rename(columns={"id": "id_value"})' if "id" in columns else ""
     return (
         _IMPORTS + "def build_map() -> pd.DataFrame:\n"
         f"{_read(facts, split, drop_missing_targets=split == 'train')}\n" + per_row +
-        f"    out = frame[{columns!r}].copy(){fill}\n"
+        f"    out = frame[{columns!r}].copy(){fill}{rename}\n"
         '    out.insert(0, "id", ids.to_numpy())\n'
         "    return out.reset_index(drop=True)\n"
     )

@@ -311,7 +311,9 @@ class _Inspection(TargetDecisions, ImageLayouts):
         if values.empty or as_numbers(values) is not None:
             return False
         parsed = pd.to_datetime(values, errors="coerce", format="mixed")
-        return bool(parsed.notna().mean() >= 0.95)
+        # dateutil reads a code such as "t001" as the year 1: a timestamp lies in a plausible era.
+        plausible = parsed.dt.year.between(1800, 2200)
+        return bool(plausible.mean() >= 0.95)
 
     @staticmethod
     def _is_text(series: pd.Series) -> bool:

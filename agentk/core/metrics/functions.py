@@ -303,3 +303,39 @@ def mean_f_beta(beta: float) -> MetricFn:
         return float(np.mean([_f_beta(set(t), set(p), beta) for t, p in zip(truth, predicted)]))
 
     return fn
+
+
+def label_ranking_average_precision(y_true: Any, y_pred: Any) -> float:
+    """LRAP: per row, for each true label, the share of true labels among those ranked at or above
+    it, averaged over the true labels and then the rows (a row with no true label scores 1).
+
+    Either matrices (0/1 truth and a score per label column, scikit-learn's form) or label lists
+    (truth: a set per row; prediction: labels best first, an unlisted label ranked below all).
+    """
+    scores = np.asarray(y_pred, dtype=object) if not isinstance(y_pred, (list, tuple)) else None
+    if scores is not None and scores.ndim == 2:
+        matrix = np.asarray(y_true, dtype=float), np.asarray(y_pred, dtype=float)
+        return float(sk("label_ranking_average_precision_score")(*matrix))
+    truth, predicted = _rows(y_true, y_pred)
+    return float(np.mean([_ranked_precision(set(t), p) for t, p in zip(truth, predicted)]))
+
+
+def _ranked_precision(actual: set[str], predicted: list[str]) -> float:
+    if not actual:
+        return 1.0
+    rank = {}
+    for label in predicted:
+        rank.setdefault(label, len(rank) + 1)  # a repeated label keeps its first place
+    placed = sorted(rank[label] for label in actual if label in rank)
+    # The i-th true label found (1-based) at rank r: i of the r labels at or above it are true.
+    return sum((i + 1) / r for i, r in enumerate(placed)) / len(actual)
+
+
+def exact_text_accuracy(y_true: Any, y_pred: Any) -> float:
+    """Share of rows whose predicted text is the true text exactly (text to text: "12" is not
+    "twelve", "The" is not "the"); only surrounding spaces are ignored."""
+    truth = pd.Series(np.asarray(y_true, dtype=object).ravel()).astype(str).str.strip().to_numpy()
+    predicted = pd.Series(np.asarray(y_pred, dtype=object).ravel()).astype(str).str.strip().to_numpy()
+    if len(truth) != len(predicted):
+        raise ValueError(f"{len(truth)} true rows but {len(predicted)} predicted rows")
+    return float(np.mean(truth == predicted)) if len(truth) else 0.0
