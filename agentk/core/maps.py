@@ -13,7 +13,7 @@ class MapError(ValueError):
     """A map file is missing or unreadable; the message is one line."""
 
 
-def read_map(path: Path) -> pd.DataFrame:
+def read_map(path: Path, text: bool = False) -> pd.DataFrame:
     """Read a setup map the one way every reader does.
 
     `id` is kept as text, so ids such as `007` survive, with surrounding spaces stripped: the
@@ -21,14 +21,17 @@ def read_map(path: Path) -> pd.DataFrame:
     padded id in a map is the same row there. A missing id stays missing (NaN) for the checks to
     report. Number columns are read as pandas infers them (a cell "NA" in one is missing); a text
     column keeps every word as written ("None", "NA", "null" are labels or words like any other)
-    and only its blank cells are missing.
+    and only its blank cells are missing. `text`: every cell as written ("" when blank), for a
+    reader of texts that a column of numbers-only cells must not turn into floats ("007").
     """
     path = Path(path)
     if not path.exists():
         raise MapError(f"{path.name} was not written")
     try:
-        frame = pd.read_csv(path, dtype={"id": str})
-        frame = _words_kept(path, frame)
+        if text:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+        else:
+            frame = _words_kept(path, pd.read_csv(path, dtype={"id": str}))
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
         raise MapError(f"{path.name} cannot be read as CSV: {str(exc).splitlines()[0]}") from exc
     if "id" in frame.columns:

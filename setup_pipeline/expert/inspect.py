@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from agentk.core import metrics
+from agentk.core.artifacts import TEXT_TASK
 from agentk.core.mask_targets import MASK_TASK
 from agentk.core.pixels import PIXEL_TASK
 from setup_pipeline.expert.description import submission_example_rows, submission_header
@@ -144,6 +145,10 @@ class _Inspection(TargetDecisions, ImageLayouts):
             base_metric = per_column
         targets = [self._fit_task(t, base_metric, fmt) for t in targets]
         base_metric = self.metric_override or base_metric
+        if any(t.task == TEXT_TASK for t in targets) and metrics.get_metric(base_metric).name == "accuracy":
+            # A text's accuracy compares it exactly: "1.0" is not "1", "The" is not "the".
+            self.notes.append("metric: token_accuracy, the page's accuracy over texts compared exactly")
+            base_metric = "token_accuracy"
         targets = [self._positive_class(t, base_metric, fmt) for t in targets]
         n_classes = max((len(t.classes) for t in targets if t.classes), default=None)
         metric = metrics.for_task(base_metric, n_classes)
