@@ -47,3 +47,18 @@ def test_token_accuracy_compares_the_exact_text() -> None:
     # The case, a number's spelling and a word that reads like a missing value all count.
     assert accuracy(truth, ["twelve", "B B C", "None", "The", "1"]) == pytest.approx(2 / 5)
     assert accuracy(np.array(truth, dtype=object), np.array(["twelve", "b b c", "nan", "the", "1.0"], dtype=object)) == 0.8
+
+
+def test_auc_is_scikit_learns_with_ties_and_fails_alike() -> None:
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(4)
+    for n in (2, 7, 300):
+        y = rng.integers(0, 2, n)
+        y[:2] = [0, 1]
+        for scores in (rng.random(n), rng.integers(0, 4, n).astype(float)):  # ties in the second
+            assert METRICS["auc"].fn(y, scores) == pytest.approx(roc_auc_score(y, scores), abs=1e-12)
+    with pytest.raises(ValueError):
+        METRICS["auc"].fn([1, 1, 1], [0.2, 0.4, 0.1])
+    with pytest.raises(ValueError):
+        METRICS["auc"].fn([0, 1], [np.nan, 0.3])

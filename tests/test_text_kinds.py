@@ -81,6 +81,11 @@ def test_labels_that_read_like_missing_values_are_words(tmp_path: Path) -> None:
     assert set(submission["weather"]) <= set(TOPIC_WORDS) and {"None", "NA"} <= set(submission["weather"])
     constant = (test["weather"] == "fine").mean()
     assert result["test_score"] > constant + 0.3, (result["test_score"], constant)
+    assert "labels 'NA', 'None', 'null' are words" in " ".join(plan_notes(tmp_path, "na-words"))
+
+
+def plan_notes(tmp_path: Path, name: str) -> list[str]:
+    return json.loads((tmp_path / "ws" / name / "setup" / "plan.json").read_text())["facts"]["notes"]
 
 
 LABELS = ("toxic", "severe_toxic", "obscene", "threat", "insult", "identity_hate")
@@ -124,6 +129,7 @@ def test_several_binary_labels_per_text(tmp_path: Path) -> None:
     assert result["test_score"] > 0.8, result["test_score"]
     solve = json.loads((tmp_path / "ws" / "six-labels" / "solve" / "solve_result.json").read_text())
     assert set(solve["models_per_target"]) == set(LABELS)
+    assert any(n.startswith("several labels per row: 6 binary targets") for n in plan_notes(tmp_path, "six-labels"))
 
 
 # ---- text to text: token normalisation ----------------------------------------------------------------
@@ -216,5 +222,6 @@ def test_tokens_rewritten_as_spoken(tmp_path: Path) -> None:
     # The constant a grader must beat: every token kept as written (the sample itself).
     kept = float((test["before"] == test["after"]).mean())
     assert result["test_score"] > kept + 0.1, (result["test_score"], kept)
-    plan = json.loads((tmp_path / "ws" / "token-normalisation" / "setup" / "plan.json").read_text())
-    assert any("text to text" in note for note in plan["facts"]["notes"]), plan["facts"]["notes"]
+    notes = plan_notes(tmp_path, "token-normalisation")
+    assert any(n.startswith("text to text") and "'before'" in n for n in notes), notes
+    assert any(n.startswith("composed key: 'id' is 'sentence_id' and 'token_id'") for n in notes), notes

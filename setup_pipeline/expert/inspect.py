@@ -27,7 +27,7 @@ from setup_pipeline.expert.mask_targets import MaskTask, find_mask_task, mask_me
 from setup_pipeline.expert.name_labels import NameLabels
 from setup_pipeline.expert.pixels import PixelTask, find_pixel_task
 from setup_pipeline.expert.row_files import RowFiles, find_row_files
-from setup_pipeline.expert.targets import TargetDecisions, as_numbers, is_bool_like, sorted_labels
+from setup_pipeline.expert.targets import NA_WORDS, TargetDecisions, as_numbers, is_bool_like, sorted_labels
 from setup_pipeline.perception.catalogue import Catalogue, build_catalogue
 from setup_pipeline.perception.page_text import as_markdown
 from setup_pipeline.perception.roles import decide_roles
@@ -150,6 +150,7 @@ class _Inspection(TargetDecisions, ImageLayouts):
             self.notes.append("metric: token_accuracy, the page's accuracy over texts compared exactly")
             base_metric = "token_accuracy"
         targets = [self._positive_class(t, base_metric, fmt) for t in targets]
+        self._name_target_kinds(targets, base_metric)
         n_classes = max((len(t.classes) for t in targets if t.classes), default=None)
         metric = metrics.for_task(base_metric, n_classes)
         tabular, text_cols = self._features(train_id, test_id, [t.column for t in targets], image)
@@ -209,6 +210,19 @@ class _Inspection(TargetDecisions, ImageLayouts):
             image=layout, masks=task, input_modalities=["image"], metric=metric,
             metric_higher_is_better=bool(metrics.get_metric(metric).higher_is_better),
             dropped_columns={}, notes=self.notes, assumptions=self.assumptions, evidence=self.evidence)
+
+    def _name_target_kinds(self, targets: list[TargetFact], metric: str) -> None:
+        """What the plan should say about the targets' kind: several labels per row, and labels
+        spelled like missing values (read as the words they are)."""
+        binary = [t.column for t in targets if t.task == "binary"]
+        if len(binary) > 1 and len(binary) == len(targets):
+            averaged = "mean column-wise " + metric if metrics.get_metric(metric).kind == "proba" else metric + " per column, averaged"
+            self.notes.append(f"several labels per row: {len(binary)} binary targets ({', '.join(binary[:8])}"
+                              f"{', ...' if len(binary) > 8 else ''}), one model per label over one shared featurisation; "
+                              f"scored by the {averaged}")
+        words = sorted({c for t in targets for c in t.classes or [] if c.strip().lower() in NA_WORDS})
+        if words:
+            self.notes.append(f"labels {', '.join(map(repr, words))} are words like the other labels, never missing values")
 
     # ------------------------------------------------------------ submission header and ids
 

@@ -22,7 +22,7 @@ from setup_pipeline.expert.text_to_text import describe, rewritten_input
 from setup_pipeline.perception.tables import match_column
 
 _BOOL_WORDS = {"true", "false", "yes", "no", "t", "f", "y", "n"}
-_NA_WORDS = {"na", "nan", "n/a", "null", "none", "?"}
+NA_WORDS = {"na", "nan", "n/a", "null", "none", "?"}
 _MAX_CLASSES = 20
 
 
@@ -31,7 +31,7 @@ def as_numbers(values: pd.Series) -> pd.Series | None:
 
     Spelled-out missing markers ("NA", "nan") are skipped here only: as labels they may be real.
     """
-    values = values[~values.str.lower().isin(_NA_WORDS)]
+    values = values[~values.str.lower().isin(NA_WORDS)]
     parsed = pd.to_numeric(values, errors="coerce")
     return parsed if len(values) and parsed.notna().mean() >= 0.99 else None
 

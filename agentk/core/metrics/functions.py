@@ -150,9 +150,30 @@ def auc(y_true: Any, y_pred: Any) -> float:
     if p.ndim == 2 and n_classes == 2:
         p = p[:, 1]
     if p.ndim == 1:
-        return float(sk("roc_auc_score")(idx, p))
+        return binary_auc(idx, p)
     p = _proba_matrix(p)
     return float(sk("roc_auc_score")(idx, p, multi_class="ovr", labels=list(range(n_classes))))
+
+
+def binary_auc(positive: np.ndarray, scores: np.ndarray) -> float:
+    """ROC AUC of 0/1 labels as the Mann-Whitney statistic (tied scores share their mean rank),
+    which is scikit-learn's value: computed here in numpy because the solver scores every
+    candidate, calibration step and label column with it, and sklearn's input validation cost
+    more than the ranking itself (six labels: half a solve's time)."""
+    y = np.asarray(positive).astype(bool)
+    s = np.asarray(scores, dtype=float)
+    if not np.isfinite(s).all():
+        raise ValueError("Input contains NaN or infinity.")
+    n_pos = int(y.sum())
+    n_neg = len(y) - n_pos
+    if n_pos == 0 or n_neg == 0:
+        raise ValueError("Only one class present in y_true. ROC AUC score is not defined in that case.")
+    order = np.argsort(s, kind="mergesort")
+    _, inverse, counts = np.unique(s[order], return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    ranks = np.empty(len(s))
+    ranks[order] = (ends - (counts - 1) / 2.0)[inverse]
+    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
 def gini(y_true: Any, y_pred: Any) -> float:
