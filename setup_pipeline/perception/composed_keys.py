@@ -77,7 +77,9 @@ def find_composed_keys(tables: list[Logical]) -> tuple[list[Logical], list[Compo
             if not is_unique(table.frame, column):
                 continue
             values = table.frame[column].astype(str).str.strip().head(_PROBE).tolist()
-            for other in (t for t in tables if t is not table):
+            # The smaller tables first: the test table is usually the one, and a training table of
+            # ten million tokens is costly to list.
+            for other in sorted((t for t in tables if t is not table), key=lambda t: len(t.frame)):
                 composed = _composition(column, values, other)
                 if composed is not None:
                     found.append(composed)

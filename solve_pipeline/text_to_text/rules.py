@@ -25,6 +25,7 @@ _MDY = re.compile(rf"^{_MONTH}\s+(\d{{1,2}}),?\s+(\d{{4}})$")
 _DMY = re.compile(rf"^(\d{{1,2}})\s+{_MONTH}\s+(\d{{4}})$")
 _MEASURE = re.compile(r"^(\d+(?:\.\d+)?)\s?([A-Za-z%°µ]+[23]?)$")
 _LETTERS = re.compile(r"^(?:[A-Z]{2,6}|(?:[A-Za-z]\.){2,6})$")
+_MAY_HAVE_SHAPE = re.compile(r"[0-9A-Z]")  # every shape holds a digit or a capital
 _MIN_SEEN = 3  # training tokens of a shape before a rule for it is trusted
 
 
@@ -76,6 +77,8 @@ _RULES: list[tuple[str, str, Callable[[str], str | None]]] = [
 
 def shape_of(text: str) -> str | None:
     """The first shape a token has ("number" before "measure": "2015" is a number)."""
+    if not _MAY_HAVE_SHAPE.search(text):
+        return None  # most tokens are lower-case words and marks: one scan settles them
     for shape, pattern in _SHAPES.items():
         if pattern.search(text) if shape == "date" else pattern.match(text):
             return shape

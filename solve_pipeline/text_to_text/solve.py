@@ -26,11 +26,12 @@ from agentk.core.workspace import atomic_write_json, replacing
 from solve_pipeline.cv import emit
 from solve_pipeline.setup_modules import load_setup_module
 from solve_pipeline.submission_record import SubmissionRecord, adopt_submission, setup_fingerprint
-from solve_pipeline.text_to_text.memory import memorise
+from solve_pipeline.text_to_text.memory import Memory, memorise
 from solve_pipeline.text_to_text.rules import Rules, fit_rules
 
 _HELD_OUT = 0.2
 LIGHT_ROWS = 20_000
+_RULE_ROWS = 2_000_000  # training pairs the rules are judged on: millions more say nothing new
 # name -> (memorise, in context, spelling rules)
 _CANDIDATES = {"keep_input": (False, False, False), "memorised": (True, False, False),
                "memorised_rules": (True, False, True), "memorised_context_rules": (True, True, True)}
@@ -75,23 +76,28 @@ def _read(setup: Path, split: str, target: dict, limit: int | None) -> _Rows:
     return _Rows(frame["id"].astype(str).tolist(), frame[source].astype(str).tolist(), answers)
 
 
-def _predict(name: str, train: _Rows, rows: _Rows, rules: Rules | None) -> list[str]:
+def _predict(name: str, memory: Memory, rules: Rules, rows: _Rows) -> list[str]:
     use_memory, use_context, use_rules = _CANDIDATES[name]
     if not use_memory:
         return list(rows.tokens)
-    assert train.answers is not None
-    memory = memorise(train.previous, train.tokens, train.answers)
     out = []
     for previous, token in zip(rows.previous, rows.tokens):
         said = memory.recall(previous, token, use_context)
-        if said is None and use_rules and rules is not None:
+        if said is None and use_rules:
             said = rules.say(token, previous if use_context else "")
         out.append(token if said is None else said)
     return out
 
 
-def _accuracy(truth: list[str], predicted: list[str]) -> float:
-    return sum(t == p for t, p in zip(truth, predicted)) / max(len(truth), 1)
+def _memorise(rows: _Rows) -> Memory:
+    assert rows.answers is not None
+    return memorise(rows.previous, rows.tokens, rows.answers)
+
+
+def _fit_rules(rows: _Rows) -> Rules:
+    assert rows.answers is not None
+    n = _RULE_ROWS
+    return fit_rules(list(zip(rows.tokens[:n], rows.answers[:n])), rows.previous[:n])
 
 
 def solve_texts(workspace: Path, out: Path, budget: float | None, seed: int, light: bool) -> dict:
@@ -115,11 +121,15 @@ def solve_texts(workspace: Path, out: Path, budget: float | None, seed: int, lig
         truth = pd.DataFrame({"id": rows.ids, column: rows.answers})
         return float(metric.score(truth, pd.DataFrame({"id": rows.ids, column: predicted})))
 
-    held_rules = fit_rules(list(zip(fit.tokens, fit.answers or [])), fit.previous)
+    # Fitted after the input itself is submitted (seconds), on the rows before the held-out ones;
+    # `full` on every training row once a model is adopted.
+    held_fit: tuple[Memory, Rules] | None = None
+    full: tuple[Memory, Rules] | None = None
     race: list[dict[str, Any]] = []
     cv: dict[str, float | None] = {}
     timeline: list[tuple[float, float]] = []
     best: tuple[str, float] | None = None
+    submitted: tuple[str, float] | None = None  # the light check submits the input alone
     first_submission: float | None = None
     direction = Direction(higher)
     for name in _CANDIDATES:
@@ -127,7 +137,9 @@ def solve_texts(workspace: Path, out: Path, budget: float | None, seed: int, lig
             race.append({"family": name, "status": "skipped", "reason": "the budget is spent"})
             continue
         started = time.monotonic()
-        value = score(held, _predict(name, fit, held, held_rules))
+        if held_fit is None and _CANDIDATES[name][0]:
+            held_fit = (_memorise(fit), _fit_rules(fit))
+        value = score(held, _predict(name, *held_fit, held) if held_fit else list(held.tokens))
         cv[name] = value
         race.append({"family": name, "status": "finished", "first_fold_score": value,
                      "seconds": round(time.monotonic() - started, 2)})
@@ -136,8 +148,9 @@ def solve_texts(workspace: Path, out: Path, budget: float | None, seed: int, lig
             best = (name, value)
             if name == "keep_input" or not light:
                 # The input itself goes first (valid in seconds); a better candidate replaces it.
-                rules = fit_rules(list(zip(train.tokens, train.answers)), train.previous) if _CANDIDATES[name][2] else None
-                predicted = _predict(name, train, test, rules)
+                if full is None and _CANDIDATES[name][0]:
+                    full = (_memorise(train), _fit_rules(train))
+                predicted = _predict(name, *full, test) if full is not None else list(test.tokens)
                 formatted = submission.format_submission(pd.DataFrame({"id": test.ids, column: predicted}))
                 record = SubmissionRecord(model=name, validation_score=value, metric="setup", higher_is_better=higher,
                                           setup_fingerprint=setup_fingerprint(setup, test.ids))
@@ -146,21 +159,23 @@ def solve_texts(workspace: Path, out: Path, budget: float | None, seed: int, lig
                 timeline.append((round(time.monotonic() - began, 3), value))
                 emit("submission" if adoption.written else "submission_kept", path=str(out), model=name,
                      validation_score=value, reason=adoption.reason)
-    assert best is not None
+                submitted = best
+    assert submitted is not None  # the input itself, at least
     predictions = workspace / "solve" / "predictions"
     predictions.mkdir(parents=True, exist_ok=True)
+    rules_found = (full or held_fit or (None, Rules()))[1].to_json()
     with replacing(predictions / "text_rules.json") as tmp:
-        tmp.write_text(json.dumps(held_rules.to_json(), indent=2))
+        tmp.write_text(json.dumps(rules_found, indent=2))
     elapsed = round(time.monotonic() - began, 3)
     record = SolveResult.model_validate({
-        "validation_score": best[1], "model": best[0], "models_per_target": {column: best[0]},
+        "validation_score": submitted[1], "model": submitted[0], "models_per_target": {column: submitted[0]},
         "submission_from": "this_solve", "higher_is_better": higher, "metric": "setup", "cv": cv, "race": race,
-        "validation": {"kind": "held-out rows", "rows": len(held.ids), "rules": held_rules.to_json()},
+        "validation": {"kind": "held-out rows", "rows": len(held.ids), "rules": rules_found},
         "folds": 1, "n_train": len(train.ids), "n_test": len(test.ids), "light": light, "seed": seed,
         "time_budget_s": budget, "submission_path": str(out), "elapsed_s": elapsed,
         "time_to_first_submission_s": round(first_submission or 0.0, 3), "timeline": timeline,
         "candidates": [], "task": TEXT_TASK,
     }).to_json()
     atomic_write_json(SolveResult.path_in(workspace / "solve"), record)
-    emit("done", validation_score=best[1], model=best[0], elapsed_s=elapsed)
+    emit("done", validation_score=submitted[1], model=submitted[0], elapsed_s=elapsed)
     return record
