@@ -228,6 +228,14 @@ def _column(sub: pd.DataFrame, column: str, numeric: bool, blanks: bool = False)
 
 
 def _score_targets(metric: Metric, sub: pd.DataFrame, answers: pd.DataFrame, facts: GradingFacts) -> float:
+    if metric.name == "lrap" and len(facts.target_columns) > 1:
+        # One score per label column (Freesound's tagging): the row's labels ranked by them together.
+        columns = list(facts.target_columns)
+        scores = np.column_stack([_column(sub, c, numeric=True).to_numpy() for c in columns])
+        truth = np.column_stack([numbers_from_text(answers[c].astype(str)).to_numpy() for c in columns])
+        if np.isnan(truth).any():
+            raise _unusable(f"label columns {', '.join(columns[:3])}... should hold 0/1 in every row for lrap")
+        return metric.fn(truth, scores)
     scores = []
     for column in facts.target_columns:
         # A ranking row may be blank: the submission predicts no label for it.

@@ -62,3 +62,19 @@ def test_auc_is_scikit_learns_with_ties_and_fails_alike() -> None:
         METRICS["auc"].fn([1, 1, 1], [0.2, 0.4, 0.1])
     with pytest.raises(ValueError):
         METRICS["auc"].fn([0, 1], [np.nan, 0.3])
+
+
+def test_the_grader_ranks_a_rows_label_columns_together_for_lrap() -> None:
+    import pandas as pd
+
+    from agentk.grading import grade_submission
+    from agentk.sources.base import GradingFacts
+
+    truth, scores = _labelled_rows(5)
+    labels = [f"tag{i}" for i in range(truth.shape[1])]
+    ids = [f"clip{i}.wav" for i in range(len(truth))]
+    answers = pd.DataFrame(truth.astype(str), columns=labels).assign(fname=ids)
+    submission = pd.DataFrame(scores.round(6).astype(str), columns=labels).assign(fname=ids)
+    facts = GradingFacts(metric="lrap", higher_is_better=True, id_column="fname", target_columns=tuple(labels))
+    report = grade_submission(submission, answers, facts)
+    assert report.valid and report.score == pytest.approx(label_ranking_average_precision_score(truth, scores.round(6)))

@@ -139,7 +139,8 @@ class _Inspection(TargetDecisions, ImageLayouts):
             base_metric = self._default_metric(fmt, targets)
         elif metrics.get_metric(base_metric).kind == "ranking" and (len(targets) > 1 or fmt == "per_class_proba"):
             # Per-row label lists need one prediction column; several columns are scored one by one.
-            per_column = {"mean_f1": "f1", "mean_f2": "f1"}.get(base_metric, "accuracy")
+            # Label ranking over one score column per label: each column's ranking, i.e. its AUC.
+            per_column = {"mean_f1": "f1", "mean_f2": "f1", "lrap": "auc"}.get(base_metric, "accuracy")
             self.assume(f"metric: {per_column} per column — the page's {base_metric} scores label "
                         f"lists, but the submission has {len(columns) - 1} prediction columns")
             base_metric = per_column
