@@ -40,9 +40,10 @@ def read_map(path: Path, text: bool = False) -> pd.DataFrame:
 
 
 def _words_kept(path: Path, frame: pd.DataFrame) -> pd.DataFrame:
-    """`frame` with its text columns (and columns pandas read as nothing but missing) read again
-    as written, blanks alone missing: pandas' default reading turns the word "None" into NaN."""
-    columns = [c for c in frame.columns if c != "id" and (not pd.api.types.is_numeric_dtype(frame[c]) or frame[c].isna().all())]
+    """`frame` with its text columns, ids included (and columns pandas read as nothing but
+    missing), read again as written, blanks alone missing: pandas' default reading turns the word
+    "None" (or an id "NA") into NaN."""
+    columns = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c]) or frame[c].isna().all()]
     if not columns or not frame[columns].isna().any().any():
         return frame
     text = pd.read_csv(path, usecols=columns, dtype=str, keep_default_na=False, na_filter=False)
