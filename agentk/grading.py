@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from agentk.core.errors import GradingError, InvalidSubmissionError
-from agentk.core.readers import ARROW_MIN_BYTES, numbers_from_text
+from agentk.core.readers import numbers_from_text, read_csv_text
 from agentk.core.metrics import (
     Direction,
     Metric,
@@ -188,8 +188,9 @@ def _keyed(submission: pd.DataFrame, answer_keys: np.ndarray, id_column: str,
         raise _Invalid(f"duplicated column(s): {_examples(set(sub.columns[sub.columns.duplicated()]))}")
     if id_column not in sub.columns:
         raise _Invalid(f"submission has no {id_column!r} column (columns: {_examples(list(sub.columns), 6)})")
-    if sub[id_column].isna().any():
-        raise _Invalid(f"{int(sub[id_column].isna().sum())} rows have no {id_column!r}")
+    no_id = sub[id_column].isna() | (sub[id_column].astype(str).str.strip() == "")
+    if no_id.any():
+        raise _Invalid(f"{int(no_id.sum())} rows have no {id_column!r}")
     keys = normalise_ids(sub[id_column])
     unique = _is_unique(keys)
     dupes = set() if repeated_ids or unique else set(keys[pd.Series(keys).duplicated().to_numpy()])
@@ -213,11 +214,13 @@ def _column(sub: pd.DataFrame, column: str, numeric: bool, blanks: bool = False)
     values = sub[column]
     if blanks:
         return values.fillna("")
-    if values.isna().any():
-        raise _Invalid(f"column {column!r} has {int(values.isna().sum())} missing values")
+    # A blank cell is missing; any other text ("None", "NA") is a word the metric judges.
+    missing = values.isna() | (values.astype(str).str.strip() == "")
+    if missing.any():
+        raise _Invalid(f"column {column!r} has {int(missing.sum())} missing values")
     if not numeric:
         return values
-    numbers = pd.to_numeric(values, errors="coerce")
+    numbers = numbers_from_text(values)
     if numbers.isna().any() or not np.isfinite(numbers.to_numpy(float)).all():
         bad = set(map(str, values[numbers.isna()]))
         raise _Invalid(f"column {column!r} has non-numeric values, e.g. {_examples(bad)}")
@@ -225,6 +228,14 @@ def _column(sub: pd.DataFrame, column: str, numeric: bool, blanks: bool = False)
 
 
 def _score_targets(metric: Metric, sub: pd.DataFrame, answers: pd.DataFrame, facts: GradingFacts) -> float:
+    if metric.name == "lrap" and len(facts.target_columns) > 1:
+        # One score per label column (Freesound's tagging): the row's labels ranked by them together.
+        columns = list(facts.target_columns)
+        scores = np.column_stack([_column(sub, c, numeric=True).to_numpy() for c in columns])
+        truth = np.column_stack([numbers_from_text(answers[c].astype(str)).to_numpy() for c in columns])
+        if np.isnan(truth).any():
+            raise _unusable(f"label columns {', '.join(columns[:3])}... should hold 0/1 in every row for lrap")
+        return metric.fn(truth, scores)
     scores = []
     for column in facts.target_columns:
         # A ranking row may be blank: the submission predicts no label for it.
@@ -354,18 +365,14 @@ def leaderboard_position(score: float, leaderboard: pd.DataFrame, higher_is_bett
     return LeaderboardPosition(rank, n_teams, n_worse / n_teams, medal, gold_at, silver_at, bronze_at)
 
 
-def _read_submission(path: Path, id_column: str) -> pd.DataFrame:
+def _read_submission(path: Path) -> pd.DataFrame:
+    """Every cell as the file spells it, as Kaggle's scorer reads it: a predicted class "None" or
+    "NA" is a word, and a blank cell is "" (the checks below call it missing); numbers are parsed
+    by whoever needs them. Ids keep their exact spelling ("0013_01", "007")."""
     if not path.is_file():
         raise InvalidSubmissionError(f"submission file {path} does not exist")
     try:
-        # Ids stay text so "0013_01" and "007" keep their exact spelling. Arrow reads a file of
-        # millions of rows (a per-pixel submission) in seconds, where the C parser takes half a minute.
-        if path.stat().st_size >= ARROW_MIN_BYTES:
-            try:
-                return pd.read_csv(path, dtype={id_column: "string[pyarrow]"}, engine="pyarrow")
-            except (ValueError, TypeError, pa.ArrowException):
-                pass
-        return pd.read_csv(path, dtype={id_column: str})
+        return read_csv_text(path)
     except (OSError, UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InvalidSubmissionError(f"cannot read submission {path} as CSV: {first_line}") from None
@@ -385,7 +392,7 @@ def grade_file(submission_path: Path, competition: Competition, leaderboard_csv:
     except (OSError, UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise _unusable(f"cannot read them: {first_line}") from None
-    submission = _read_submission(Path(submission_path), facts.id_column)
+    submission = _read_submission(Path(submission_path))
     report = grade_submission(submission, answers, facts, competition.id)
     if leaderboard_csv is None or report.score is None:
         return report

@@ -137,7 +137,7 @@ def finish_cheapest_first(runs: list[CandidateRun], entries: dict[str, RaceEntry
         entry = entries[run.name]
         limit: float | None = deadline if finished_any else max(deadline, first_deadline)
         remaining = limit - time.monotonic()
-        expected = run.seconds * (len(ctx.folds) - len(run.done))
+        expected = run.seconds * (len(ctx.folds) - len(run.done)) + ctx.adopt_s
         fold_cap_s = max(FOLD_CAP_FACTOR * run.seconds / max(len(run.done), 1), RUNG_ONE_MIN_S)
         if exempt:
             # Nothing real has finished: the cheapest family finishes even past the budget, since a
@@ -148,8 +148,9 @@ def finish_cheapest_first(runs: list[CandidateRun], entries: dict[str, RaceEntry
             folds_left = max(len(ctx.folds) - len(run.done), 1)
             fold_cap_s = max(min(fold_cap_s, remaining / folds_left), RUNG_ONE_MIN_S)
             limit = None
-        elif expected <= CHEAP_S:
-            # Seconds to finish (naive Bayes, a small linear model): always worth a complete solution.
+        elif expected <= CHEAP_S and time.monotonic() + expected <= limit + CHEAP_S:
+            # Seconds to finish (naive Bayes, a small linear model): worth a complete solution, a
+            # few seconds past the deadline at most (many cheap families must not add up to more).
             limit = max(limit, time.monotonic() + 1.5 * CHEAP_S)
         elif expected > 1.2 * remaining:
             # A family that cannot finish in time would only burn the budget the next ones need.
@@ -171,7 +172,9 @@ def finish_cheapest_first(runs: list[CandidateRun], entries: dict[str, RaceEntry
             continue
         entry.status = "finished"
         finished_any = True
+        adopting = time.monotonic()
         on_finished(run)
+        ctx.adopt_s = time.monotonic() - adopting
 
 
 def finish_survivors(outcome: RaceOutcome, ctx: CVContext, deadline: float,

@@ -64,6 +64,9 @@ class CVContext:
     # Set when the setup's metric cannot score even the constant model: the solver then ranks
     # everything by a surrogate (log loss / squared error on transformed targets, lower is better).
     surrogate: bool = False
+    # What taking a finished family in costs past its folds (calibrating, scoring and writing every
+    # target's predictions): the race prices a family with it; six labels make it six times dearer.
+    adopt_s: float = 0.0
 
     @property
     def targets(self) -> list[TargetSpec]:

@@ -16,7 +16,7 @@ from types import ModuleType
 
 import pandas as pd
 
-from agentk.core.artifacts import DENSE_TASKS, MAP_CODES, MODULE_FILES, TASKS, SetupLayout
+from agentk.core.artifacts import DENSE_TASKS, MAP_CODES, MODULE_FILES, TASKS, TEXT_TASK, SetupLayout
 from agentk.core.maps import read_map
 from agentk.core.metrics.direction import Direction
 from agentk.core.predictions import TargetSpec
@@ -53,11 +53,12 @@ def _read_solver_map(path: Path) -> pd.DataFrame:
 def parse_target_info(info: dict) -> list[TargetSpec]:
     """Validate target_info.json into TargetSpecs (fails loudly: the solver cannot guess)."""
     specs: list[TargetSpec] = []
-    pictures = 0
+    own_solves = 0
     for entry in info.get("targets", []):
         task = str(entry.get("task", "")).lower()
-        if task in DENSE_TASKS:
-            pictures += 1  # a picture or mask target is no row target: solve_pipeline.pixels learns it
+        if task in (*DENSE_TASKS, TEXT_TASK):
+            # A picture, mask or text-to-text target is no row target: a solve of its own learns it.
+            own_solves += 1
             continue
         if task not in TASKS:
             raise ValueError(f"target {entry.get('column')!r}: unknown task {task!r}")
@@ -68,7 +69,7 @@ def parse_target_info(info: dict) -> list[TargetSpec]:
         else:
             classes = None
         specs.append(TargetSpec(column=str(entry["column"]), task=task, classes=classes))
-    if not specs and not pictures:
+    if not specs and not own_solves:
         raise ValueError(f"{SetupLayout.TARGET_INFO} lists no targets")
     return specs
 

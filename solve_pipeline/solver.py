@@ -43,6 +43,7 @@ from solve_pipeline.outputs import clear_candidates, ranked_candidates
 from solve_pipeline.pixels.solve import picture_target, solve_pictures
 from solve_pipeline.solve_inputs import SolveOptions, prepare, read_plan
 from solve_pipeline.solve_state import Solver
+from solve_pipeline.text_to_text.solve import solve_texts, text_target
 from solve_pipeline.warm_start import ignore_configs
 
 
@@ -52,6 +53,10 @@ def solve(options: SolveOptions) -> dict:
         # A picture target is learnt pixel by pixel: rows of pixels do not fit the table race.
         out = options.out or options.workspace / "submissions" / "submission.csv"
         return solve_pictures(options.workspace, out, options.time_budget, options.seed, options.light)
+    if text_target(options.workspace / "setup") is not None:
+        # A text rewritten as text: memorised pairs and spelling rules, not the table race.
+        out = options.out or options.workspace / "submissions" / "submission.csv"
+        return solve_texts(options.workspace, out, options.time_budget, options.seed, options.light)
     device.configure(options.device, say=lambda line: emit("device", message=line))
     artifacts, ctx, n_total, validation = prepare(options)
     if options.image_backbone is not None and ctx.features.image_paths_train is not None:

@@ -39,7 +39,15 @@ def _examples(values: Sequence[object]) -> str:
 
 
 def _is_missing(column: pd.Series) -> pd.Series:
-    return column.str.strip().str.lower().isin(MISSING_TEXT)
+    """Blank cells, and NaN spelled out ("nan", "None") among numbers; in a column of text, or one
+    of nothing else, those spellings are words like any other (a class may be called "None"; a
+    constant submission may predict it everywhere). A sample's numeric column still refuses them."""
+    text = column.str.strip()
+    spelled = text.str.lower().isin(MISSING_TEXT) & (text != "")
+    others = text[~spelled & (text != "")]
+    if spelled.any() and not others.empty and _numeric(others).notna().all():
+        return text.eq("") | spelled
+    return text.eq("")
 
 
 def _numeric(column: pd.Series) -> pd.Series:

@@ -32,7 +32,7 @@ REQUIRED = [
     "mae", "mse", "r2", "quadratic_weighted_kappa", "mape", "macro_f1", "balanced_accuracy", "mcc", "medae",
     "micro_f1", "weighted_f1", "linear_weighted_kappa", "gini", "brier", "pearson", "spearman", "kendall_tau",
     "smape", "msle", "rmspe", "map_at_k", "top_k_accuracy", "top_k_error", "mean_f1", "mean_f2",
-    "dice", "iou", "map_iou", "map_boxes",
+    "dice", "iou", "map_iou", "map_boxes", "lrap", "token_accuracy",
 ]
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from unit_tests_setup.context import CheckContext
-from agentk.core.artifacts import DENSE_TASKS, MODALITY_CODES, TARGET_MODALITIES, TASKS, SetupLayout
+from agentk.core.artifacts import DENSE_TASKS, MODALITY_CODES, TARGET_MODALITIES, TASKS, TEXT_TASK, SetupLayout
 from agentk.core.maps import MapError, map_columns, read_map
 from agentk.core.metrics import normalise_labels
 from agentk.core.metrics.direction import Direction
@@ -92,8 +92,8 @@ def check_plan(ctx: CheckContext) -> list[str]:
     targets = data.get("target_columns")
     if not isinstance(targets, list) or not targets or not all(isinstance(t, str) and t for t in targets):
         problems.append("target_columns must be a non-empty list of strings")
-    if data.get("task_type") not in (*TASKS, *DENSE_TASKS):
-        problems.append(f"task_type must be one of {sorted((*TASKS, *DENSE_TASKS))}")
+    if data.get("task_type") not in (*TASKS, *DENSE_TASKS, TEXT_TASK):
+        problems.append(f"task_type must be one of {sorted((*TASKS, *DENSE_TASKS, TEXT_TASK))}")
     if problems:
         return problems
     # Plausibility: the named columns exist in the data files (or, for ids only in image file
@@ -252,6 +252,12 @@ def check_target_transform(ctx: CheckContext) -> list[str]:
         if task in DENSE_TASKS:  # a picture (or mask) target: its cells are paths
             problems.extend(_picture_target_problems(ctx, raw[column], model[column], roundtrip[column], column))
             continue
+        if task == TEXT_TASK:  # a text target is learnt as text: the transform keeps it
+            if not (_texts(raw[column]).equals(_texts(model[column])) and _texts(raw[column]).equals(_texts(roundtrip[column]))):
+                problems.append(f"{column}: a text-to-text target keeps its texts through forward and inverse")
+            if not isinstance(target.get("source"), str) or target["source"] not in _input_columns(ctx):
+                problems.append(f"{column}: a text-to-text target names its input column ('source') in target_info")
+            continue
         if task not in TASKS:
             problems.append(f"{column}: task must be one of {sorted(TASKS)}")
             continue
@@ -284,6 +290,20 @@ def _picture_target_problems(ctx: CheckContext, raw: pd.Series, model: pd.Series
     if not (raw.astype(str).equals(model.astype(str)) and raw.astype(str).equals(roundtrip.astype(str))):
         return [f"{column}: a picture target keeps its paths through forward and inverse"]
     return []
+
+
+def _texts(values: pd.Series) -> pd.Series:
+    return values.fillna("").astype(str).reset_index(drop=True)
+
+
+def _input_columns(ctx: CheckContext) -> set[str]:
+    columns: set[str] = set()
+    for path in ctx.layout.input_maps("train"):
+        try:
+            columns |= set(map_columns(path))
+        except MapError:
+            continue
+    return columns
 
 
 def _same_labels(a: pd.Series, b: pd.Series) -> bool:

@@ -22,6 +22,10 @@ CLASSIFICATION_TASKS: tuple[Task, ...] = ("binary", "multiclass")
 # target is a picture of objects (agentk/core/mask_targets.py), submitted run-length encoded.
 DenseTask = Literal["pixels", "mask"]
 DENSE_TASKS: tuple[DenseTask, ...] = ("pixels", "mask")
+# A text rewritten as another text (token normalisation, transliteration): the target map and
+# the prediction frame hold the text itself, untransformed; the solve has its own recipe.
+TextTask = Literal["text_to_text"]
+TEXT_TASK: TextTask = "text_to_text"
 TARGET_MODALITIES = ("tabular", "image")  # "image": the target is a picture (a dense task)
 Modality = Literal["tabular", "text", "image", "audio"]
 # Each input modality and the code its maps are named by (train_<code>_input_map.csv). Image and

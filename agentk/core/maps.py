@@ -13,19 +13,25 @@ class MapError(ValueError):
     """A map file is missing or unreadable; the message is one line."""
 
 
-def read_map(path: Path) -> pd.DataFrame:
+def read_map(path: Path, text: bool = False) -> pd.DataFrame:
     """Read a setup map the one way every reader does.
 
     `id` is kept as text, so ids such as `007` survive, with surrounding spaces stripped: the
     sample submission's ids, the submission validator and `normalise_ids` all strip them, so a
     padded id in a map is the same row there. A missing id stays missing (NaN) for the checks to
-    report. Everything else is read as pandas infers it.
+    report. Number columns are read as pandas infers them (a cell "NA" in one is missing); a text
+    column keeps every word as written ("None", "NA", "null" are labels or words like any other)
+    and only its blank cells are missing. `text`: every cell as written ("" when blank), for a
+    reader of texts that a column of numbers-only cells must not turn into floats ("007").
     """
     path = Path(path)
     if not path.exists():
         raise MapError(f"{path.name} was not written")
     try:
-        frame = pd.read_csv(path, dtype={"id": str})
+        if text:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+        else:
+            frame = _words_kept(path, pd.read_csv(path, dtype={"id": str}))
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
         raise MapError(f"{path.name} cannot be read as CSV: {str(exc).splitlines()[0]}") from exc
     if "id" in frame.columns:
@@ -42,6 +48,22 @@ def id_text(values: pd.Series) -> pd.Series:
     if whole.any():
         text = text.where(~whole, text.str.replace(r"\.0+$", "", regex=True))
     return text
+
+
+def _words_kept(path: Path, frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with its text columns, ids included (and columns pandas read as nothing but
+    missing), read again as written, blanks alone missing: pandas' default reading turns the word
+    "None" (or an id "NA") into NaN."""
+    columns = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c]) or frame[c].isna().all()]
+    if not columns or not frame[columns].isna().any().any():
+        return frame
+    text = pd.read_csv(path, usecols=columns, dtype=str, keep_default_na=False, na_filter=False)
+    for column in columns:
+        cells = text[column]
+        if pd.api.types.is_numeric_dtype(frame[column]) and not (cells.str.strip() != "").any():
+            continue  # wholly blank: stays an empty number column
+        frame[column] = cells.where(cells.str.strip() != "")
+    return frame
 
 
 def map_columns(path: Path) -> list[str]:

@@ -6,6 +6,7 @@ embedded with repr() so the generated files read on their own.
 
 from __future__ import annotations
 
+from agentk.core.artifacts import TEXT_TASK
 from setup_pipeline.expert import row_files
 from setup_pipeline.expert.images import ImageLayout
 from setup_pipeline.expert.facts import DataFacts
@@ -69,10 +70,13 @@ def table_map(facts: DataFacts, split: str, columns: list[str], fill_text: bool)
     assert file is not None
     fill = '.fillna("").astype(str)' if fill_text else ""
     per_row = row_files.read_lines(facts.row_files, split) if fill_text and facts.row_files else ""
+    # A key named `id` that is also a feature (timestamps) keeps its values under another name:
+    # the map's own `id` column comes first.
+    rename = '.rename(columns={"id": "id_value"})' if "id" in columns else ""
     return (
         _IMPORTS + "def build_map() -> pd.DataFrame:\n"
         f"{_read(facts, split, drop_missing_targets=split == 'train')}\n" + per_row +
-        f"    out = frame[{columns!r}].copy(){fill}\n"
+        f"    out = frame[{columns!r}].copy(){fill}{rename}\n"
         '    out.insert(0, "id", ids.to_numpy())\n'
         "    return out.reset_index(drop=True)\n"
     )
@@ -238,14 +242,18 @@ def target_transform(facts: DataFacts, classes: dict[str, list], scales: dict[st
     """`classes` holds the labels as read back from the target map (their CSV types); `scales`
     the regression rescaling chosen for the metric ("log1p" or "log")."""
     tasks = {t.column: t.task for t in facts.targets}
+    sources = {t.column: t.source_column for t in facts.targets if t.task == TEXT_TASK}
     return (
         f"TASKS = {tasks!r}\n"
+        f"TEXT_SOURCES = {sources!r}  # a text target -> the input column it rewrites\n"
         f"CLASSES = {classes!r}\n"
         f"SCALES = {scales!r}\n"
         f"{_KEY}\n"
         "def forward(df: pd.DataFrame) -> pd.DataFrame:\n"
         "    out = df.copy()\n"
         "    for column in TASKS:\n"
+        f"        if TASKS[column] == {TEXT_TASK!r}:\n"
+        "            continue  # a text target is learnt as text\n"
         "        if column in CLASSES:\n"
         "            index = {_key(label): i for i, label in enumerate(CLASSES[column])}\n"
         "            codes = out[column].map(_key).map(index)\n"
@@ -262,6 +270,8 @@ def target_transform(facts: DataFacts, classes: dict[str, list], scales: dict[st
         "def inverse(df: pd.DataFrame) -> pd.DataFrame:\n"
         "    out = df.copy()\n"
         "    for column in TASKS:\n"
+        f"        if TASKS[column] == {TEXT_TASK!r}:\n"
+        "            continue\n"
         "        if column in CLASSES:\n"
         "            labels = CLASSES[column]\n"
         "            out[column] = [labels[int(round(float(i)))] for i in out[column]]\n"
@@ -271,7 +281,8 @@ def target_transform(facts: DataFacts, classes: dict[str, list], scales: dict[st
         "            out[column] = np.exp(out[column].astype(float))\n"
         "    return out\n\n\n"
         "def target_info(df: pd.DataFrame) -> dict:\n"
-        '    return {"targets": [{"column": c, "task": TASKS[c], "classes": CLASSES.get(c)} for c in TASKS]}\n'
+        '    return {"targets": [{"column": c, "task": TASKS[c], "classes": CLASSES.get(c),\n'
+        '                         **({"source": TEXT_SOURCES[c]} if c in TEXT_SOURCES else {})} for c in TASKS]}\n'
     )
 
 

@@ -19,7 +19,7 @@ from setup_pipeline.expert.inspect import inspect_competition
 from setup_pipeline.expert.targets import default_positive
 from setup_pipeline.policy import Action, Decline, Fill, StageContext
 from setup_pipeline.stages import StageSpec
-from agentk.core.artifacts import MODALITY_OF_CODE, SetupLayout
+from agentk.core.artifacts import MODALITY_OF_CODE, TEXT_TASK, SetupLayout
 from agentk.core.maps import MapError, read_map
 
 class ExpertPolicy:
@@ -105,6 +105,8 @@ class ExpertPolicy:
         for fact in facts.targets:
             if fact.column not in targets.columns:
                 raise ExpertDeclined(f"target {fact.column!r} is not in the target map")
+            if fact.task == TEXT_TASK:
+                continue  # learnt as text: no classes, no scale
             if fact.task == "regression":
                 values = targets[fact.column].astype(float)
                 if facts.metric == "rmsle":
@@ -152,6 +154,8 @@ def _plan(facts: DataFacts) -> dict:
         task_type = "pixels"
     if facts.masks is not None:
         task_type = "mask"
+    if TEXT_TASK in tasks:
+        task_type = TEXT_TASK
     inputs = ", ".join(facts.input_modalities)
     files = "clips" if facts.audio is not None else "images"
     if facts.pixels is not None:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from agentk.core.artifacts import DenseTask, Task
+from agentk.core.artifacts import DenseTask, Task, TextTask
 from setup_pipeline.expert.images import ImageLayout
 from setup_pipeline.expert.mask_targets import MaskTask
 from setup_pipeline.expert.pixels import PixelTask
@@ -24,11 +24,13 @@ class ExpertDeclined(Exception):
 
 class TargetFact(BaseModel):
     column: str  # train column (per_class_proba: the label column; class folders: "label")
-    task: Task | DenseTask
+    task: Task | DenseTask | TextTask
     classes: list[str] | None = None  # as written in the data; numeric labels sorted numerically
     sample_values: list[str] = Field(default_factory=list)  # how the sample file writes it
     # A binary target submitted as one probability: the class it is the probability of.
     positive_class: str | None = None
+    # A text-to-text target: the input column it rewrites (kept as is most of the time).
+    source_column: str | None = None
 
 
 class DataFacts(BaseModel):

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from agentk.core import metrics
+from agentk.core.artifacts import TEXT_TASK
 from agentk.core.mask_targets import MASK_TASK
 from agentk.core.metrics.spatial import stated_thresholds
 from agentk.core.pixels import PIXEL_TASK
@@ -28,7 +29,7 @@ from setup_pipeline.expert.mask_targets import MaskTask, find_mask_task, mask_me
 from setup_pipeline.expert.name_labels import NameLabels
 from setup_pipeline.expert.pixels import PixelTask, find_pixel_task
 from setup_pipeline.expert.row_files import RowFiles, find_row_files
-from setup_pipeline.expert.targets import TargetDecisions, as_numbers, is_bool_like, sorted_labels
+from setup_pipeline.expert.targets import NA_WORDS, TargetDecisions, as_numbers, is_bool_like, sorted_labels
 from setup_pipeline.perception.catalogue import Catalogue, build_catalogue
 from setup_pipeline.perception.clips import describe_clips
 from setup_pipeline.perception.page_text import as_markdown
@@ -154,13 +155,19 @@ class _Inspection(TargetDecisions, ImageLayouts):
             base_metric = self._default_metric(fmt, targets)
         elif metrics.get_metric(base_metric).kind == "ranking" and (len(targets) > 1 or fmt == "per_class_proba"):
             # Per-row label lists need one prediction column; several columns are scored one by one.
-            per_column = {"mean_f1": "f1", "mean_f2": "f1"}.get(base_metric, "accuracy")
+            # Label ranking over one score column per label: each column's ranking, i.e. its AUC.
+            per_column = {"mean_f1": "f1", "mean_f2": "f1", "lrap": "auc"}.get(base_metric, "accuracy")
             self.assume(f"metric: {per_column} per column — the page's {base_metric} scores label "
                         f"lists, but the submission has {len(columns) - 1} prediction columns")
             base_metric = per_column
         targets = [self._fit_task(t, base_metric, fmt) for t in targets]
         base_metric = self.metric_override or base_metric
+        if any(t.task == TEXT_TASK for t in targets) and metrics.get_metric(base_metric).name == "accuracy":
+            # A text's accuracy compares it exactly: "1.0" is not "1", "The" is not "the".
+            self.notes.append("metric: token_accuracy, the page's accuracy over texts compared exactly")
+            base_metric = "token_accuracy"
         targets = [self._positive_class(t, base_metric, fmt) for t in targets]
+        self._name_target_kinds(targets, base_metric)
         n_classes = max((len(t.classes) for t in targets if t.classes), default=None)
         metric = metrics.for_task(base_metric, n_classes)
         tabular, text_cols = self._features(train_id, test_id, [t.column for t in targets], image)
@@ -223,6 +230,19 @@ class _Inspection(TargetDecisions, ImageLayouts):
             image=layout, masks=task, input_modalities=["image"], metric=metric,
             metric_higher_is_better=bool(metrics.get_metric(metric).higher_is_better),
             dropped_columns={}, notes=self.notes, assumptions=self.assumptions, evidence=self.evidence)
+
+    def _name_target_kinds(self, targets: list[TargetFact], metric: str) -> None:
+        """What the plan should say about the targets' kind: several labels per row, and labels
+        spelled like missing values (read as the words they are)."""
+        binary = [t.column for t in targets if t.task == "binary"]
+        if len(binary) > 1 and len(binary) == len(targets):
+            averaged = "mean column-wise " + metric if metrics.get_metric(metric).kind == "proba" else metric + " per column, averaged"
+            self.notes.append(f"several labels per row: {len(binary)} binary targets ({', '.join(binary[:8])}"
+                              f"{', ...' if len(binary) > 8 else ''}), one model per label over one shared featurisation; "
+                              f"scored by the {averaged}")
+        words = sorted({c for t in targets for c in t.classes or [] if c.strip().lower() in NA_WORDS})
+        if words:
+            self.notes.append(f"labels {', '.join(map(repr, words))} are words like the other labels, never missing values")
 
     # ------------------------------------------------------------ submission header and ids
 
@@ -330,7 +350,9 @@ class _Inspection(TargetDecisions, ImageLayouts):
         if values.empty or as_numbers(values) is not None:
             return False
         parsed = pd.to_datetime(values, errors="coerce", format="mixed")
-        return bool(parsed.notna().mean() >= 0.95)
+        # dateutil reads a code such as "t001" as the year 1: a timestamp lies in a plausible era.
+        plausible = parsed.dt.year.between(1800, 2200)
+        return bool(plausible.mean() >= 0.95)
 
     @staticmethod
     def _is_text(series: pd.Series) -> bool:

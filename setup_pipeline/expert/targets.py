@@ -14,13 +14,15 @@ from collections import Counter
 import pandas as pd
 
 from agentk.core import metrics
+from agentk.core.artifacts import TEXT_TASK
 from agentk.core.metrics import normalise_labels
 from setup_pipeline.expert.facts import ExpertDeclined, TargetFact
 from setup_pipeline.expert.images import present
+from setup_pipeline.expert.text_to_text import describe, rewritten_input
 from setup_pipeline.perception.tables import match_column
 
 _BOOL_WORDS = {"true", "false", "yes", "no", "t", "f", "y", "n"}
-_NA_WORDS = {"na", "nan", "n/a", "null", "none", "?"}
+NA_WORDS = {"na", "nan", "n/a", "null", "none", "?"}
 _MAX_CLASSES = 20
 
 
@@ -29,7 +31,7 @@ def as_numbers(values: pd.Series) -> pd.Series | None:
 
     Spelled-out missing markers ("NA", "nan") are skipped here only: as labels they may be real.
     """
-    values = values[~values.str.lower().isin(_NA_WORDS)]
+    values = values[~values.str.lower().isin(NA_WORDS)]
     parsed = pd.to_numeric(values, errors="coerce")
     return parsed if len(values) and parsed.notna().mean() >= 0.99 else None
 
@@ -244,6 +246,12 @@ class TargetDecisions:
             if numbers is None:
                 raise ExpertDeclined(f"metric {metric} scores numbers but target {fact.column!r} is not numeric")
             return fact.model_copy(update={"task": "regression", "classes": None})
+        if kind == "label" and numbers is None and self.train_df is not None:
+            skip = {self.roles.train_key, self.roles.test_key, *(t for t in self.roles.prediction_columns)}
+            rewritten = rewritten_input(self.train_df, self.test_df, fact.column, {c for c in skip if c})
+            if rewritten is not None:
+                self.notes.append(describe(fact.column, *rewritten))
+                return fact.model_copy(update={"task": TEXT_TASK, "classes": None, "source_column": rewritten[0]})
         labels = sorted(set(values.unique().tolist()))  # distinct first: Arrow cells one by one are slow
         # Under a label metric whole numbers are classes, as long as each class recurs.
         few = len(labels) <= _MAX_CLASSES * 50 and len(labels) * 3 <= max(len(values), 10)

@@ -21,6 +21,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from agentk.core.readers import read_table
+from setup_pipeline.perception.composed_keys import ComposedKey
 from setup_pipeline.perception.keys import KeyForm, normalise_key
 from setup_pipeline.perception.side_stats import summarise
 
@@ -59,6 +60,7 @@ class TableRecipe(BaseModel):
     joins: list[Join] = []
     rows: Literal["all", "target_present", "target_blank"] = "all"
     target_columns: list[str] = []  # what `rows` looks at
+    composed_key: ComposedKey | None = None  # a key column made of others ("<sentence_id>_<token_id>")
 
     def describe(self) -> str:
         text = " + ".join(self.files)
@@ -141,6 +143,8 @@ def assemble(raw: str | Path, recipe: TableRecipe | dict, loaded: dict[str, pd.D
     raw = Path(raw)
     recipe = TableRecipe.model_validate(recipe)
     frame = _read_parts(raw, recipe.files, loaded)
+    if recipe.composed_key is not None:
+        frame[recipe.composed_key.column] = recipe.composed_key.compose(frame).to_numpy()
     if recipe.beside:
         beside = _read_parts(raw, recipe.beside, loaded)
         if len(beside) != len(frame):

@@ -16,6 +16,7 @@ from pathlib import PurePosixPath
 import pandas as pd
 
 from setup_pipeline.perception.catalogue import Catalogue
+from setup_pipeline.perception.composed_keys import composed_for, find_composed_keys
 from setup_pipeline.perception.echo import echoed_by_example, echoed_by_sample
 from setup_pipeline.perception.recipe import Join, TableRecipe, assemble
 from setup_pipeline.perception.relations import find_side_joins
@@ -53,10 +54,11 @@ class _Decider(TableIndex):
     def __init__(self, catalogue: Catalogue, header_hint: list[str] | None,
                  example_rows: list[dict[str, str]] | None = None, page: str = "") -> None:
         super().__init__(catalogue)
+        self.tables, self.composed, composed_evidence = find_composed_keys(self.tables)
         self.example_rows = example_rows or []
         self.page = page
         self.header_hint = header_hint
-        self.roles = Roles()
+        self.roles = Roles(evidence=composed_evidence)
 
     def say(self, line: str) -> None:
         self.roles.evidence.append(line)
@@ -385,6 +387,9 @@ class _Decider(TableIndex):
     def _frames(self, train: Logical | None, test: Logical | None) -> None:
         loaded = {t.path.as_posix(): t.frame for t in self.catalogue.tables}
         raw = self.catalogue.raw
+        for recipe in (self.roles.train, self.roles.test):
+            if recipe is not None and recipe.files[0] in loaded:
+                recipe.composed_key = composed_for(list(loaded[recipe.files[0]].columns), self.composed)
         self.roles.train_frame = assemble(raw, self.roles.train, loaded) if self.roles.train else None
         self.roles.test_frame = assemble(raw, self.roles.test, loaded) if self.roles.test else None
         if self.roles.test is not None and self.roles.test.rows == "target_blank":

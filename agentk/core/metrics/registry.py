@@ -63,6 +63,9 @@ _REGISTERED = (
     _m("quadratic_weighted_kappa", True, "label", F.kappa("quadratic"),
        "qwk kappa weighted_kappa quadratic_kappa cohen_kappa quadraticweightedkappa"),
     _m("linear_weighted_kappa", True, "label", F.kappa("linear"), "lwk linear_kappa linear_weighted_cohen_kappa"),
+    # Text to text (token normalisation, transliteration): the exact text, case and all.
+    _m("token_accuracy", True, "label", F.exact_text_accuracy,
+       "exact_match text_accuracy word_accuracy normalisation_accuracy normalization_accuracy"),
     # Probabilities
     _m("auc", True, "proba", F.auc,
        "roc_auc auroc roc_auc_score area_under_curve roc mean_columnwise_auc sklearn_roc_auc_score"),
@@ -95,6 +98,8 @@ _REGISTERED = (
     _m("top_k_error", False, "ranking", F.top_k_error, "topk_error mean_best_error_at_k meanbesterroratk"),
     _m("mean_f1", True, "ranking", F.mean_f_beta(1.0), "samples_f1 example_based_f1 mean_f_score"),
     _m("mean_f2", True, "ranking", F.mean_f_beta(2.0), "samples_f2 example_based_f2"),
+    _m("lrap", True, "ranking", F.label_ranking_average_precision,
+       "label_ranking_average_precision label_ranking_average_precision_score label_ranking_ap"),
     # Image outputs, one encoded string per row (see `spatial`); the text names below are
     # Kaggle's metadata names of these metrics.
     _m("dice", True, "mask", S.dice, "dice_coefficient mean_dice dice_score siimdice siim_dice"),
