@@ -43,18 +43,18 @@ class SeriesShape(BaseModel):
 def parse_dates(values: pd.Series) -> pd.Series | None:
     """The column as timestamps (timezone dropped) when nearly every present value is a date and
     not a plain number; each distinct value is parsed once."""
-    text = values.astype("string").str.strip()
-    present = text[text.notna() & (text != "")]
-    if present.empty:
-        return None
-    sample = pd.Series(present.unique()[:DATE_SAMPLE])
-    if pd.to_numeric(sample, errors="coerce").notna().mean() > 0.5:
+    if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
         return None  # numbers (store ids, years alone) are no dates
+    # A sample of distinct values decides first: a wide table's other columns cost no full pass.
+    sample = pd.Series(pd.unique(values.dropna())[:DATE_SAMPLE * 2]).astype(str).str.strip()
+    sample = sample[sample != ""].head(DATE_SAMPLE)
+    if sample.empty or pd.to_numeric(sample, errors="coerce").notna().mean() > 0.5:
+        return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if pd.to_datetime(sample, errors="coerce", format="mixed").notna().mean() < 0.95:
             return None
-        codes, uniques = pd.factorize(text)
+        codes, uniques = pd.factorize(values.astype("string").str.strip())
         stamps = pd.DatetimeIndex(pd.to_datetime(pd.Series(uniques), errors="coerce", format="mixed", utc=True))
     stamps = stamps.tz_localize(None)
     out = pd.Series(stamps.take(np.maximum(codes, 0)), index=values.index)
