@@ -32,7 +32,7 @@ from solve_pipeline.tabular_features import MAX_CATEGORICAL_LEVELS
 PREFIX = "forecast__"
 # Series x time steps held as one dense grid; beyond it (Favorita's 170,000 series) the lags are
 # left to a later, sparse version and the plain table features stand alone.
-MAX_GRID_CELLS = 40_000_000
+MAX_GRID_CELLS = 10_000_000  # two float64 grids per target: 160 MB
 SEASONS_AVERAGED = 4  # same weekday over the last four weeks: the seasonal-naive forecast
 LONG_WINDOW_SEASONS = 13  # a quarter of weeks: the series' recent level
 LEVEL, SERIES_MEAN = "level", "series_mean"  # the mean of the four seasons before the origin; of all training
@@ -151,9 +151,9 @@ def forecast_block(shape: SeriesShape, train_tab: pd.DataFrame, test_tab: pd.Dat
     n_train = len(train_tab)
     origin = dates.min()
     steps = np.round((dates - origin) / pd.Timedelta(days=shape.step_days)).to_numpy().astype(np.int64)
-    keys = both[shape.keys].astype(str).agg("\x1f".join, axis=1) if shape.keys else pd.Series("", index=both.index)
-    series, levels = pd.factorize(keys)
-    n_series, n_steps = len(levels), int(steps.max()) + 1
+    series = (both.groupby(shape.keys, sort=False, dropna=False).ngroup().to_numpy() if shape.keys
+              else np.zeros(len(both), dtype=np.int64))
+    n_series, n_steps = int(series.max()) + 1, int(steps.max()) + 1
     if n_series * n_steps > MAX_GRID_CELLS:
         block.record = {"skipped": f"{n_series} series x {n_steps} steps: too many for the dense lag grid"}
         return block
