@@ -173,6 +173,7 @@ def test_daily_sales_are_forecast_end_to_end(tmp_path: Path) -> None:
     plan = json.loads((workspace / "setup" / "plan.json").read_text())
     assert plan["facts"]["series"]["keys"] == ["store", "item"]
     assert any(n.startswith("forecasting: 8 series, horizon 42 days") for n in plan["facts"]["notes"])
+    assert any(s.startswith("forecasting: 8 series") for s in plan["steps"])
     solve = json.loads((workspace / "solve" / "solve_result.json").read_text())
     assert solve["validation"]["scheme"] == "time"
     assert f"{PREFIX}sales__level" in solve["forecast"]["columns"]
