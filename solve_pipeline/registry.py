@@ -18,8 +18,8 @@ from solve_pipeline.baseline_models import (
     tree_matrices,
 )
 from solve_pipeline.dataset import FREQUENCY, TEXT_STAT, FeatureSet
-from solve_pipeline.forecast_features import PREFIX as FORECAST_PREFIX, level_columns
 from solve_pipeline.families import CatBoostModel, ExtraTreesModel, NaiveBayesModel, NBSVMModel, RandomForestModel
+from solve_pipeline.forecast_features import PREFIX as FORECAST_PREFIX, level_columns
 from solve_pipeline.fusion_defaults import EMBED_DEFAULT_S, FUSION_DEFAULTS
 from solve_pipeline.hebo_tool import SearchParam
 from solve_pipeline.setup_modules import TargetSpec
