@@ -53,6 +53,20 @@ def test_series_are_found_by_structure_with_keys_horizon_and_an_event_table() ->
     assert "forecasting: 6 series, horizon 14 days" in shape.describe()
 
 
+def test_keys_are_whole_numbers_or_codes_and_series_may_have_gaps() -> None:
+    train, test, _ = _split(days=420, stores=3, items=1)
+    # One store closed for most of the period: dates hold fewer rows than there are series.
+    closed = (train["store"] == 1) & (train["date"] < train["date"].min() + pd.Timedelta(days=300))
+    train = train[~closed].reset_index(drop=True)
+    # A price of three values that differ within every date names rows as well as the store does,
+    # but a fraction is no key.
+    rng = np.random.default_rng(1)
+    for frame in (train, test):
+        frame["price"] = frame.groupby("date")["store"].transform(lambda s: rng.permutation([1.25, 2.5, 3.75])[: len(s)])
+    shape = find_series(_as_text(train), _as_text(test), ["date", "price", "store", "item", "onpromotion"])
+    assert shape is not None and shape.keys == ["store"] and shape.n_series == 3
+
+
 def test_a_single_series_needs_no_keys() -> None:
     train, test, _ = _split(stores=1, items=1)
     shape = find_series(_as_text(train), _as_text(test), ["date", "store", "item", "onpromotion"])

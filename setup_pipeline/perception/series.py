@@ -27,6 +27,17 @@ MIN_SEEN_SERIES = 0.5  # share of test rows whose series has training rows
 MAX_LATE_SLACK = 0.01  # share of test rows allowed on or before the last training date
 
 
+def _can_key(values: pd.Series, per_date: float) -> bool:
+    """A key has a few levels: at most about one per series (rows per date; twice that, as series
+    with gaps, such as stores closed for months, leave fewer rows on some dates); and a number is a
+    key only when whole (a price or a temperature can differ on every row of a date by chance)."""
+    levels = values.nunique()
+    if not 2 <= levels <= max(2 * per_date, 2):
+        return False
+    numbers = pd.to_numeric(pd.Series(values.unique()), errors="coerce")
+    return bool(numbers.isna().any() or (numbers == numbers.round()).all())
+
+
 def _unique_per_date(frame: pd.DataFrame, dates: pd.Series, keys: Sequence[str]) -> bool:
     rows = frame[list(keys)].copy()
     rows["__date"] = dates.to_numpy()
@@ -87,10 +98,7 @@ def find_series(train: pd.DataFrame, test: pd.DataFrame, columns: Sequence[str],
             continue
         step = pd.Timedelta(pd.Series(np.diff(distinct)).mode().iloc[0])
         per_date = len(train) / len(distinct)
-        # A key cannot have more levels than there are series (rows per date); a covariate
-        # with one value per row (a price, a count) cannot be a key either.
-        candidates = [c for c in columns if c != date_column
-                      and 2 <= train[c].nunique() <= max(per_date, 2)][:MAX_KEY_CANDIDATES]
+        candidates = [c for c in columns if c != date_column and _can_key(train[c], per_date)][:MAX_KEY_CANDIDATES]
         keys = _find_keys(train, train_dates, candidates)
         if keys is None:
             continue
