@@ -26,6 +26,13 @@ def blend(solver: Solver) -> dict[str, Any]:
     report: dict[str, Any] = {}
     deadline = solver.at(BLEND_UNTIL) - decode_reserve(solver)
     table = stackers.table_columns(solver.ctx.features.tab_train, solver.ctx.features.tab_test)
+    splits = None
+    if solver.validation.kind == "time":
+        # Periods, as the solutions were judged, one more of them so that no blender fold is a
+        # solution's fold. Shuffled rows let the boosted stacker read a series' level off the
+        # neighbouring days: daily sales at 600 s, nested SMAPE 23.5 but 27.0 on the future,
+        # where the best single model scored 24.8 and 23.6.
+        splits = solver.validation.folds(solver.ctx.features.n_train, len(solver.ctx.folds) + 1, solver.ctx.seed, None)
     for spec in solver.ctx.targets:
         task = spec.task if spec.is_classification else "regression"
         held = {t: p.oof for t, p in solver.state.best.items()}
@@ -37,7 +44,8 @@ def blend(solver: Solver) -> dict[str, Any]:
         result = blending.blend(
             [blending.Solution(r.name, r.oof[spec.column], r.test[spec.column]) for r in solutions],
             solver.ctx.y[spec.column], task, score_fn, solver.higher,
-            blend_after=solver.options.blend_after, seed=solver.ctx.seed, deadline=deadline, table=table)
+            blend_after=solver.options.blend_after, seed=solver.ctx.seed, deadline=deadline, table=table,
+            splits=splits)
         report[spec.column] = {"method": result.method, "score": result.score, "weights": result.weights,
                                "single_scores": result.single_scores, "blend_scores": result.blend_scores}
         if result.dropped:

@@ -116,7 +116,7 @@ def fit_weights(preds: list[np.ndarray], y: np.ndarray, task: Task, deadline: fl
 def blend(solutions: list[Solution], y: np.ndarray, task: Task,
           score_fn: Callable[[np.ndarray, np.ndarray], float], higher_is_better: bool,
           blend_after: int = 3, folds: int = 5, seed: int = 0, deadline: float | None = None,
-          table: tuple[np.ndarray, np.ndarray] | None = None) -> BlendResult:
+          table: tuple[np.ndarray, np.ndarray] | None = None, splits: list[tuple] | None = None) -> BlendResult:
     """Blend when at least `blend_after` solutions exist and a blend beats the best single one.
 
     `score_fn(y, pred)` scores predictions in the solutions' layout (higher or lower better as
@@ -124,6 +124,7 @@ def blend(solutions: list[Solution], y: np.ndarray, task: Task,
     With a `deadline` (time.monotonic()), a blender whose projected cost no longer fits the time
     left is dropped (recorded in `dropped`); with none left, the best single solution stands.
     `table` (train, test) holds the table's own columns, row for row, for the boosted stacker.
+    `splits`: the blenders' nested folds; None: shuffled (stratified) folds off the solutions' own.
     """
     if not solutions:
         raise ValueError("no solutions to blend")
@@ -152,7 +153,8 @@ def blend(solutions: list[Solution], y: np.ndarray, task: Task,
     # out-of-fold rows there much worse) looked excellent on the other folds, and a blender tried
     # on the same folds weighted it up and met that fold unseen (house prices: nested 0.150 where
     # the weights fitted on every row score 0.119). Every row is out of fold either way.
-    splits = make_folds(len(y), folds, seed + BLEND_FOLD_SEED_OFFSET, None if task == "regression" else y)
+    if splits is None:
+        splits = make_folds(len(y), folds, seed + BLEND_FOLD_SEED_OFFSET, None if task == "regression" else y)
     features = stack_features(oofs, task)
     if table is not None and (len(table[0]) != len(y) or len(table[1]) != len(tests[0])):
         table = None  # rows that do not line up with the predictions' are no help

@@ -67,6 +67,8 @@ class CVContext:
     # What taking a finished family in costs past its folds (calibrating, scoring and writing every
     # target's predictions): the race prices a family with it; six labels make it six times dearer.
     adopt_s: float = 0.0
+    # What forecast_features.py added when setup found dated series (None: not a forecast).
+    forecast: dict[str, Any] | None = None
 
     @property
     def targets(self) -> list[TargetSpec]:
@@ -145,11 +147,21 @@ def normalise_proba(proba: np.ndarray) -> np.ndarray:
     return proba / proba.sum(axis=1, keepdims=True)
 
 
-def predict(model: Any, spec: TargetSpec, X: Any) -> np.ndarray:
-    """(n, K) probabilities for classifiers, (n,) transformed values for regressors."""
+def predict(model: Any, spec: TargetSpec, X: Any, floor: float | None = None) -> np.ndarray:
+    """(n, K) probabilities for classifiers, (n,) transformed values for regressors (at least
+    `floor` where one is given)."""
     if spec.is_classification:
         return normalise_proba(model.predict_proba(X))
-    return np.asarray(model.predict(X), dtype=float)
+    values = np.asarray(model.predict(X), dtype=float)
+    return values if floor is None else np.maximum(values, floor)
+
+
+def _floor(ctx: CVContext, spec: TargetSpec, target: np.ndarray) -> float | None:
+    """0 for a regression target never negative in training (sales, counts) judged by an error:
+    a prediction below zero can only be further from any such truth."""
+    if spec.is_classification or ctx.higher_is_better or not len(target) or float(np.nanmin(target)) < 0:
+        return None
+    return 0.0
 
 
 @dataclass
@@ -200,10 +212,11 @@ def fit_fold(run: CandidateRun, fold: int, ctx: CVContext, deadline: float | Non
         target = ctx.y[spec.column]
         model = run.candidate.make(spec, options, ctx.features)
         model.fit(run.X[train_rows], target[train_rows], X_val=run.X[valid_rows], y_val=target[valid_rows])
-        run.oof[spec.column][valid_rows] = outputs[spec.column] = predict(model, spec, run.X[valid_rows])
+        floor = _floor(ctx, spec, target[train_rows])
+        run.oof[spec.column][valid_rows] = outputs[spec.column] = predict(model, spec, run.X[valid_rows], floor)
         # Averaging fold models' test predictions needs no refit, keeps each model's
         # early-stopped size honest, and lets every candidate submit as soon as its CV ends.
-        run.test[spec.column] += predict(model, spec, run.X_test) / len(ctx.folds)
+        run.test[spec.column] += predict(model, spec, run.X_test, floor) / len(ctx.folds)
     run.done.append(fold)
     run.seconds += time.monotonic() - started
     score = _fold_score(ctx, valid_rows, outputs)

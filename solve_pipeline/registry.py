@@ -19,11 +19,13 @@ from solve_pipeline.baseline_models import (
 )
 from solve_pipeline.dataset import FREQUENCY, TEXT_STAT, FeatureSet
 from solve_pipeline.families import CatBoostModel, ExtraTreesModel, NaiveBayesModel, NBSVMModel, RandomForestModel
+from solve_pipeline.forecast_features import PREFIX as FORECAST_PREFIX, level_columns
 from solve_pipeline.fusion_defaults import EMBED_DEFAULT_S, FUSION_DEFAULTS
 from solve_pipeline.hebo_tool import SearchParam
 from solve_pipeline.ordinal import OrdinalRegressionModel, ordinal_values
 from solve_pipeline.setup_modules import TargetSpec
 from solve_pipeline.target_encoding import TargetEncoded, high_cardinality_columns
+from solve_pipeline.target_scale import Log1pTarget
 from solve_pipeline.text_views import View, text_view
 from solve_pipeline.tuning import Tunable
 
@@ -145,6 +147,11 @@ def has_high_cardinality(features: FeatureSet) -> bool:
     return bool(high_cardinality_columns(features))
 
 
+def is_forecast(features: FeatureSet) -> bool:
+    """The table carries forecast_features.py's horizon-respecting lags: dated series."""
+    return any(name.startswith(FORECAST_PREFIX) for name in features.tab_names)
+
+
 def _is_big(features: FeatureSet) -> bool:
     return features.big
 
@@ -252,6 +259,12 @@ def _lightgbm(spec: TargetSpec, options: ModelOptions, features: FeatureSet, par
     return LightGBMModel(spec, options, categorical=features.categorical_indices, params=params)
 
 
+def _lightgbm_level(spec: TargetSpec, options: ModelOptions, features: FeatureSet, params: Params | None) -> Model:
+    level, fallback = level_columns(features.tab_names, spec.column) or (None, None)
+    return Log1pTarget(LightGBMModel(spec, options, categorical=features.categorical_indices, params=params),
+                       level, fallback)
+
+
 def _lightgbm_te(spec: TargetSpec, options: ModelOptions, features: FeatureSet, params: Params | None) -> Model:
     inner = LightGBMModel(spec, options, categorical=features.categorical_indices, params=params)
     return TargetEncoded(inner, high_cardinality_columns(features), spec, options.seed)
@@ -293,6 +306,7 @@ class Family:
     light: bool = False  # in the light race (setup's quick check) too
     tune_classifiers_only: bool = False
     classifiers_only: bool = False  # enters the race only when every target is a class
+    regressors_only: bool = False  # enters the race only when no target is a class
     max_classes: int | None = None  # enters only when no target has more classes (one model per class)
     ordinal_only: bool = False  # enters only when every target's classes are numbers (grades)
     portfolio: tuple[Params, ...] = ()  # configurations tried before HEBO's own, inside `space`
@@ -363,6 +377,12 @@ FAMILIES: tuple[Family, ...] = (
     # merchant keys: AUC 0.70 from their codes alone, where the keys' own effects decide).
     Family("lightgbm", _tree_inputs, _lightgbm, space=tuple(LIGHTGBM_SPACE),
            defaults=_fixed(LIGHTGBM_DEFAULTS), leads=_big_without_keys, light=True, portfolio=LIGHTGBM_PORTFOLIO),
+    # Forecasts of counts and sales: the same model of log1p(target) less log1p(the series' recent
+    # level), which learns what every series shares (seasonality, promotions, holidays) as ratios,
+    # keeps a drifted series at its new level and never goes below zero; it sets the race's pace.
+    # Daily sales, 15 series, first fold at 60 s: SMAPE 24.3 where log1p alone gave 29.5, LightGBM 27.2.
+    Family("lightgbm_level", _tree_inputs, _lightgbm_level, applies=is_forecast, space=tuple(LIGHTGBM_SPACE),
+           defaults=_fixed(LIGHTGBM_DEFAULTS), leads=is_forecast, portfolio=LIGHTGBM_PORTFOLIO, regressors_only=True),
     Family("lightgbm_te", _tree_inputs, _lightgbm_te, applies=has_high_cardinality,
            space=tuple(LIGHTGBM_SPACE), defaults=_fixed(LIGHTGBM_DEFAULTS), leads=_is_big, portfolio=LIGHTGBM_PORTFOLIO),
     Family("catboost", _tree_inputs, _catboost, space=tuple(CATBOOST_SPACE), defaults=_fixed(CATBOOST_DEFAULTS),
@@ -390,6 +410,8 @@ def family_candidate(name: str, budget_s: float | None = None, params: Params | 
 
 def _enters(family: Family, features: FeatureSet, fusion: Fusion, targets: list[TargetSpec] | None) -> bool:
     if family.classifiers_only and targets is not None and not all(t.is_classification for t in targets):
+        return False
+    if family.regressors_only and targets is not None and any(t.is_classification for t in targets):
         return False
     if family.max_classes is not None and targets is not None and \
             any(t.is_classification and t.n_classes > family.max_classes for t in targets):

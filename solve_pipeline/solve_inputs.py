@@ -17,6 +17,7 @@ from agentk.core.config import Device, Fusion, SolveSettings, WarmStart
 from solve_pipeline.cv import CVContext, Predictions, normalise_proba
 from solve_pipeline.dataset import BIG_FOLDS
 from solve_pipeline.features import build_features
+from solve_pipeline.forecast_features import add_forecast_features, series_shape
 from solve_pipeline.setup_modules import SetupArtifacts
 from solve_pipeline.validation import RANDOM, Validation, choose_validation
 
@@ -112,9 +113,15 @@ def prepare(options: SolveOptions) -> tuple[SetupArtifacts, CVContext, int, Vali
                               image_size=16 if options.light else 32,
                               audio_seconds=_audio_seconds(options))
     y = _targets(artifacts, ids)
+    shape = None if options.light else series_shape(read_plan(artifacts))
+    forecast = None
+    if shape is not None:
+        regression = [s.column for s in artifacts.targets if not s.is_classification]
+        forecast = add_forecast_features(features, artifacts, y, regression, shape)
     strata = next((y[s.column] for s in artifacts.targets if s.is_classification), None)
     validation = RANDOM if options.light else choose_validation(features)
     k = 2 if options.light else (min(options.folds, BIG_FOLDS) if features.big else options.folds)
     folds = validation.folds(len(ids), k, options.seed, strata)
-    ctx = CVContext(artifacts, features, y, folds, _priors(artifacts, y), seed=options.seed, light=options.light)
+    ctx = CVContext(artifacts, features, y, folds, _priors(artifacts, y), seed=options.seed, light=options.light,
+                    forecast=forecast)
     return artifacts, ctx, n_total, validation

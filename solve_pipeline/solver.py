@@ -68,6 +68,8 @@ def solve(options: SolveOptions) -> dict:
     solver.state.started = began  # the budget covers feature building too
     features = ctx.features
     emit("validation", **validation.to_json())
+    if ctx.forecast is not None:
+        emit("forecast", **ctx.forecast)
     emit("start", n_train=features.n_train, n_train_total=n_total, n_test=features.n_test, folds=len(ctx.folds),
          targets=[s.column for s in ctx.targets], tab_features=len(features.tab_names),
          text_features=0 if features.text_train is None else features.text_train.shape[1],
@@ -122,6 +124,7 @@ def solve(options: SolveOptions) -> dict:
         "bagging": bagging,
         "validation": validation.to_json(),
         "joins": joins,
+        **({"forecast": ctx.forecast} if ctx.forecast is not None else {}),
         "raw_scores": state.raw_scores,
         "blend": blend_report,
         "decoding": decoding,

@@ -168,6 +168,9 @@ def _plan(facts: DataFacts) -> dict:
             f"Key every map by {facts.id_column!r}; targets {[t.column for t in facts.targets]} ({task_type}).",
             f"Score with {facts.metric}; write {facts.submission_format} submissions with columns {facts.submission_columns[:6]}.",
         ]
+    if facts.series is not None:
+        # The solver reads facts.series itself; the step says what it will make of it.
+        steps.append(f"{facts.series.describe()}: features see only targets before each row's forecast origin.")
     return {
         "steps": steps,
         "id_column": facts.id_column,

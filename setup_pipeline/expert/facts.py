@@ -12,6 +12,7 @@ from setup_pipeline.expert.mask_targets import MaskTask
 from setup_pipeline.expert.pixels import PixelTask
 from setup_pipeline.expert.row_files import RowFiles
 from setup_pipeline.perception.recipe import TableRecipe
+from setup_pipeline.perception.series import SeriesShape
 
 
 class ExpertDeclined(Exception):
@@ -62,6 +63,7 @@ class DataFacts(BaseModel):
     metric_higher_is_better: bool
     dropped_columns: dict[str, str]
     notes: list[str]
+    series: SeriesShape | None = None  # forecasting: dated series whose future is the test
     assumptions: list[str] = Field(default_factory=list)  # decisions the run made without proof
     evidence: dict[str, str] = Field(default_factory=dict)  # fact -> what decided it
 

@@ -34,6 +34,7 @@ from setup_pipeline.perception.catalogue import Catalogue, build_catalogue
 from setup_pipeline.perception.clips import describe_clips
 from setup_pipeline.perception.page_text import as_markdown
 from setup_pipeline.perception.roles import decide_roles
+from setup_pipeline.perception.series import SeriesShape, find_series
 from setup_pipeline.perception.stacks import PictureStack
 from setup_pipeline.perception.tables import match_column
 
@@ -174,6 +175,7 @@ class _Inspection(TargetDecisions, ImageLayouts):
         row_files = self._row_files(catalogue, id_column, train_id, test_id)
         if row_files is not None:
             text_cols.append(row_files.column)
+        series = self._series(catalogue, tabular)
         modalities = [m for m, on in (("tabular", tabular), ("text", text_cols), ("image", image), ("audio", audio)) if on]
         if not modalities:
             raise ExpertDeclined("no input features: train and test share no columns besides the id and no images "
@@ -190,7 +192,7 @@ class _Inspection(TargetDecisions, ImageLayouts):
             tabular_columns=tabular, text_columns=text_cols, image=image, audio=audio,
             input_modalities=modalities,  # type: ignore[arg-type]
             metric=metric, metric_higher_is_better=bool(metrics.get_metric(metric).higher_is_better),
-            dropped_columns=self.dropped, notes=self.notes,
+            dropped_columns=self.dropped, notes=self.notes, series=series,
             assumptions=self.assumptions, evidence={**self.evidence, "tables": "; ".join(roles.evidence)},
         )
 
@@ -335,6 +337,18 @@ class _Inspection(TargetDecisions, ImageLayouts):
         for c in (c for c in train_cols if c in in_test and c not in skip):
             (text if self._is_text(self.train_df[c]) else tabular).append(c)
         return tabular, text
+
+    def _series(self, catalogue: Catalogue, tabular: list[str]) -> SeriesShape | None:
+        """Many series and a test in their future (perception/series.py); the plan says so."""
+        if self.train_df is None or self.test_df is None or not tabular:
+            return None
+        main = {*(self.roles.train.files if self.roles.train else []), *(self.roles.test.files if self.roles.test else []),
+                self.roles.sample}
+        side = [(t.path.as_posix(), t.frame) for t in catalogue.tables if t.path.as_posix() not in main]
+        series = find_series(self.train_df, self.test_df, tabular, side)
+        if series is not None:
+            self.notes.append(series.describe())
+        return series
 
     def _row_files(self, catalogue: Catalogue, id_column: str, train_id: str | None, test_id: str | None) -> RowFiles | None:
         if self.train_df is None or self.test_df is None or not train_id or not test_id:

@@ -1,0 +1,64 @@
+"""The forecasting facts setup hands the solver (plan.json's `facts.series`), and the one way both
+read a column of dates. Perception finds them (setup_pipeline/perception/series.py); the solver's
+horizon-respecting features read them (solve_pipeline/forecast_features.py)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, Field
+
+DATE_SAMPLE = 500
+DAY = pd.Timedelta(days=1)
+
+
+class EventTable(BaseModel):
+    """A side table of dated events (holidays, paydays): a row's date in it is a feature."""
+
+    file: str  # relative to raw/
+    date_column: str
+    dates: int  # distinct dates listed
+
+
+class SeriesShape(BaseModel):
+    """Many series over time, the test their future."""
+
+    date_column: str
+    keys: list[str]  # empty: one series
+    n_series: int
+    step_days: float  # the usual gap between consecutive dates
+    horizon_days: float  # last test date minus last training date
+    train_end: str  # the last training date, ISO
+    events: list[EventTable] = Field(default_factory=list)
+
+    def describe(self) -> str:
+        keys = f"keys {self.keys}" if self.keys else "one series"
+        events = f"; events from {', '.join(e.file for e in self.events)}" if self.events else ""
+        return (f"forecasting: {self.n_series} series, horizon {self.horizon_days:g} days "
+                f"(step {self.step_days:g} days), {keys}, dated by {self.date_column!r}{events}")
+
+
+def parse_dates(values: pd.Series) -> pd.Series | None:
+    """The column as timestamps (timezone dropped) when nearly every present value is a date and
+    not a plain number; each distinct value is parsed once."""
+    if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        return None  # numbers (store ids, years alone) are no dates
+    # A sample of distinct values decides first: a wide table's other columns cost no full pass.
+    sample = pd.Series(pd.unique(values.dropna())[:DATE_SAMPLE * 2]).astype(str).str.strip()
+    sample = sample[sample != ""].head(DATE_SAMPLE)
+    if sample.empty or pd.to_numeric(sample, errors="coerce").notna().mean() > 0.5:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if pd.to_datetime(sample, errors="coerce", format="mixed").notna().mean() < 0.95:
+            return None
+        codes, uniques = pd.factorize(values.astype("string").str.strip())
+        stamps = pd.DatetimeIndex(pd.to_datetime(pd.Series(uniques), errors="coerce", format="mixed", utc=True))
+    stamps = stamps.tz_localize(None)
+    out = pd.Series(stamps.take(np.maximum(codes, 0)), index=values.index)
+    out[codes < 0] = pd.NaT
+    return out
+
+
