@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 import soundfile
 
-from agentk.core.readers import audio_format, file_kind, is_audio
+from agentk.core.readers import file_kind
+from agentk.core.sound_files import audio_format, is_audio
 from audio_competition import (KINDS, chirp, kind_clip, make_class_folder_competition, make_flat_folder_competition,
                                tone, write_clip)
 from setup_pipeline.expert.codegen import audio_map, target_map

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agentk.core.artifacts import MAP_CODES, SetupLayout
 from agentk.core.maps import read_map
-from agentk.core.readers import AUDIO_EXTENSIONS
+from agentk.core.sound_files import AUDIO_EXTENSIONS
 from agentk.core.readers import IMAGE_EXTENSIONS as _IMAGE_SUFFIXES
 from agentk.core.readers import UnreadableTable, file_kind, is_audio, read_table
 

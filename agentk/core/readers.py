@@ -28,16 +28,15 @@ from charset_normalizer import from_bytes
 
 from agentk.core.archives import check_zip, open_zip
 from agentk.core.errors import ArchiveError
+from agentk.core.header_rows import without_repeated_headers
 from agentk.core.pictures import ARRAY_EXTENSIONS, PICTURE_EXTENSIONS, picture_form
+from agentk.core.sound_files import is_audio
 from agentk.core.tars import decompressed_head, is_tar_head
 
 TableFormat = Literal["csv", "json", "jsonl", "parquet", "excel"]
 FileKind = Literal["table", "image", "audio", "archive", "text", "other"]
 
 IMAGE_EXTENSIONS = PICTURE_EXTENSIONS  # a file so named may be a picture; arrays are checked by shape
-# Names sound files usually carry; a clip is still recognised by its first bytes (`audio_format`).
-AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aif", ".aiff", ".aifc", ".au", ".snd")
-_AUDIO_MAGIC_BYTES = 12
 _SNIFF_BYTES = 64 * 1024
 # How far a file's head may grow to hold a few records of a very wide table; a file with no line
 # break that far in is no table of rows.
@@ -78,38 +77,6 @@ def _head(path: Path) -> bytes:
 def _gunzip_head(path: Path) -> bytes:
     with gzip.open(path, "rb") as fh:
         return _read_head(fh)
-
-
-def audio_format(head: bytes) -> str | None:
-    """The container a sound file's first bytes announce (what libsndfile decodes), else None."""
-    if head[:4] in (b"RIFF", b"RIFX", b"RF64") and head[8:12] == b"WAVE":
-        return "wav"
-    if head.startswith(b"fLaC"):
-        return "flac"
-    if head.startswith(b"OggS"):
-        return "ogg"
-    if head.startswith(b"FORM") and head[8:12] in (b"AIFF", b"AIFC"):
-        return "aiff"
-    if head.startswith(b".snd"):
-        return "au"
-    if head.startswith(b"ID3"):
-        return "mp3"
-    # A bare MPEG audio frame: 11 sync bits, then a valid version, layer, bitrate and sample rate.
-    if len(head) >= 4 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0:
-        version, layer = (head[1] >> 3) & 3, (head[1] >> 1) & 3
-        bitrate, rate = head[2] >> 4, (head[2] >> 2) & 3
-        if version != 1 and layer != 0 and bitrate not in (0, 15) and rate != 3:
-            return "mp3"
-    return None
-
-
-def is_audio(path: str | Path) -> bool:
-    """Whether `path` is a sound file, from its first bytes: a clip named .bin is one, a text named .wav is not."""
-    try:
-        with open(path, "rb") as fh:
-            return audio_format(fh.read(_AUDIO_MAGIC_BYTES)) is not None
-    except OSError:
-        return False
 
 
 def file_kind(path: Path) -> FileKind:
@@ -437,25 +404,6 @@ def _read_json(data: bytes, lines: bool) -> pd.DataFrame:
     return pd.DataFrame.from_records(payload)
 
 
-REPEATED_HEADER_ROWS = "repeated_header_rows"  # frame.attrs: the file lines dropped for repeating the header
-
-
-def _without_repeated_headers(frame: pd.DataFrame) -> pd.DataFrame:
-    """The table without rows that repeat its header (two exports concatenated); the file lines
-    they were on (1 is the header) in `frame.attrs[REPEATED_HEADER_ROWS]`."""
-    if frame.shape[1] < 2 or frame.empty:
-        return frame
-    repeated = np.ones(len(frame), dtype=bool)
-    for column in frame.columns:
-        repeated &= (frame[column].astype(str).str.strip() == str(column).strip()).to_numpy()
-    if not repeated.any():
-        return frame
-    lines = (np.flatnonzero(repeated) + 2).tolist()
-    kept = frame[~repeated].reset_index(drop=True)
-    kept.attrs[REPEATED_HEADER_ROWS] = lines
-    return kept
-
-
 def read_table(path: str | Path, nrows: int | None = None) -> pd.DataFrame:
     """The table in `path` with every cell as text ("" when missing), whatever its format."""
     path = Path(path)
@@ -469,7 +417,7 @@ def read_table(path: str | Path, nrows: int | None = None) -> pd.DataFrame:
         elif fmt in ("json", "jsonl"):
             frame = _as_text_cells(_read_json(_raw_bytes(path), lines=fmt == "jsonl"))
         else:
-            frame = _without_repeated_headers(_read_delimited(_raw_bytes(path), nrows))
+            frame = without_repeated_headers(_read_delimited(_raw_bytes(path), nrows))
     except UnreadableTable:
         raise
     except RecursionError:  # JSON nested deeper than Python's stack: no table a person would read

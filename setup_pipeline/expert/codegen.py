@@ -89,7 +89,7 @@ def _is_file(layout: ImageLayout, var: str) -> str:
 
 
 def _media_imports(layout: ImageLayout) -> str:
-    return "from agentk.core.readers import is_audio\n\n\n" if layout.media == "audio" else ""
+    return "from agentk.core.sound_files import is_audio\n\n\n" if layout.media == "audio" else ""
 
 
 def _path_column(layout: ImageLayout) -> str:

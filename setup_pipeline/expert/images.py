@@ -18,7 +18,8 @@ import pandas as pd
 from pydantic import BaseModel
 
 from agentk.core.pictures import load_picture
-from agentk.core.readers import AUDIO_EXTENSIONS, IMAGE_EXTENSIONS
+from agentk.core.readers import IMAGE_EXTENSIONS
+from agentk.core.sound_files import AUDIO_EXTENSIONS
 from setup_pipeline.expert.name_labels import NameLabels, find_name_labels
 from setup_pipeline.perception.stacks import PICTURES_FOLDER, PictureStack, unpack_stack
 

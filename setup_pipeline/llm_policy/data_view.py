@@ -14,7 +14,8 @@ import pandas as pd
 
 from agentk.llm.memory import truncate_middle
 from agentk.core.pictures import ARRAY_EXTENSIONS, array_shape, npz_shapes
-from agentk.core.readers import AUDIO_EXTENSIONS, IMAGE_EXTENSIONS, UnreadableTable, file_kind, read_table, table_format
+from agentk.core.readers import IMAGE_EXTENSIONS, UnreadableTable, file_kind, read_table, table_format
+from agentk.core.sound_files import AUDIO_EXTENSIONS
 
 _SKIP_NAMES = {"description.md"}  # the description has its own memory entry
 

@@ -18,7 +18,8 @@ import pandas as pd
 
 from agentk.core.archives import ArchiveLimits, extract_archive, gunzip_file
 from agentk.core.errors import ArchiveError
-from agentk.core.readers import IMAGE_EXTENSIONS, REPEATED_HEADER_ROWS, FileKind, UnreadableTable, file_kind, read_table
+from agentk.core.header_rows import REPEATED_HEADER_ROWS
+from agentk.core.readers import IMAGE_EXTENSIONS, FileKind, UnreadableTable, file_kind, read_table
 from setup_pipeline.perception.stacks import PictureStack, find_stacks
 
 UNPACKED_SUFFIX = "_unpacked"
