@@ -19,7 +19,7 @@ from agentk.core import metrics
 from agentk.core.box_targets import BoxFormat, cell_boxes
 from agentk.core.boxes import parse_boxes
 from agentk.core.masks import is_blank
-from setup_pipeline.expert.mask_targets import MaskTask, _folders, _keys, _named_folder
+from setup_pipeline.expert.mask_targets import MaskTask, named_folder, picture_folders, picture_names
 
 _CHECKED = 2000  # cells read to decide what a column holds
 # Column names of four box columns, by what each holds (lower case, spaces and dashes as `_`).
@@ -56,7 +56,7 @@ def _sample(tables: list, found: dict, page_metric: str | None) -> tuple[object,
         values = frame.iloc[:, 1]
         if not (_boxes_cells(values, scored=True) or (boxes_page and values.map(is_blank).all())):
             continue
-        folder = _named_folder(frame.iloc[:, 0], found, set())
+        folder = named_folder(frame.iloc[:, 0], found, set())
         if folder is not None:
             named = bool(re.search(r"sample|submission", table.path.as_posix(), re.I))
             candidates.append((not named, "test" not in folder.as_posix().lower(), table.path.as_posix(), table, folder))
@@ -95,7 +95,7 @@ def _box_table(tables: list, sample: object, found: dict, test: object) -> tuple
         if table is sample or frame.empty or frame.shape[1] < 2:
             continue
         for id_column in frame.columns:
-            folder = _named_folder(frame[id_column], found, {test})
+            folder = named_folder(frame[id_column], found, {test})
             if folder is None:
                 continue
             for column in frame.columns:
@@ -110,13 +110,13 @@ def _box_table(tables: list, sample: object, found: dict, test: object) -> tuple
 def _listed(rows: pd.DataFrame, id_column: str, columns: Sequence[str]) -> tuple[set[str], bool]:
     """(pictures the table names, whether some row gives no box)."""
     blank = rows[list(columns)].map(is_blank).any(axis=1)
-    return set(_keys(rows[id_column])), bool(blank.any())
+    return set(picture_names(rows[id_column])), bool(blank.any())
 
 
 def find_box_task(raw, images: list, tables: list, page_metric: str | None, thresholds: list[float] | None,
                   notes: list[str]) -> MaskTask | None:
     """The competition as a detection task, or None when its files are not laid out as one."""
-    found = _folders(images)
+    found = picture_folders(images)
     sampled = _sample(tables, found, page_metric)
     if sampled is None:
         return None
@@ -132,7 +132,7 @@ def find_box_task(raw, images: list, tables: list, page_metric: str | None, thre
     missing_is_empty = not blank_rows and len(listed & names) < len(names)
     frame: pd.DataFrame = sample.frame  # type: ignore[attr-defined]
     sample_id, sample_value = (str(c) for c in frame.columns)
-    per_object = bool(_keys(rows[id_column]).duplicated().any())
+    per_object = bool(picture_names(rows[id_column]).duplicated().any())
     task = MaskTask(source="box_table", output="boxes", train_dir=rel(pictures), test_dir=rel(test),
                     table=table.path.as_posix(), table_id=id_column, box_columns=columns,  # type: ignore[attr-defined]
                     box_format=box_format, missing_is_empty=missing_is_empty,

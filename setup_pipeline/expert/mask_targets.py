@@ -58,14 +58,14 @@ class MaskTask(BaseModel):
     box_format: Literal["xywh", "xyxy"] = "xywh"  # box_table: corner and size, or two corners
 
 
-def _folders(images: list[Path]) -> dict[Path, dict[str, Path]]:
+def picture_folders(images: list[Path]) -> dict[Path, dict[str, Path]]:
     by_dir: dict[Path, dict[str, Path]] = defaultdict(dict)
     for path in images:
         by_dir[path.parent][path.stem] = path
     return by_dir
 
 
-def _keys(values: pd.Series) -> pd.Series:
+def picture_names(values: pd.Series) -> pd.Series:
     """Table ids as picture names: `a1.jpg` and `a1` both name the picture a1.png."""
     cells = values.astype(str).str.strip()
     return cells.where(~cells.str.contains(r"\.[A-Za-z]{3,4}$", regex=True), cells.str.rsplit(".", n=1).str[0])
@@ -81,9 +81,9 @@ def _is_encoding(values: pd.Series) -> bool:
     return True
 
 
-def _named_folder(ids: pd.Series, found: dict[Path, dict[str, Path]], exclude: set[Path]) -> Path | None:
+def named_folder(ids: pd.Series, found: dict[Path, dict[str, Path]], exclude: set[Path]) -> Path | None:
     """The folder whose picture names the ids are, nearly all of them."""
-    keys = set(_keys(ids))
+    keys = set(picture_names(ids))
     best = max((d for d in found if d not in exclude), key=lambda d: len(keys & found[d].keys()), default=None)
     if best is None or len(keys & found[best].keys()) < max(2, _SHARED * len(keys)):
         return None
@@ -116,7 +116,7 @@ def _sample(tables: list, found: dict[Path, dict[str, Path]]) -> tuple[object, P
             continue
         if not _is_encoding(frame.iloc[:, 1]):
             continue
-        folder = _named_folder(frame.iloc[:, 0], found, set())
+        folder = named_folder(frame.iloc[:, 0], found, set())
         if folder is not None and len(found[folder]) <= len(frame) / _SHARED:
             named = bool(re.search(r"sample|submission", table.path.as_posix(), re.I))
             candidates.append((not named, "test" not in folder.as_posix().lower(),
@@ -160,7 +160,7 @@ def _rle_table(tables: list, sample: object, found: dict[Path, dict[str, Path]],
         if table is sample or frame.empty or frame.shape[1] < 2:
             continue
         for id_column in frame.columns:
-            folder = _named_folder(frame[id_column], found, {test})
+            folder = named_folder(frame[id_column], found, {test})
             if folder is None:
                 continue
             for value_column in frame.columns:
@@ -221,7 +221,7 @@ def _oblong_strings(rows: pd.DataFrame, table_id: str, table_value: str,
     from agentk.core.mask_targets import picture_shape
 
     found = []
-    for key, value in zip(_keys(rows[table_id]), rows[table_value]):
+    for key, value in zip(picture_names(rows[table_id]), rows[table_value]):
         if is_blank(value) or key not in pictures:
             continue
         shape = picture_shape(pictures[key])
@@ -234,7 +234,7 @@ def _oblong_strings(rows: pd.DataFrame, table_id: str, table_value: str,
 
 def find_mask_task(raw: Path, images: list[Path], tables: list, page: str, notes: list[str]) -> MaskTask | None:
     """The competition as a segmentation task, or None when its files are not laid out as one."""
-    found = _folders(images)
+    found = picture_folders(images)
     sampled = _sample(tables, found)
     if sampled is None:
         return None
@@ -260,10 +260,10 @@ def find_mask_task(raw: Path, images: list[Path], tables: list, page: str, notes
         table, table_id, table_value, pictures = train
         rows = table.frame  # type: ignore[attr-defined]
         strings = rows[table_value][~rows[table_value].map(is_blank)]
-        listed = set(_keys(rows[table_id]))
+        listed = set(picture_names(rows[table_id]))
         blank_rows = bool(rows[table_value].map(is_blank).any())
         missing_is_empty = not blank_rows and len(listed) < len(found[pictures])
-        per_object = bool(_keys(rows.loc[strings.index, table_id]).duplicated().any())
+        per_object = bool(picture_names(rows.loc[strings.index, table_id]).duplicated().any())
         relative = is_relative([[s] for s in strings.head(2000)])
         task = MaskTask(source="rle_table", train_dir=rel(pictures), table=table.path.as_posix(),  # type: ignore[attr-defined]
                         table_id=table_id, table_value=table_value, missing_is_empty=missing_is_empty,
