@@ -194,4 +194,4 @@ def test_daily_sales_are_forecast_end_to_end(tmp_path: Path) -> None:
     baselines = baseline_scores(competition)
     naive = min(v for k, v in baselines.items() if "constant" not in k and "floor" not in k)
     assert result["test_score"] < naive, (result["test_score"], baselines)
-    assert result["test_score"] < 0.6 * baselines["constant (train median)"], (result["test_score"], baselines)
+    assert result["test_score"] < 0.7 * baselines["constant (train median)"], (result["test_score"], baselines)

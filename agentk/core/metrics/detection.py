@@ -148,6 +148,8 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _p("top_k_error", r"\btop ?(\d+|k) (classification )?error|mean best error"
                       r"|\berror (for|of) (that|each|an?|the) [a-z]+ is (0|zero)\b"),
     _p("top_k_accuracy", r"\btop ?(\d+|k) (classification )?accuracy"),
+    _p("token_accuracy", r"\b(token|word|text|normali[sz]ation) accuracy|\bexact (text )?match(es)?\b"),
+    _p("lrap", r"label ranking average precision|\blrap\b|\blabel ranking ap\b"),
     # Run-together scrapes ("usingAccuracy Scorebetween") keep "accuracy score" without word breaks.
     _p("accuracy", r"accuracy score|\baccuracy\b|(percentage|proportion|fraction|share) of [^.]{0,60}\bcorrect(ly)?\b",
        weak=True),
