@@ -7,6 +7,7 @@ setup/boxes/), an identity transform that tells the solver the target is boxes, 
 from __future__ import annotations
 
 from setup_pipeline.expert.facts import DataFacts
+from setup_pipeline.expert.mask_codegen import picture_map
 from setup_pipeline.expert.mask_targets import MaskTask
 from setup_pipeline.expert.pixel_codegen import kept_as_path, pictures
 
@@ -38,11 +39,7 @@ def _labelled(task: MaskTask) -> str:
 
 
 def image_map(facts: DataFacts, split: str) -> str:
-    task = _task(facts)
-    folder = task.test_dir if split == "test" else task.train_dir
-    keep = "" if split == "test" else _labelled(task)
-    return ("def build_map() -> pd.DataFrame:\n" + pictures(folder, by_content=False) + keep +
-            '    return pd.DataFrame({"id": [p.stem for p in paths], "image_path": [relative_to_setup(p) for p in paths]})\n')
+    return picture_map(_task(facts), split, _labelled)
 
 
 def target_map(facts: DataFacts) -> str:

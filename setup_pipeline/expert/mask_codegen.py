@@ -6,6 +6,8 @@ predicted mask as the sample does, and the page's mask metric. The conventions l
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from setup_pipeline.expert.facts import DataFacts
 from setup_pipeline.expert.mask_targets import MaskTask
 from setup_pipeline.expert.pixel_codegen import kept_as_path, pictures
@@ -39,9 +41,13 @@ def _labelled(task: MaskTask) -> str:
 
 
 def image_map(facts: DataFacts, split: str) -> str:
-    task = _task(facts)
+    return picture_map(_task(facts), split, _labelled)
+
+
+def picture_map(task: MaskTask, split: str, labelled: Callable[[MaskTask], str]) -> str:
+    """A split's pictures keyed by name; train keeps those `labelled` (lines that filter `paths`) names."""
     folder = task.test_dir if split == "test" else task.train_dir
-    keep = "" if split == "test" else _labelled(task)
+    keep = "" if split == "test" else labelled(task)
     return ("def build_map() -> pd.DataFrame:\n" + pictures(folder, by_content=False) + keep +
             '    return pd.DataFrame({"id": [p.stem for p in paths], "image_path": [relative_to_setup(p) for p in paths]})\n')
 

@@ -168,10 +168,7 @@ def solve_boxes(workspace: Path, out: Path, budget: float | None, seed: int, lig
 
     try:
         fitted = fit_tuned(run, train, held, fit, test, tune, rng)
-        run.cv["pixel_lightgbm"] = fitted.score
-        run.race.append({"family": "pixel_lightgbm", "status": "finished", "first_fold_score": fitted.score,
-                         "seconds": round(time.monotonic() - began, 2), "reason": fitted.line})
-        emit("candidate", model="pixel_lightgbm", score=fitted.score, detail=fitted.line)
+        run.model_finished(began, fitted.score, fitted.line)
         if run.direction.better(fitted.score, empty):
             best_name, best_score = "pixel_lightgbm", fitted.score
 

@@ -266,10 +266,7 @@ def solve_masks(workspace: Path, out: Path, budget: float | None, seed: int, lig
             return post, score, f"{post.describe()} (plain threshold 0.5: {scorer.score(PostProcess(0.5, 0, 0)):.4f})"
 
         fitted = fit_tuned(run, train, held, fit, test, tune, rng)
-        run.cv["pixel_lightgbm"] = fitted.score
-        run.race.append({"family": "pixel_lightgbm", "status": "finished", "first_fold_score": fitted.score,
-                         "seconds": round(time.monotonic() - began, 2), "reason": fitted.line})
-        emit("candidate", model="pixel_lightgbm", score=fitted.score, detail=fitted.line)
+        run.model_finished(began, fitted.score, fitted.line)
         if run.direction.better(fitted.score, empty):
             best_name, best_score = "pixel_lightgbm", fitted.score
             best_masks = lambda index: resampled(fitted.post.apply(fitted.predict(test.picture(index))),  # noqa: E731

@@ -103,6 +103,13 @@ class PictureSolve:
     def left(self) -> float:
         return float("inf") if self.budget is None else self.budget - self.elapsed()
 
+    def model_finished(self, began: float, score: float, line: str, **detail: Any) -> None:
+        """The pixel model's held-out score and what it was, recorded and said."""
+        self.cv["pixel_lightgbm"] = score
+        self.race.append({"family": "pixel_lightgbm", "status": "finished", "first_fold_score": score,
+                          "seconds": round(time.monotonic() - began, 2), "reason": line})
+        emit("candidate", model="pixel_lightgbm", score=score, **detail, detail=line)
+
     def model_failed(self, began: float, exc: Exception) -> None:
         """The model's failure, said; whatever was submitted before it stands."""
         self.race.append({"family": "pixel_lightgbm", "status": "failed", "seconds": round(time.monotonic() - began, 2),
@@ -228,10 +235,7 @@ def solve_pictures(workspace: Path, out: Path, budget: float | None, seed: int, 
     began = time.monotonic()
     try:
         model, score, line = _fit_model(run, train, held, fit, test, rng)
-        run.cv["pixel_lightgbm"] = score
-        run.race.append({"family": "pixel_lightgbm", "status": "finished", "first_fold_score": score,
-                         "seconds": round(time.monotonic() - began, 2), "reason": line})
-        emit("candidate", model="pixel_lightgbm", score=score, trees=model.use_trees or model.trees, detail=line)
+        run.model_finished(began, score, line, trees=model.use_trees or model.trees)
         if run.direction.better(score, identity):
             best = ("pixel_lightgbm", score, model.predict)
     except Exception as exc:  # noqa: BLE001 - the identity submission stands; say why the model did not
