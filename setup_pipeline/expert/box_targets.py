@@ -19,7 +19,7 @@ from agentk.core import metrics
 from agentk.core.box_targets import BoxFormat, cell_boxes
 from agentk.core.boxes import parse_boxes
 from agentk.core.masks import is_blank
-from setup_pipeline.expert.mask_targets import MaskTask, named_folder, picture_folders, picture_names
+from setup_pipeline.expert.mask_targets import MaskTask, named_folder, picture_folders, picture_names, training_tables
 
 _CHECKED = 2000  # cells read to decide what a column holds
 # Column names of four box columns, by what each holds (lower case, spaces and dashes as `_`).
@@ -90,20 +90,14 @@ def _four_columns(frame: pd.DataFrame, exclude: str) -> tuple[list[str], BoxForm
 
 def _box_table(tables: list, sample: object, found: dict, test: object) -> tuple[object, str, list[str], BoxFormat, object] | None:
     """(table, id column, box columns, their format, picture folder) of a training table of boxes."""
-    for table in tables:
-        frame: pd.DataFrame = table.frame
-        if table is sample or frame.empty or frame.shape[1] < 2:
-            continue
-        for id_column in frame.columns:
-            folder = named_folder(frame[id_column], found, {test})
-            if folder is None:
-                continue
-            for column in frame.columns:
-                if column != id_column and not _numeric(frame[column]) and _boxes_cells(frame[column], scored=False):
-                    return table, str(id_column), [str(column)], "xywh", folder
-            four = _four_columns(frame, str(id_column))
-            if four is not None:
-                return table, str(id_column), four[0], four[1], folder
+    for table, id_column, folder in training_tables(tables, sample, found, test):  # type: ignore[arg-type]
+        frame: pd.DataFrame = table.frame  # type: ignore[attr-defined]
+        for column in frame.columns:
+            if column != id_column and not _numeric(frame[column]) and _boxes_cells(frame[column], scored=False):
+                return table, id_column, [str(column)], "xywh", folder
+        four = _four_columns(frame, id_column)
+        if four is not None:
+            return table, id_column, four[0], four[1], folder
     return None
 
 

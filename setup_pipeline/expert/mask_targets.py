@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -152,26 +152,34 @@ def _mask_pair(found: dict[Path, dict[str, Path]], test: Path, raw: Path,
     return None
 
 
-def _rle_table(tables: list, sample: object, found: dict[Path, dict[str, Path]],
-               test: Path) -> tuple[object, str, str, Path] | None:
-    """(table, id column, encoding column, picture folder) of a training table of encodings."""
+def training_tables(tables: list, sample: object, found: dict[Path, dict[str, Path]],
+                    test: Path) -> Iterator[tuple[object, str, Path]]:
+    """(table, id column, picture folder): each table but the sample with a column naming the
+    pictures of a folder other than the test's."""
     for table in tables:
         frame: pd.DataFrame = table.frame
         if table is sample or frame.empty or frame.shape[1] < 2:
             continue
         for id_column in frame.columns:
             folder = named_folder(frame[id_column], found, {test})
-            if folder is None:
+            if folder is not None:
+                yield table, str(id_column), folder
+
+
+def _rle_table(tables: list, sample: object, found: dict[Path, dict[str, Path]],
+               test: Path) -> tuple[object, str, str, Path] | None:
+    """(table, id column, encoding column, picture folder) of a training table of encodings."""
+    for table, id_column, folder in training_tables(tables, sample, found, test):
+        frame: pd.DataFrame = table.frame  # type: ignore[attr-defined]
+        for value_column in frame.columns:
+            values = frame[value_column]
+            if value_column == id_column or values.map(is_blank).all() or not _is_encoding(values):
                 continue
-            for value_column in frame.columns:
-                values = frame[value_column]
-                if value_column == id_column or values.map(is_blank).all() or not _is_encoding(values):
-                    continue
-                others = [c for c in frame.columns if c not in (id_column, value_column)]
-                # A column that varies within a picture (a class per mask) is a task of its own.
-                if any(frame.groupby(id_column)[c].nunique().max() > 1 for c in others):
-                    return None
-                return table, str(id_column), str(value_column), folder
+            others = [c for c in frame.columns if c not in (id_column, value_column)]
+            # A column that varies within a picture (a class per mask) is a task of its own.
+            if any(frame.groupby(id_column)[c].nunique().max() > 1 for c in others):
+                return None
+            return table, id_column, str(value_column), folder
     return None
 
 
