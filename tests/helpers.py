@@ -47,3 +47,11 @@ def monkey_photos(per_class: int = 8, classes: tuple[str, ...] = ("n0", "n3", "n
         paths += [str(p) for p in found]
         labels += [label] * per_class
     return paths, np.array(labels)
+
+
+def agent_view(competition: Path, raw: Path) -> Path:
+    """What the agent sees of a local competition: description.md and data/."""
+    raw.mkdir(parents=True)
+    shutil.copy(competition / "description.md", raw / "description.md")
+    shutil.copytree(competition / "data", raw / "data")
+    return raw

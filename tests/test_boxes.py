@@ -6,7 +6,6 @@ graded by mean average precision over IoU thresholds."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ from agentk.core.boxes import Boxes, format_boxes
 from agentk.core.metrics import get_metric
 from agentk.grading import grade_submission
 from agentk.sources import load_competition
+from helpers import agent_view
 from box_competition import make_box_cell_competition, make_box_columns_competition
 from setup_pipeline.expert.inspect import inspect_competition
 from solve_pipeline.pixels.boxes import SHRINK, BoxPost, BoxScorer, search
@@ -121,15 +121,8 @@ def test_big_pictures_are_solved_smaller_and_their_predictions_brought_back() ->
 # ---------------------------------------------------------------- perception
 
 
-def _agent_view(competition: Path, raw: Path) -> Path:
-    raw.mkdir(parents=True)
-    shutil.copy(competition / "description.md", raw / "description.md")
-    shutil.copytree(competition / "data", raw / "data")
-    return raw
-
-
 def test_a_table_of_box_cells_is_a_detection_task(tmp_path: Path) -> None:
-    raw = _agent_view(make_box_cell_competition(tmp_path / "c", n_train=12, n_test=4), tmp_path / "raw")
+    raw = agent_view(make_box_cell_competition(tmp_path / "c", n_train=12, n_test=4), tmp_path / "raw")
     facts = inspect_competition(raw)
     task = facts.masks
     assert task is not None and task.output == "boxes" and facts.submission_format == "per_box"
@@ -140,7 +133,7 @@ def test_a_table_of_box_cells_is_a_detection_task(tmp_path: Path) -> None:
 
 
 def test_four_box_columns_with_blank_rows_are_a_detection_task(tmp_path: Path) -> None:
-    raw = _agent_view(make_box_columns_competition(tmp_path / "c", n_train=12, n_test=4), tmp_path / "raw")
+    raw = agent_view(make_box_columns_competition(tmp_path / "c", n_train=12, n_test=4), tmp_path / "raw")
     task = inspect_competition(raw).masks
     assert task is not None and task.box_columns == ["x", "y", "width", "height"] and task.box_format == "xywh"
     assert not task.missing_is_empty and task.n_train == 12 and task.thresholds and task.thresholds[0] == 0.4

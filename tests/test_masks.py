@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from agentk.core.mask_targets import decoded_labels, mask_submission, read_label
 from agentk.core.masks import rle_decode, rle_encode
 from agentk.grading import grade_submission
 from agentk.sources import load_competition
+from helpers import agent_view
 from mask_competition import make_mask_files_competition, make_rle_table_competition
 from setup_pipeline.expert import mask_codegen
 from setup_pipeline.expert.inspect import inspect_competition
@@ -27,14 +27,6 @@ from solve_pipeline.pixels.mask_post import MaskScorer, PostProcess, area_grid, 
 from solve_pipeline.submission_check import validate_submission
 
 AGENTK = [sys.executable, "-m", "agentk.cli"]
-
-
-def agent_view(competition: Path, raw: Path) -> Path:
-    """What the agent sees of a local competition: description.md and data/."""
-    raw.mkdir(parents=True)
-    shutil.copy(competition / "description.md", raw / "description.md")
-    shutil.copytree(competition / "data", raw / "data")
-    return raw
 
 
 # ---------------------------------------------------------------- the contract
