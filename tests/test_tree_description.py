@@ -3,7 +3,8 @@ into a raw/ view as a run does, and tmp trees with images, audio, parquet, zips 
 
 from __future__ import annotations
 
-import time
+import builtins
+import gzip
 import zipfile
 from pathlib import Path
 
@@ -111,16 +112,24 @@ def test_a_big_table_is_counted_within_the_byte_budget(tmp_path: Path, monkeypat
     assert "big.csv (~" in estimated.text and 15_000 < rows < 25_000
 
 
-def test_thirty_thousand_files_describe_quickly_without_opening_them(tmp_path: Path) -> None:
+def test_thirty_thousand_files_describe_without_opening_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "raw" / "data" / "train"
     folder.mkdir(parents=True)
     for i in range(30_000):
         (folder / f"{i:05}.jpg").touch()
     write(tmp_path / "raw" / "data" / "labels.csv", "id,label\n" + "".join(f"{i:05},{i % 7}\n" for i in range(30_000)))
-    start = time.perf_counter()
+    opened: list[str] = []
+    real_open = builtins.open
+
+    def counting_open(file, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        opened.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    # Speed is the benchmark's to measure; what keeps it fast is that the pictures stay shut.
+    monkeypatch.setattr(builtins, "open", counting_open)
+    monkeypatch.setattr(gzip, "open", lambda file, *a, **k: (opened.append(str(file)), gzip.GzipFile(file, *a, **k))[1])
     described = describe_tree(tmp_path / "raw")
-    elapsed = time.perf_counter() - start
-    assert elapsed < 1.0, elapsed
+    assert opened and not [name for name in opened if name.endswith(".jpg")], opened[:5]
     assert "folder data/train/: 30,000 files, mostly image (.jpg ×30000)" in described.text
     assert described.stats["files"] == 30_001 and len(described.text) < 1000
 
