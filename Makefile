@@ -69,7 +69,7 @@ lint: $(STAMP)
 # Both parts always run; pytest's 5 (nothing selected, e.g. PYTEST_ARGS naming one file) is a pass.
 test: lint sandbox browser
 	@status=0; \
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not solo" --durations=25 $(PYTEST_ARGS) || status=$$?; \
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not solo" --durations=60 $(PYTEST_ARGS) || status=$$?; \
 	$(BIN)/python -m pytest -q -m solo --durations=10 $(PYTEST_ARGS) || { rc=$$?; [ $$rc = 5 ] || status=$$rc; }; \
 	[ $$status = 5 ] && status=0; exit $$status
 

@@ -1,6 +1,8 @@
 """Shared test set-up, and how `make test` spreads the suite over pytest-xdist workers."""
 
 import functools
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -57,3 +59,14 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             super()._assign_work_unit(node)
 
     return ModuleScheduling(config, log)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """With AGENTK_TEST_TIMES=FILE, every phase of every test appends its seconds to FILE as it
+    ends (one JSON line, workers alike): where the suite's time goes is known before it finishes."""
+    path = os.environ.get("AGENTK_TEST_TIMES")
+    if path:
+        line = json.dumps({"test": report.nodeid, "when": report.when, "s": round(report.duration, 2),
+                           "outcome": report.outcome, "worker": os.environ.get("PYTEST_XDIST_WORKER", "")})
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
