@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from agentk.core.solve_decisions import FeatureRecord, llm_dir
+from agentk.core.solve_decisions import FeatureRecord
 from solve_pipeline.calibration import calibrate_run
 from solve_pipeline.cv import CandidateRun, emit, finish_run, start_run
 from solve_pipeline.dataset import CATEGORY, NUMERIC, FeatureSet
@@ -110,8 +110,7 @@ def try_feature(solver: Solver, code: str, n: int, until: float, bases: dict[str
         return record
     train, test, targets = frames
     cap = code_cap(until - time.monotonic())
-    verdict = check_feature_code(code, train, test, targets, llm_dir(solver.artifacts.workspace / "solve") / f"feature_{n}",
-                                 cap, seed=solver.ctx.seed)
+    verdict = check_feature_code(code, train, test, targets, cap, seed=solver.ctx.seed)
     record.checks = verdict.checks
     if verdict.block is None:
         record.refused = verdict.refused

@@ -40,6 +40,7 @@ SANDBOX_GID = 1000
 class IsolationStatus:
     available: bool
     reason: str  # why not, or which tool gives it
+    proc: bool = True  # whether the sandbox gets a /proc of its own (not inside another sandbox)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ class Mounts:
     read: tuple[Path, ...] = ()
     write: tuple[Path, ...] = ()
     devices: tuple[Path, ...] = ()
+    # A child that must start sandboxes of its own (the solver, for model-written feature code) may
+    # make user namespaces; every other child may not.
+    nests: bool = False
 
     @staticmethod
     def of(read: Iterable[Path] = (), write: Iterable[Path] = (), devices: Iterable[Path] = ()) -> Mounts:
@@ -82,7 +86,11 @@ def bwrap_executable() -> str | None:
 
 @functools.cache
 def isolation_status() -> IsolationStatus:
-    """Whether bubblewrap runs here with every namespace we ask for (checked once per process)."""
+    """Whether bubblewrap runs here with every namespace we ask for (checked once per process).
+
+    Inside another sandbox (the solver's) a fresh /proc cannot be mounted (the kernel refuses one
+    where the outer /proc is partly covered), so the child gets its own PID namespace without a
+    /proc: it sees no process, ours included, and dies with its namespace all the same."""
     if os.environ.get("AGENTK_NO_ISOLATION"):
         return IsolationStatus(False, "AGENTK_NO_ISOLATION is set")
     if not sys.platform.startswith("linux"):
@@ -91,32 +99,39 @@ def isolation_status() -> IsolationStatus:
     if exe is None:
         return IsolationStatus(False, "bubblewrap (bwrap) is not installed; on Debian/Ubuntu: apt-get install bubblewrap")
     cwd = Path(sys.prefix)
-    argv = bwrap_argv([sys.executable, "-I", "-S", "-c", "pass"], cwd=cwd, mounts=Mounts(), bwrap=exe)
-    try:
-        probe = subprocess.run(argv, capture_output=True, text=True, timeout=30, env={"PATH": os.environ.get("PATH", "")})
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return IsolationStatus(False, f"bubblewrap did not start: {exc}")
-    if probe.returncode != 0:
+    failure = ""
+    for proc in (True, False):
+        argv = bwrap_argv([sys.executable, "-I", "-S", "-c", "pass"], cwd=cwd, mounts=Mounts(), bwrap=exe, proc=proc)
+        try:
+            probe = subprocess.run(argv, capture_output=True, text=True, timeout=30, env={"PATH": os.environ.get("PATH", "")})
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return IsolationStatus(False, f"bubblewrap did not start: {exc}")
+        if probe.returncode == 0:
+            return IsolationStatus(True, f"bubblewrap ({exe})" + ("" if proc else ", inside another sandbox: no /proc"),
+                                   proc=proc)
         detail = (probe.stderr or probe.stdout).strip().splitlines()
-        return IsolationStatus(False, f"bubblewrap cannot make a sandbox here: {detail[-1] if detail else probe.returncode}")
-    return IsolationStatus(True, f"bubblewrap ({exe})")
+        failure = failure or (detail[-1] if detail else str(probe.returncode))
+    return IsolationStatus(False, f"bubblewrap cannot make a sandbox here: {failure}")
 
 
-def bwrap_argv(command: Sequence[str], *, cwd: Path, mounts: Mounts, bwrap: str | None = None) -> list[str]:
-    """The full command line: bubblewrap's options, then `command` to run inside."""
+def bwrap_argv(command: Sequence[str], *, cwd: Path, mounts: Mounts, bwrap: str | None = None,
+               proc: bool = True) -> list[str]:
+    """The full command line: bubblewrap's options, then `command` to run inside (`proc`: with
+    the namespace's own /proc, which only a sandbox not inside another can mount)."""
     argv = [
         bwrap or bwrap_executable() or "bwrap",
         "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
         "--unshare-cgroup-try",
         "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID),
-        # No nested user namespace, where the code would get capabilities again (bubblewrap 0.8+).
-        *(["--disable-userns"] if _supports(bwrap, "--disable-userns") else []),
+        # No nested user namespace, where the code would get capabilities again (bubblewrap 0.8+),
+        # unless it must start sandboxes of its own.
+        *(["--disable-userns"] if not mounts.nests and _supports(bwrap, "--disable-userns") else []),
         "--cap-drop", "ALL",
         # No --new-session: the child stays in our process group so a timeout's SIGINT reaches it
         # (it has no terminal to inject keystrokes into: the sandbox starts a session without one).
         "--die-with-parent",
         "--hostname", "sandbox",
-        "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+        *(["--proc", "/proc"] if proc else []), "--dev", "/dev", "--tmpfs", "/tmp",
     ]
     for device in mounts.devices:  # a fresh /dev has none of the GPU's files
         argv += ["--dev-bind", str(device), str(device)]

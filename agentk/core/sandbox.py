@@ -34,6 +34,10 @@ from agentk.core.secrets import is_secret_name, redact
 logger = logging.getLogger(__name__)
 
 
+# Set in every isolated child's environment: a process that finds it runs inside our sandbox.
+SANDBOXED_ENV = "AGENTK_SANDBOXED"
+
+
 @dataclass(frozen=True)
 class Limits:
     timeout_s: float = 600.0
@@ -191,11 +195,14 @@ def run_python(
     env = scrubbed_env(env_extra, home=cwd.resolve())
     # The same copy of our packages inside as here (an editable install or a worktree alike).
     env["PYTHONPATH"] = python_path()
-    isolated = isolation_status().available
+    status = isolation_status()
+    isolated = status.available
+    if isolated:
+        env[SANDBOXED_ENV] = "1"
     cmd = [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, *_limit_args(limits, isolated), "-u", *args]
     if isolated:
         mounts = mounts or Mounts()
-        cmd = bwrap_argv(cmd, cwd=cwd, mounts=dataclasses.replace(mounts, write=(*mounts.write, cwd)))
+        cmd = bwrap_argv(cmd, cwd=cwd, mounts=dataclasses.replace(mounts, write=(*mounts.write, cwd)), proc=status.proc)
     jail = open_jail(limits.max_processes or default_max_processes(), limits.total_memory_mb or _default_total_mb())
     # bubblewrap must outlive a timeout's SIGINT and SIGTERM (its death kills the namespace before
     # Python has printed where it was stuck): it starts with both ignored, the trampoline restores
