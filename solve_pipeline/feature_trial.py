@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from agentk.core.secrets import redact
 from agentk.core.solve_decisions import FeatureRecord
 from solve_pipeline.calibration import calibrate_run
 from solve_pipeline.cv import CandidateRun, emit, finish_run, start_run
@@ -102,7 +103,8 @@ def try_feature(solver: Solver, code: str, n: int, until: float, bases: dict[str
     `bases` holds, per family, its run on the current features (the race's runs at first): a block
     is judged against the best of them, so a second block never takes credit for a first one's
     gain. Keeping a block leaves its own run as the one base (the others read older features)."""
-    record = FeatureRecord(code=code)
+    # The record is stored and shown, so it is redacted; the code runs exactly as the model wrote it.
+    record = FeatureRecord(code=redact(code))
     frames = input_frames(solver)
     base = _best(solver, bases)
     if frames is None or base is None:
