@@ -8,16 +8,17 @@ of the workspace (its records, submissions, or the decision channel and its toke
 ours to see or signal, a memory cap sized from its inputs, and a wall-clock cap after which it and
 everything it started die together. Its output comes back as parquet (never pickle).
 
-Every check runs on the very frames whose output is kept: three fresh processes, each in its own room
-(so no run can tell another's state), run the code on the full frames twice (the same output both
-times, or it is not deterministic) and once with the target columns permuted (any output that
-changes uses the target). A new column that alone nearly determines the target, where no input
+Every check runs on the very frames whose output is kept: two fresh processes, each in its own room
+(so no run can tell another's state), run the code on the full frames and on them with the target
+columns permuted; any new column that differs uses the target, or is not deterministic (a third run
+on the real frames tells which). Output that agrees came from two independent runs: deterministic. A new column that alone nearly determines the target, where no input
 column does, is refused as a leak (feature_leaks.py). Each check's verdict is recorded; the first
 failure refuses the block with its reason.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 import time
@@ -33,14 +34,14 @@ from agentk.core.sandbox import SANDBOXED_ENV, ExecutionResult, Limits, run_pyth
 from solve_pipeline.feature_leaks import determining_column
 
 MAX_NEW_COLUMNS = 50
-JOBS = ("kept", "again", "permuted")  # the run whose output is kept, its repeat, the permuted target
+JOBS = ("kept", "again", "permuted")  # the run whose output is kept, its repeat (when needed), the permuted target
 # The child's own address-space cap: the interpreter with pandas and pyarrow, plus room for a few
 # copies of its inputs (the frames read, the frames returned, parquet's buffers).
 ROOM_FLOOR_MB, ROOM_INPUT_COPIES = 3072, 8
 # What it may write: its two output frames, a few times the inputs' size.
 ROOM_FILE_FLOOR_MB, ROOM_FILE_COPIES = 64, 4
 STOP_GRACE_S = 1.0  # after the cap: SIGINT, then SIGTERM, each this long, then SIGKILL
-# One thread each for the numeric libraries: three children run at once.
+# One thread each for the numeric libraries: two children run at once.
 _CHILD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
 # The child: exec the code, call add_features on the read-only inputs, write parquet into its own
@@ -102,8 +103,9 @@ def check_feature_code(code: str, train: pd.DataFrame, test: pd.DataFrame, targe
     for column in targets:
         permuted[column] = rng.permutation(permuted[column].to_numpy())
     input_mb = int(train.memory_usage(deep=True).sum() + test.memory_usage(deep=True).sum()) >> 20
+    written_mb = ROOM_FILE_FLOOR_MB + ROOM_FILE_COPIES * input_mb
     limits = Limits(timeout_s=cap_s, memory_mb=ROOM_FLOOR_MB + ROOM_INPUT_COPIES * input_mb, grace_s=STOP_GRACE_S,
-                    max_file_mb=ROOM_FILE_FLOOR_MB + ROOM_FILE_COPIES * input_mb, max_processes=64)
+                    max_file_mb=written_mb, max_written_mb=written_mb, max_processes=64)
     with tempfile.TemporaryDirectory(prefix="agentk_feature_") as folder:
         base = Path(folder)
         for name, frame in (("real", train), ("permuted", permuted)):
@@ -112,10 +114,13 @@ def check_feature_code(code: str, train: pd.DataFrame, test: pd.DataFrame, targe
             frame.to_parquet(base / name / "train.parquet", index=False)
             test.to_parquet(base / name / "test.parquet", index=False)
         sources = {"kept": base / "real", "again": base / "real", "permuted": base / "permuted"}
-        with ThreadPoolExecutor(max_workers=len(JOBS)) as pool:
-            runs = dict(zip(JOBS, pool.map(lambda job: _run_room(job, sources[job], base, limits), JOBS)))
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            runs = dict(zip(JOBS[::2], pool.map(lambda job: _run_room(job, sources[job], base, limits), JOBS[::2])))
+        if all(runs[job][1] is not None for job in JOBS[::2]) and not _same_output(runs["kept"][1], runs["permuted"][1], train):
+            # Refused either way; the repeat tells the model which of the two it was.
+            runs["again"] = _run_room("again", sources["again"], base, limits)
         verdict.seconds = round(time.monotonic() - started, 3)
-        failure = next((runs[job][0] for job in JOBS if runs[job][0] is not None), None)
+        failure = next((runs[job][0] for job in JOBS if job in runs and runs[job][0] is not None), None)
         if failure == "timed out":
             verdict.checks["time"] = f"timed out after {cap_s:.0f} s"
             return _refuse(verdict, failure)
@@ -123,7 +128,7 @@ def check_feature_code(code: str, train: pd.DataFrame, test: pd.DataFrame, targe
         verdict.checks["runs"] = failure or "passed"
         if failure is not None:
             return _refuse(verdict, failure)
-        outputs = {job: runs[job][1] for job in JOBS}
+        outputs = {job: run[1] for job, run in runs.items() if run[1] is not None}
     return _judge(verdict, outputs, train, test, targets)
 
 
@@ -140,8 +145,9 @@ def _run_room(job: str, inputs: Path, base: Path, limits: Limits) -> tuple[str |
     """One run in a fresh room: (None, its output) or (why it failed, None)."""
     room = base / f"room_{job}"
     room.mkdir()
-    result = run_python(["-c", _CHILD, str(inputs)], cwd=room, limits=limits, env_extra=_CHILD_ENV,
-                        mounts=Mounts.of(read=[inputs]))
+    # Its /tmp is memory outside the address-space cap: no bigger than what it may write.
+    mounts = dataclasses.replace(Mounts.of(read=[inputs]), tmp_mb=limits.max_written_mb)
+    result = run_python(["-c", _CHILD, str(inputs)], cwd=room, limits=limits, env_extra=_CHILD_ENV, mounts=mounts)
     if result.timed_out:
         return "timed out", None
     if not result.ok:
@@ -173,7 +179,8 @@ def _judge(verdict: CodeVerdict, outputs: dict[str, tuple[pd.DataFrame, pd.DataF
         if problem:
             return _refuse(verdict, problem)
     new = _new_columns(kept[0], train)
-    same = _same(kept, outputs["again"], new)
+    # Two fresh runs that agree (on different targets, or the same frames twice) are deterministic.
+    same = _same(kept, outputs.get("again", outputs["permuted"]), new)
     verdict.checks["deterministic"] = "passed" if same else "two runs on the same rows gave different values"
     if not same:
         return _refuse(verdict, "not deterministic")
@@ -236,6 +243,11 @@ def _equal(a: pd.Series, b: pd.Series) -> bool:
     if pd.api.types.is_numeric_dtype(left) and pd.api.types.is_numeric_dtype(right):
         return bool(np.allclose(left.to_numpy(float), right.to_numpy(float), equal_nan=True))
     return left.astype("string").fillna("<NA>").equals(right.astype("string").fillna("<NA>"))
+
+
+def _same_output(a: tuple[pd.DataFrame, pd.DataFrame], b: tuple[pd.DataFrame, pd.DataFrame], train: pd.DataFrame) -> bool:
+    new = _new_columns(a[0], train)
+    return not new or _same(a, b, new)  # without new columns the block is refused anyway
 
 
 def _same(a: tuple[pd.DataFrame, pd.DataFrame], b: tuple[pd.DataFrame, pd.DataFrame], columns: list[str]) -> bool:

@@ -1,6 +1,7 @@
 """A feature block earns its place in CV: the best tabular family (the best whose cross-validation
 fits the time left), refitted with its default parameters on the same folds with the block
-appended, must beat its own score by more than the noise of its fold scores (their standard error).
+appended, must beat its own score by more than the noise of its fold scores (their standard error),
+but not by far more: a gain far beyond that noise is a leak's (feature_leaks.py), never kept.
 A kept block joins the features every later family reads, and its run is adopted through
 `Solver.consider` like any other solution."""
 
@@ -20,6 +21,7 @@ from solve_pipeline.calibration import calibrate_run
 from solve_pipeline.cv import CandidateRun, emit, finish_run, start_run
 from solve_pipeline.dataset import CATEGORY, NUMERIC, FeatureSet
 from solve_pipeline.feature_code import FeatureBlock, check_feature_code
+from solve_pipeline.feature_leaks import cv_jump
 from solve_pipeline.features import aligned
 from solve_pipeline.registry import TABLE_FAMILIES, family_candidate
 
@@ -137,6 +139,13 @@ def try_feature(solver: Solver, code: str, n: int, until: float, bases: dict[str
         record.verdict = "dropped: no gain" if not better else \
             f"dropped: no gain beyond noise ({gain:.5f} <= {record.margin:.5f})"
         emit("feature_dropped", n=n, family=family, before=record.cv_before, after=record.cv_after)
+        return record
+    jump = cv_jump(gain, record.margin)
+    record.checks["cv_jump"] = jump or "passed"
+    if jump is not None:
+        record.refused = "leaks the target"
+        record.verdict = f"refused: leaks the target ({jump})"
+        emit("feature_refused", n=n, reason=record.verdict)
         return record
     record.kept, record.verdict = True, "kept: CV improved beyond noise"
     # Later families, tuning and bags read the block too; runs already made keep their own matrices.

@@ -55,6 +55,8 @@ class Mounts:
     # A child that must start sandboxes of its own (the solver, for model-written feature code) may
     # make user namespaces; every other child may not.
     nests: bool = False
+    # The size of its private /tmp (memory, not disk); None: the kernel's default, half the memory.
+    tmp_mb: int | None = None
 
     @staticmethod
     def of(read: Iterable[Path] = (), write: Iterable[Path] = (), devices: Iterable[Path] = ()) -> Mounts:
@@ -131,7 +133,9 @@ def bwrap_argv(command: Sequence[str], *, cwd: Path, mounts: Mounts, bwrap: str 
         # (it has no terminal to inject keystrokes into: the sandbox starts a session without one).
         "--die-with-parent",
         "--hostname", "sandbox",
-        *(["--proc", "/proc"] if proc else []), "--dev", "/dev", "--tmpfs", "/tmp",
+        *(["--proc", "/proc"] if proc else []), "--dev", "/dev",
+        *(["--size", str(mounts.tmp_mb << 20)] if mounts.tmp_mb is not None and _supports(bwrap, "--size") else []),
+        "--tmpfs", "/tmp",
     ]
     for device in mounts.devices:  # a fresh /dev has none of the GPU's files
         argv += ["--dev-bind", str(device), str(device)]
