@@ -37,7 +37,7 @@ MAX_NEW_COLUMNS = 50
 JOBS = ("kept", "again", "permuted")  # the run whose output is kept, its repeat (when needed), the permuted target
 # The child's own address-space cap: the interpreter with pandas and pyarrow, plus room for a few
 # copies of its inputs (the frames read, the frames returned, parquet's buffers).
-ROOM_FLOOR_MB, ROOM_INPUT_COPIES = 3072, 8
+ROOM_FLOOR_MB, ROOM_INPUT_COPIES = 2048, 8
 # What it may write: its two output frames, a few times the inputs' size.
 ROOM_FILE_FLOOR_MB, ROOM_FILE_COPIES = 64, 4
 STOP_GRACE_S = 1.0  # after the cap: SIGINT, then SIGTERM, each this long, then SIGKILL

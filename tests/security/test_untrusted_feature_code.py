@@ -218,12 +218,15 @@ def add_features(train, test):
 
 
 CREDENTIAL_SHAPED = '''
+import re
+
 ACCESS_TOKEN_COLUMN = "access_token_hash"
-SECRET = "client_secret_name"
+SECRET_PATTERN = re.compile(r"h0+")
 
 def add_features(train, test):
     for frame in (train, test):
         frame[ACCESS_TOKEN_COLUMN + "_len"] = frame[ACCESS_TOKEN_COLUMN].str.len()
+        frame["zeros"] = frame[ACCESS_TOKEN_COLUMN].str.count(SECRET_PATTERN)
     return train, test
 '''
 
