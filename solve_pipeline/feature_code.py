@@ -108,17 +108,14 @@ def check_feature_code(code: str, train: pd.DataFrame, test: pd.DataFrame, targe
                     max_file_mb=written_mb, max_written_mb=written_mb, max_processes=64)
     with tempfile.TemporaryDirectory(prefix="agentk_feature_") as folder:
         base = Path(folder)
-        for name, frame in (("real", train), ("permuted", permuted)):
-            (base / name).mkdir()
-            (base / name / "code.py").write_text(code, encoding="utf-8")
-            frame.to_parquet(base / name / "train.parquet", index=False)
-            test.to_parquet(base / name / "test.parquet", index=False)
-        sources = {"kept": base / "real", "again": base / "real", "permuted": base / "permuted"}
+        # Random names: nothing in a room's paths says which run it is.
+        real, shuffled = (_inputs(base, code, frame, test) for frame in (train, permuted))
+        sources = {"kept": real, "again": real, "permuted": shuffled}
         with ThreadPoolExecutor(max_workers=2) as pool:
-            runs = dict(zip(JOBS[::2], pool.map(lambda job: _run_room(job, sources[job], base, limits), JOBS[::2])))
+            runs = dict(zip(JOBS[::2], pool.map(lambda job: _run_room(sources[job], base, limits), JOBS[::2])))
         if all(runs[job][1] is not None for job in JOBS[::2]) and not _same_output(runs["kept"][1], runs["permuted"][1], train):
             # Refused either way; the repeat tells the model which of the two it was.
-            runs["again"] = _run_room("again", sources["again"], base, limits)
+            runs["again"] = _run_room(sources["again"], base, limits)
         verdict.seconds = round(time.monotonic() - started, 3)
         failure = next((runs[job][0] for job in JOBS if job in runs and runs[job][0] is not None), None)
         if failure == "timed out":
@@ -141,10 +138,17 @@ def room_status() -> str | None:
     return f"no sandbox of its own can be made inside the solver's: {status.reason}"
 
 
-def _run_room(job: str, inputs: Path, base: Path, limits: Limits) -> tuple[str | None, tuple[pd.DataFrame, pd.DataFrame] | None]:
+def _inputs(base: Path, code: str, train: pd.DataFrame, test: pd.DataFrame) -> Path:
+    folder = Path(tempfile.mkdtemp(dir=base))
+    (folder / "code.py").write_text(code, encoding="utf-8")
+    train.to_parquet(folder / "train.parquet", index=False)
+    test.to_parquet(folder / "test.parquet", index=False)
+    return folder
+
+
+def _run_room(inputs: Path, base: Path, limits: Limits) -> tuple[str | None, tuple[pd.DataFrame, pd.DataFrame] | None]:
     """One run in a fresh room: (None, its output) or (why it failed, None)."""
-    room = base / f"room_{job}"
-    room.mkdir()
+    room = Path(tempfile.mkdtemp(dir=base))
     # Its /tmp is memory outside the address-space cap: no bigger than what it may write.
     mounts = dataclasses.replace(Mounts.of(read=[inputs]), tmp_mb=limits.max_written_mb)
     result = run_python(["-c", _CHILD, str(inputs)], cwd=room, limits=limits, env_extra=_CHILD_ENV, mounts=mounts)
