@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from agentk.core.isolation import Mounts, isolation_status
-from agentk.core.sandbox import SANDBOXED_ENV, ExecutionResult, Limits, run_python
+from agentk.core.isolation import SANDBOXED_ENV, Mounts, isolation_status
+from agentk.core.sandbox import ExecutionResult, Limits, run_python
 from solve_pipeline.feature_leaks import determining_column
 
 MAX_NEW_COLUMNS = 50

@@ -31,6 +31,9 @@ PACKAGES = ("agentk", "setup_pipeline", "solve_pipeline", "unit_tests_setup", "c
 # What the dynamic linker and the numeric libraries read from /etc; not passwd, hosts or ssl.
 _ETC_FILES = ("ld.so.cache", "ld.so.conf", "localtime", "nsswitch.conf")
 
+# Set in every isolated child's environment: a process that finds it runs inside our sandbox.
+SANDBOXED_ENV = "AGENTK_SANDBOXED"
+
 # The uid/gid the code runs as inside its user namespace: not root, even when agentk runs as root.
 SANDBOX_UID = 1000
 SANDBOX_GID = 1000
@@ -102,7 +105,9 @@ def isolation_status() -> IsolationStatus:
         return IsolationStatus(False, "bubblewrap (bwrap) is not installed; on Debian/Ubuntu: apt-get install bubblewrap")
     cwd = Path(sys.prefix)
     failure = ""
-    for proc in (True, False):
+    # Without a /proc of its own only inside our own sandbox, where the kernel refuses to mount one;
+    # elsewhere a sandbox that cannot mount /proc is no sandbox we know.
+    for proc in (True, False) if os.environ.get(SANDBOXED_ENV) else (True,):
         argv = bwrap_argv([sys.executable, "-I", "-S", "-c", "pass"], cwd=cwd, mounts=Mounts(), bwrap=exe, proc=proc)
         try:
             probe = subprocess.run(argv, capture_output=True, text=True, timeout=30, env={"PATH": os.environ.get("PATH", "")})

@@ -27,15 +27,11 @@ from typing import IO
 
 from agentk.core.cgroups import open_jail
 from agentk.core.disk_quota import DiskWatch
-from agentk.core.isolation import Mounts, bwrap_argv, isolation_status, python_path
+from agentk.core.isolation import SANDBOXED_ENV, Mounts, bwrap_argv, isolation_status, python_path
 from agentk.core.processes import group_alive
 from agentk.core.secrets import is_secret_name, redact
 
 logger = logging.getLogger(__name__)
-
-
-# Set in every isolated child's environment: a process that finds it runs inside our sandbox.
-SANDBOXED_ENV = "AGENTK_SANDBOXED"
 
 
 @dataclass(frozen=True)
