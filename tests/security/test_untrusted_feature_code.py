@@ -390,3 +390,22 @@ def test_a_hostile_model_ends_in_budget_with_the_experts_submission_or_better(tm
     expert = [c["validation_score"] for c in result["candidates"] if c["model"] in race and c["validation_score"] is not None]
     assert expert and result["validation_score"] >= max(expert)
     assert _holders(f"sleep {marker}") == []
+
+
+def test_inside_our_sandbox_without_a_room_of_its_own_the_code_is_refused(tmp_path: Path) -> None:
+    """Where the solver is sandboxed but cannot nest a sandbox, the code never runs beside it."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import sys; sys.path.insert(0, 'tests')\n"
+              "from llm_solve_helpers import RATIO_FEATURE, ratio_frames\n"
+              "from solve_pipeline.feature_code import check_feature_code\n"
+              "train, test = ratio_frames()\n"
+              "v = check_feature_code(RATIO_FEATURE, train, test, ['y'], 30.0)\n"
+              "print(v.refused)\n")
+    env = {**os.environ, "AGENTK_NO_ISOLATION": "1", "AGENTK_SANDBOXED": "1"}
+    repo = Path(__file__).resolve().parents[2]
+    shown = subprocess.run([sys.executable, "-c", script], cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert shown.stdout.strip().startswith("no sandbox of its own can be made inside the solver's")
