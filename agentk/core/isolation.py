@@ -5,7 +5,9 @@ the folders its stage reads (read-only) and the ones it writes; nothing of the u
 competition folder, the run's logs or the orchestrator's /proc. It gets its own PID, network, IPC,
 UTS and user namespaces, no capabilities, no way to make further user namespaces, and dies with
 agentk (`--die-with-parent`: bubblewrap kills the namespace's init, and the kernel every process in
-the namespace, so `setsid` daemons go too).
+the namespace, so `setsid` daemons go too). The one exception is the solver of an LLM solve
+(`Mounts.nests`): it may make user namespaces, to run the model's feature code in a sandbox nested
+in its own (solve_pipeline/feature_code.py), which again may not.
 
 Bubblewrap is what Flatpak and several coding-agent sandboxes use; `make test` installs Debian's
 package. Where it is missing or the kernel refuses user namespaces, `isolation_status()` says why
