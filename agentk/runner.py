@@ -254,6 +254,8 @@ def _run_solver(workspace: Workspace, config: RunConfig, events: EventLog, statu
     # The user's own image models (a named folder, well-known checkpoints in the hub cache), read-only.
     models = solver_mounts(config.solve.image_backbone)
     mounts = Mounts.workspace(workspace.root, write=["solve", "submissions"], read=[workspace.root / CONFIG_FILE, *models])
+    # The model's feature code runs in a sandbox of its own, started from the solver's.
+    mounts = dataclasses.replace(mounts, nests=bool(config.solve.llm_solve))
     return run_python(
         # No flags: the solver takes config.solve from the workspace's config.json.
         ["-m", "solve_pipeline.solver", str(workspace.root)],

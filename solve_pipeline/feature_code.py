@@ -1,59 +1,75 @@
 """Run a model's feature-engineering code and check it before any family sees its columns.
 
 The code defines `add_features(train, test) -> (train, test)` over the tabular input maps (train
-with its raw target columns, so a leak can be seen). It is untrusted: it runs in a child process of
-the already sandboxed solver, under a wall-clock cap, on copies of the frames written to parquet,
-and its output comes back as parquet (never pickle). One child runs it four times: on the real
-frames, twice on a sample (the same output both times, or it is not deterministic), and once on the
-sample with the target columns permuted (any output that changes uses the target). Each check's
-verdict is recorded; the first failure refuses the block with its reason.
+with its raw target columns, so a leak can be seen). It is untrusted, so it runs in rooms of its own
+(agentk/core/sandbox.py; from inside the solver's sandbox, a sandbox nested in it): a fresh temporary
+folder holding a read-only copy of its input frames as parquet, one writable output folder, no view
+of the workspace (its records, submissions, or the decision channel and its token), no process of
+ours to see or signal, a memory cap sized from its inputs, and a wall-clock cap after which it and
+everything it started die together. Its output comes back as parquet (never pickle).
+
+Every check runs on the very frames whose output is kept: two fresh processes, each in its own room
+(so no run can tell another's state), run the code on the full frames and on them with the target
+columns permuted; any new column that differs uses the target, or is not deterministic (a third run
+on the real frames tells which). Output that agrees came from two independent runs: deterministic. A new column that alone nearly determines the target, where no input
+column does, is refused as a leak (feature_leaks.py). Each check's verdict is recorded; the first
+failure refuses the block with its reason.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import os
-import signal
-import subprocess
-import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-MAX_NEW_COLUMNS = 50
-SAMPLE_TRAIN, SAMPLE_TEST = 200, 100
-JOBS = ("full", "sample_a", "sample_b", "permuted")
+from agentk.core.isolation import SANDBOXED_ENV, Mounts, isolation_status
+from agentk.core.sandbox import ExecutionResult, Limits, run_python
+from solve_pipeline.feature_leaks import determining_column
 
-# The child: exec the code in a fresh namespace per job, call add_features, write parquet. Object
-# columns become text, so any value the code made round-trips through parquet.
+MAX_NEW_COLUMNS = 50
+JOBS = ("kept", "again", "permuted")  # the run whose output is kept, its repeat (when needed), the permuted target
+# The child's own address-space cap: the interpreter with pandas and pyarrow, plus room for a few
+# copies of its inputs (the frames read, the frames returned, parquet's buffers).
+ROOM_FLOOR_MB, ROOM_INPUT_COPIES = 2048, 8
+# What it may write: its two output frames, a few times the inputs' size.
+ROOM_FILE_FLOOR_MB, ROOM_FILE_COPIES = 64, 4
+STOP_GRACE_S = 1.0  # after the cap: SIGINT, then SIGTERM, each this long, then SIGKILL
+# One thread each for the numeric libraries: two children run at once.
+_CHILD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+# The child: exec the code, call add_features on the read-only inputs, write parquet into its own
+# folder. Object columns become text, so any value the code made round-trips through parquet.
 _CHILD = r"""
-import json, sys, traceback
+import sys, traceback
 from pathlib import Path
 import numpy as np, pandas as pd
-work = Path(sys.argv[1])
-code = (work / "code.py").read_text(encoding="utf-8")
-for job in json.loads((work / "jobs.json").read_text()):
-    try:
-        train = pd.read_parquet(work / f"{job}_train_in.parquet")
-        test = pd.read_parquet(work / f"{job}_test_in.parquet")
-        space = {"pd": pd, "np": np, "__name__": "agentk_features"}
-        exec(compile(code, "add_features.py", "exec"), space)
-        out = space["add_features"](train, test)
-        if not (isinstance(out, tuple) and len(out) == 2 and all(isinstance(f, pd.DataFrame) for f in out)):
-            raise TypeError(f"add_features must return (train, test) DataFrames, not {type(out).__name__}")
-        for frame, side in zip(out, ("train", "test")):
-            frame = frame.reset_index(drop=True)
-            frame.columns = [str(c) for c in frame.columns]
-            for column in frame.columns:
-                if frame[column].dtype == object or str(frame[column].dtype) == "category":
-                    frame[column] = frame[column].astype("string")
-            frame.to_parquet(work / f"{job}_{side}_out.parquet", index=False)
-    except BaseException:
-        (work / "error.txt").write_text(traceback.format_exc(limit=-3), encoding="utf-8")
-        sys.exit(1)
+inputs, out = Path(sys.argv[1]), Path.cwd()
+try:
+    code = (inputs / "code.py").read_text(encoding="utf-8")
+    train = pd.read_parquet(inputs / "train.parquet")
+    test = pd.read_parquet(inputs / "test.parquet")
+    space = {"pd": pd, "np": np, "__name__": "agentk_features"}
+    exec(compile(code, "add_features.py", "exec"), space)
+    result = space["add_features"](train, test)
+    if not (isinstance(result, tuple) and len(result) == 2 and all(isinstance(f, pd.DataFrame) for f in result)):
+        raise TypeError(f"add_features must return (train, test) DataFrames, not {type(result).__name__}")
+    for frame, side in zip(result, ("train", "test")):
+        frame = frame.reset_index(drop=True)
+        frame.columns = [str(c) for c in frame.columns]
+        for column in frame.columns:
+            if frame[column].dtype == object or str(frame[column].dtype) == "category":
+                frame[column] = frame[column].astype("string")
+        frame.to_parquet(out / f"{side}_out.parquet", index=False)
+except BaseException:
+    (out / "error.txt").write_text(traceback.format_exc(limit=-3), encoding="utf-8")
+    sys.exit(1)
 """
 
 
@@ -74,85 +90,120 @@ class CodeVerdict:
 
 
 def check_feature_code(code: str, train: pd.DataFrame, test: pd.DataFrame, targets: list[str],
-                       work: Path, cap_s: float, seed: int = 0) -> CodeVerdict:
+                       cap_s: float, seed: int = 0) -> CodeVerdict:
     """Run `code` on the frames and check it; `train` holds the `targets` columns."""
     started = time.monotonic()
     verdict = CodeVerdict(block=None)
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "code.py").write_text(code, encoding="utf-8")
+    room = room_status()
+    if room is not None:
+        verdict.checks["room"] = room
+        return _refuse(verdict, room)
     rng = np.random.default_rng(seed)
-    train_rows = np.sort(rng.choice(len(train), min(SAMPLE_TRAIN, len(train)), replace=False))
-    test_rows = np.sort(rng.choice(len(test), min(SAMPLE_TEST, len(test)), replace=False))
-    sample_train = train.iloc[train_rows].reset_index(drop=True)
-    sample_test = test.iloc[test_rows].reset_index(drop=True)
-    permuted = sample_train.copy()
+    permuted = train.copy()
     for column in targets:
         permuted[column] = rng.permutation(permuted[column].to_numpy())
-    inputs = {"full": (train, test), "sample_a": (sample_train, sample_test), "sample_b": (sample_train, sample_test),
-              "permuted": (permuted, sample_test)}
-    for job, (tr, te) in inputs.items():
-        tr.to_parquet(work / f"{job}_train_in.parquet", index=False)
-        te.to_parquet(work / f"{job}_test_in.parquet", index=False)
-    (work / "jobs.json").write_text(json.dumps(list(JOBS)), encoding="utf-8")
+    input_mb = int(train.memory_usage(deep=True).sum() + test.memory_usage(deep=True).sum()) >> 20
+    written_mb = ROOM_FILE_FLOOR_MB + ROOM_FILE_COPIES * input_mb
+    limits = Limits(timeout_s=cap_s, memory_mb=ROOM_FLOOR_MB + ROOM_INPUT_COPIES * input_mb, grace_s=STOP_GRACE_S,
+                    max_file_mb=written_mb, max_written_mb=written_mb, max_processes=64)
+    with tempfile.TemporaryDirectory(prefix="agentk_feature_") as folder:
+        base = Path(folder)
+        # Random names: nothing in a room's paths says which run it is.
+        real, shuffled = (_inputs(base, code, frame, test) for frame in (train, permuted))
+        sources = {"kept": real, "again": real, "permuted": shuffled}
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            runs = dict(zip(JOBS[::2], pool.map(lambda job: _run_room(sources[job], base, limits), JOBS[::2])))
+        if all(runs[job][1] is not None for job in JOBS[::2]) and not _same_output(runs["kept"][1], runs["permuted"][1], train):
+            # Refused either way; the repeat tells the model which of the two it was.
+            runs["again"] = _run_room(sources["again"], base, limits)
+        verdict.seconds = round(time.monotonic() - started, 3)
+        failure = next((runs[job][0] for job in JOBS if job in runs and runs[job][0] is not None), None)
+        if failure == "timed out":
+            verdict.checks["time"] = f"timed out after {cap_s:.0f} s"
+            return _refuse(verdict, failure)
+        verdict.checks["time"] = "passed"
+        verdict.checks["runs"] = failure or "passed"
+        if failure is not None:
+            return _refuse(verdict, failure)
+        outputs = {job: run[1] for job, run in runs.items() if run[1] is not None}
+    return _judge(verdict, outputs, train, test, targets)
 
-    failure = _run_child(work, cap_s)
-    verdict.seconds = round(time.monotonic() - started, 3)
-    if failure == "timed out":
-        verdict.checks["time"] = f"timed out after {cap_s:.0f} s"
-        return _refuse(verdict, failure)
-    verdict.checks["time"] = "passed"
-    verdict.checks["runs"] = failure or "passed"
-    if failure is not None:
-        return _refuse(verdict, failure)
-    outputs = {job: (pd.read_parquet(work / f"{job}_train_out.parquet"), pd.read_parquet(work / f"{job}_test_out.parquet"))
-               for job in JOBS}
-    steps = (("rows", lambda: _rows(outputs["full"], train, test)),
-             ("columns", lambda: _columns(outputs["full"], train, test, targets)))
+
+def room_status() -> str | None:
+    """Why the code can have no room of its own here, or None when it can. Only a solver the user
+    chose to run unsandboxed (--unsafe-no-sandbox, no bubblewrap) runs the code as a plain child."""
+    status = isolation_status()
+    if status.available or not os.environ.get(SANDBOXED_ENV):
+        return None
+    return f"no sandbox of its own can be made inside the solver's: {status.reason}"
+
+
+def _inputs(base: Path, code: str, train: pd.DataFrame, test: pd.DataFrame) -> Path:
+    folder = Path(tempfile.mkdtemp(dir=base))
+    (folder / "code.py").write_text(code, encoding="utf-8")
+    train.to_parquet(folder / "train.parquet", index=False)
+    test.to_parquet(folder / "test.parquet", index=False)
+    return folder
+
+
+def _run_room(inputs: Path, base: Path, limits: Limits) -> tuple[str | None, tuple[pd.DataFrame, pd.DataFrame] | None]:
+    """One run in a fresh room: (None, its output) or (why it failed, None)."""
+    room = Path(tempfile.mkdtemp(dir=base))
+    # Its /tmp is memory outside the address-space cap: no bigger than what it may write.
+    mounts = dataclasses.replace(Mounts.of(read=[inputs]), tmp_mb=limits.max_written_mb)
+    result = run_python(["-c", _CHILD, str(inputs)], cwd=room, limits=limits, env_extra=_CHILD_ENV, mounts=mounts)
+    if result.timed_out:
+        return "timed out", None
+    if not result.ok:
+        return f"failed: {_last_line(room / 'error.txt', result)}", None
+    try:
+        return None, (pd.read_parquet(room / "train_out.parquet"), pd.read_parquet(room / "test_out.parquet"))
+    except Exception as error:  # noqa: BLE001 - whatever the room holds is the code's, not ours
+        return f"failed: its output is unreadable ({type(error).__name__})", None
+
+
+def _last_line(error: Path, result: ExecutionResult) -> str:
+    try:
+        text = error.read_text(encoding="utf-8", errors="replace")[-20_000:] if error.is_file() else ""
+    except OSError:
+        text = ""
+    text = text or result.error_summary()
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1].strip()[:300] if lines else f"exit code {result.returncode}"
+
+
+def _judge(verdict: CodeVerdict, outputs: dict[str, tuple[pd.DataFrame, pd.DataFrame]], train: pd.DataFrame,
+           test: pd.DataFrame, targets: list[str]) -> CodeVerdict:
+    kept = outputs["kept"]
+    steps = (("rows", lambda: _rows(kept, train, test)),
+             ("columns", lambda: _columns(kept, train, test, targets)))
     for name, check in steps:
         problem = check()
         verdict.checks[name] = problem or "passed"
         if problem:
             return _refuse(verdict, problem)
-    new = _new_columns(outputs["full"][0], train)
-    same = _same(outputs["sample_a"], outputs["sample_b"], new)
+    new = _new_columns(kept[0], train)
+    # Two fresh runs that agree (on different targets, or the same frames twice) are deterministic.
+    same = _same(kept, outputs.get("again", outputs["permuted"]), new)
     verdict.checks["deterministic"] = "passed" if same else "two runs on the same rows gave different values"
     if not same:
         return _refuse(verdict, "not deterministic")
-    clean = _same(outputs["sample_a"], outputs["permuted"], new)
+    clean = _same(kept, outputs["permuted"], new)
     verdict.checks["leakage"] = "passed" if clean else "outputs change when the target is permuted"
     if not clean:
         return _refuse(verdict, "uses the target")
-    full_train, full_test = outputs["full"]
-    verdict.block = FeatureBlock(full_train[new].reset_index(drop=True), full_test[new].reset_index(drop=True))
+    block = FeatureBlock(kept[0][new].reset_index(drop=True), kept[1][new].reset_index(drop=True))
+    leak = determining_column(block.train, train, targets)
+    verdict.checks["determines"] = leak or "passed"
+    if leak:
+        return _refuse(verdict, "leaks the target")
+    verdict.block = block
     return verdict
 
 
 def _refuse(verdict: CodeVerdict, reason: str) -> CodeVerdict:
     verdict.refused = reason
     return verdict
-
-
-def _run_child(work: Path, cap_s: float) -> str | None:
-    """None when every job ran; else "timed out" or the error's last line."""
-    # The solver's environment is the sandbox's (no keys); the child gets it as it is.
-    proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(work)], cwd=work, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, env=dict(os.environ))
-    try:
-        _, err = proc.communicate(timeout=cap_s)
-    except subprocess.TimeoutExpired:
-        # The whole group: code that started its own children must not outlive the cap.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.communicate()
-        return "timed out"
-    if proc.returncode == 0:
-        return None
-    error = (work / "error.txt")
-    text = error.read_text(encoding="utf-8") if error.is_file() else err.decode(errors="replace")
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return f"failed: {lines[-1].strip() if lines else f'exit code {proc.returncode}'}"
 
 
 def _rows(full: tuple[pd.DataFrame, pd.DataFrame], train: pd.DataFrame, test: pd.DataFrame) -> str | None:
@@ -196,6 +247,11 @@ def _equal(a: pd.Series, b: pd.Series) -> bool:
     if pd.api.types.is_numeric_dtype(left) and pd.api.types.is_numeric_dtype(right):
         return bool(np.allclose(left.to_numpy(float), right.to_numpy(float), equal_nan=True))
     return left.astype("string").fillna("<NA>").equals(right.astype("string").fillna("<NA>"))
+
+
+def _same_output(a: tuple[pd.DataFrame, pd.DataFrame], b: tuple[pd.DataFrame, pd.DataFrame], train: pd.DataFrame) -> bool:
+    new = _new_columns(a[0], train)
+    return not new or _same(a, b, new)  # without new columns the block is refused anyway
 
 
 def _same(a: tuple[pd.DataFrame, pd.DataFrame], b: tuple[pd.DataFrame, pd.DataFrame], columns: list[str]) -> bool:

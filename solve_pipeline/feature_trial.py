@@ -1,6 +1,7 @@
 """A feature block earns its place in CV: the best tabular family (the best whose cross-validation
 fits the time left), refitted with its default parameters on the same folds with the block
-appended, must beat its own score by more than the noise of its fold scores (their standard error).
+appended, must beat its own score by more than the noise of its fold scores (their standard error),
+but not by far more: a gain far beyond that noise is a leak's (feature_leaks.py), never kept.
 A kept block joins the features every later family reads, and its run is adopted through
 `Solver.consider` like any other solution."""
 
@@ -14,11 +15,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from agentk.core.solve_decisions import FeatureRecord, llm_dir
+from agentk.core.secrets import redact
+from agentk.core.solve_decisions import FeatureRecord
 from solve_pipeline.calibration import calibrate_run
 from solve_pipeline.cv import CandidateRun, emit, finish_run, start_run
 from solve_pipeline.dataset import CATEGORY, NUMERIC, FeatureSet
 from solve_pipeline.feature_code import FeatureBlock, check_feature_code
+from solve_pipeline.feature_leaks import cv_jump
 from solve_pipeline.features import aligned
 from solve_pipeline.registry import TABLE_FAMILIES, family_candidate
 
@@ -102,7 +105,8 @@ def try_feature(solver: Solver, code: str, n: int, until: float, bases: dict[str
     `bases` holds, per family, its run on the current features (the race's runs at first): a block
     is judged against the best of them, so a second block never takes credit for a first one's
     gain. Keeping a block leaves its own run as the one base (the others read older features)."""
-    record = FeatureRecord(code=code)
+    # The record is stored and shown, so it is redacted; the code runs exactly as the model wrote it.
+    record = FeatureRecord(code=redact(code))
     frames = input_frames(solver)
     base = _best(solver, bases)
     if frames is None or base is None:
@@ -110,8 +114,7 @@ def try_feature(solver: Solver, code: str, n: int, until: float, bases: dict[str
         return record
     train, test, targets = frames
     cap = code_cap(until - time.monotonic())
-    verdict = check_feature_code(code, train, test, targets, llm_dir(solver.artifacts.workspace / "solve") / f"feature_{n}",
-                                 cap, seed=solver.ctx.seed)
+    verdict = check_feature_code(code, train, test, targets, cap, seed=solver.ctx.seed)
     record.checks = verdict.checks
     if verdict.block is None:
         record.refused = verdict.refused
@@ -136,6 +139,13 @@ def try_feature(solver: Solver, code: str, n: int, until: float, bases: dict[str
         record.verdict = "dropped: no gain" if not better else \
             f"dropped: no gain beyond noise ({gain:.5f} <= {record.margin:.5f})"
         emit("feature_dropped", n=n, family=family, before=record.cv_before, after=record.cv_after)
+        return record
+    jump = cv_jump(gain, record.margin)
+    record.checks["cv_jump"] = jump or "passed"
+    if jump is not None:
+        record.refused = "leaks the target"
+        record.verdict = f"refused: leaks the target ({jump})"
+        emit("feature_refused", n=n, reason=record.verdict)
         return record
     record.kept, record.verdict = True, "kept: CV improved beyond noise"
     # Later families, tuning and bags read the block too; runs already made keep their own matrices.

@@ -24,7 +24,7 @@ from solve_pipeline.outputs import check_against_formatter, formatted_submission
 from solve_pipeline.registry import race_candidates
 from solve_pipeline.setup_modules import SetupArtifacts
 from solve_pipeline.solve_inputs import SolveOptions, read_plan
-from solve_pipeline.submission_record import SubmissionRecord, adopt_submission, setup_fingerprint
+from solve_pipeline.submission_record import KnownSubmission, SubmissionRecord, adopt_submission, setup_fingerprint
 from solve_pipeline.validation import RANDOM, Validation
 from solve_pipeline.warm_start import WarmReport, order_race
 
@@ -70,6 +70,8 @@ class Solver:
         self.options, self.artifacts, self.ctx, self.out = options, artifacts, ctx, out
         self.state = SolveState(started=time.monotonic())
         self.fingerprint = setup_fingerprint(artifacts.setup_dir, list(ctx.features.test_ids))
+        # Read once, before any model-written code ran: later, a record on disk is no evidence.
+        self.known = KnownSubmission(out)
         self.validation = validation
         self.bags: dict[str, Bag] = {}
         # The fine-tuning plan's options (finetune_phase.py); empty where nothing fits or applies.
@@ -152,7 +154,7 @@ class Solver:
             formatted_submission(self.artifacts, self.ctx.features, best).to_csv(tmp, index=False)
 
         # The meta check's light solve must show that this setup writes a submission at all.
-        adoption = adopt_submission(self.out, write, candidate, force=self.options.light)
+        adoption = adopt_submission(self.out, write, candidate, force=self.options.light, known=self.known)
         if state.first_submission_s is None:
             state.first_submission_s = state.elapsed()
         state.submission_path = self.out
@@ -166,6 +168,13 @@ class Solver:
         emit("submission", path=str(self.out), model=candidate.model, validation_score=state.best_score,
              elapsed_s=round(state.elapsed(), 2))
         check_against_formatter(self.artifacts, self.out)
+
+    def keep_own_submission(self) -> None:
+        """A file on disk that is neither this solve's nor the earlier one it found (model-written
+        code may have forged it and its record) is replaced by this solve's best."""
+        if self.state.best and self.known.on_disk() is None:
+            emit("submission_foreign", path=str(self.out), reason="the file on disk is not one this solve knows")
+            self.write_submission()
 
     def adopted(self) -> dict[str, Any]:
         """What the submission on disk is: this solve's best, or an earlier solve's better file

@@ -109,6 +109,7 @@ def solve(options: SolveOptions) -> dict:
             tuning = bagging = {"skipped": f"the LLM solve policy: {guided.record.ended}"}
         blend_report = blend_phase.blend(solver) if guided is None or guided.blend is None else guided.blend
         decoding = decode_phase.decode(solver)
+        solver.keep_own_submission()
 
     state = solver.state
     if state.submission_path is None:

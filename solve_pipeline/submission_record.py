@@ -105,17 +105,39 @@ def is_improvement(candidate: SubmissionRecord, existing: SubmissionRecord | Non
     return False, f"validation {new:.6g} does not beat the recorded {old:.6g} ({existing.model})"
 
 
+class KnownSubmission:
+    """What a solve itself knows of the file: its record as found before any untrusted code ran, then
+    each record the solve wrote. Code that ran since may have rewritten the file and its record; a
+    file whose bytes match neither is unknown and may be replaced, whatever its record claims."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.record = read_record(self.path) if self.path.exists() else None
+
+    def on_disk(self) -> SubmissionRecord | None:
+        if self.record is None:
+            return None
+        try:
+            return self.record if file_sha256(self.path) == self.record.sha256 else None
+        except OSError:
+            return None
+
+
 def adopt_submission(path: Path, write_file: Callable[[Path], None], candidate: SubmissionRecord,
-                     force: bool = False) -> Adoption:
+                     force: bool = False, known: KnownSubmission | None = None) -> Adoption:
     """Replace the submission at `path` with what `write_file(temp_path)` writes, only when
     `candidate` strictly improves on the recorded file (or `force`); the record is written with it.
+    With `known`, the recorded file is what `known` says, never what the record on disk says.
 
     The temp file lives in the same folder (so the rename is atomic) and is named like every
     atomic writer's leftovers (`.<name>.<random>.tmp`), which a resumed run clears.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    existing = read_record(path) if path.exists() else None
+    if known is not None:
+        existing = known.on_disk()
+    else:
+        existing = read_record(path) if path.exists() else None
     allowed, reason = is_improvement(candidate, existing)
     if not (allowed or force):
         return Adoption(False, reason, existing)
@@ -126,6 +148,8 @@ def adopt_submission(path: Path, write_file: Callable[[Path], None], candidate: 
         record = candidate.model_copy(update={"sha256": file_sha256(tmp), "written_at": time.time()})
         atomic_write_bytes(record_path(path),
                             _RecordFile(current=record, previous=existing).model_dump_json(indent=2).encode())
+    if known is not None:
+        known.record = record
     return Adoption(True, reason if allowed else "forced", record)
 
 

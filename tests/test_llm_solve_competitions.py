@@ -145,7 +145,7 @@ def _passes_on_the_runs_own_maps(workspace: Path, code: str, columns: list[str])
     targets = read_map(setup / "train_tab_target_map.csv")
     train = read_map(setup / "train_tab_input_map.csv").merge(targets, on="id")
     verdict = check_feature_code(code, train, read_map(setup / "test_tab_input_map.csv"),
-                                 [c for c in targets.columns if c != "id"], workspace / "check", 120.0)
+                                 [c for c in targets.columns if c != "id"], 120.0)
     assert verdict.refused is None and set(verdict.checks.values()) == {"passed"}, verdict.checks
     assert verdict.block is not None and list(verdict.block.train.columns) == columns
     assert verdict.block.train.notna().any().all()  # every new column holds values on the real rows

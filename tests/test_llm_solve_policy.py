@@ -60,7 +60,7 @@ def _request(allowed: list[str] | None = None) -> DecisionRequest:
 
 def _check(code: str, tmp_path: Path, cap_s: float = 30.0):
     train, test = ratio_frames()
-    return check_feature_code(code, train, test, ["y"], tmp_path / "fe", cap_s)
+    return check_feature_code(code, train, test, ["y"], cap_s)
 
 
 def test_a_good_feature_passes_every_check(tmp_path: Path) -> None:

@@ -5,7 +5,9 @@ the folders its stage reads (read-only) and the ones it writes; nothing of the u
 competition folder, the run's logs or the orchestrator's /proc. It gets its own PID, network, IPC,
 UTS and user namespaces, no capabilities, no way to make further user namespaces, and dies with
 agentk (`--die-with-parent`: bubblewrap kills the namespace's init, and the kernel every process in
-the namespace, so `setsid` daemons go too).
+the namespace, so `setsid` daemons go too). The one exception is the solver of an LLM solve
+(`Mounts.nests`): it may make user namespaces, to run the model's feature code in a sandbox nested
+in its own (solve_pipeline/feature_code.py), which again may not.
 
 Bubblewrap is what Flatpak and several coding-agent sandboxes use; `make test` installs Debian's
 package. Where it is missing or the kernel refuses user namespaces, `isolation_status()` says why
@@ -31,6 +33,9 @@ PACKAGES = ("agentk", "setup_pipeline", "solve_pipeline", "unit_tests_setup", "c
 # What the dynamic linker and the numeric libraries read from /etc; not passwd, hosts or ssl.
 _ETC_FILES = ("ld.so.cache", "ld.so.conf", "localtime", "nsswitch.conf")
 
+# Set in every isolated child's environment: a process that finds it runs inside our sandbox.
+SANDBOXED_ENV = "AGENTK_SANDBOXED"
+
 # The uid/gid the code runs as inside its user namespace: not root, even when agentk runs as root.
 SANDBOX_UID = 1000
 SANDBOX_GID = 1000
@@ -40,6 +45,7 @@ SANDBOX_GID = 1000
 class IsolationStatus:
     available: bool
     reason: str  # why not, or which tool gives it
+    proc: bool = True  # whether the sandbox gets a /proc of its own (not inside another sandbox)
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,11 @@ class Mounts:
     read: tuple[Path, ...] = ()
     write: tuple[Path, ...] = ()
     devices: tuple[Path, ...] = ()
+    # A child that must start sandboxes of its own (the solver, for model-written feature code) may
+    # make user namespaces; every other child may not.
+    nests: bool = False
+    # The size of its private /tmp (memory, not disk); None: the kernel's default, half the memory.
+    tmp_mb: int | None = None
 
     @staticmethod
     def of(read: Iterable[Path] = (), write: Iterable[Path] = (), devices: Iterable[Path] = ()) -> Mounts:
@@ -82,7 +93,11 @@ def bwrap_executable() -> str | None:
 
 @functools.cache
 def isolation_status() -> IsolationStatus:
-    """Whether bubblewrap runs here with every namespace we ask for (checked once per process)."""
+    """Whether bubblewrap runs here with every namespace we ask for (checked once per process).
+
+    Inside another sandbox (the solver's) a fresh /proc cannot be mounted (the kernel refuses one
+    where the outer /proc is partly covered), so the child gets its own PID namespace without a
+    /proc: it sees no process, ours included, and dies with its namespace all the same."""
     if os.environ.get("AGENTK_NO_ISOLATION"):
         return IsolationStatus(False, "AGENTK_NO_ISOLATION is set")
     if not sys.platform.startswith("linux"):
@@ -91,32 +106,43 @@ def isolation_status() -> IsolationStatus:
     if exe is None:
         return IsolationStatus(False, "bubblewrap (bwrap) is not installed; on Debian/Ubuntu: apt-get install bubblewrap")
     cwd = Path(sys.prefix)
-    argv = bwrap_argv([sys.executable, "-I", "-S", "-c", "pass"], cwd=cwd, mounts=Mounts(), bwrap=exe)
-    try:
-        probe = subprocess.run(argv, capture_output=True, text=True, timeout=30, env={"PATH": os.environ.get("PATH", "")})
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return IsolationStatus(False, f"bubblewrap did not start: {exc}")
-    if probe.returncode != 0:
+    failure = ""
+    # Without a /proc of its own only inside our own sandbox, where the kernel refuses to mount one;
+    # elsewhere a sandbox that cannot mount /proc is no sandbox we know.
+    for proc in (True, False) if os.environ.get(SANDBOXED_ENV) else (True,):
+        argv = bwrap_argv([sys.executable, "-I", "-S", "-c", "pass"], cwd=cwd, mounts=Mounts(), bwrap=exe, proc=proc)
+        try:
+            probe = subprocess.run(argv, capture_output=True, text=True, timeout=30, env={"PATH": os.environ.get("PATH", "")})
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return IsolationStatus(False, f"bubblewrap did not start: {exc}")
+        if probe.returncode == 0:
+            return IsolationStatus(True, f"bubblewrap ({exe})" + ("" if proc else ", inside another sandbox: no /proc"),
+                                   proc=proc)
         detail = (probe.stderr or probe.stdout).strip().splitlines()
-        return IsolationStatus(False, f"bubblewrap cannot make a sandbox here: {detail[-1] if detail else probe.returncode}")
-    return IsolationStatus(True, f"bubblewrap ({exe})")
+        failure = failure or (detail[-1] if detail else str(probe.returncode))
+    return IsolationStatus(False, f"bubblewrap cannot make a sandbox here: {failure}")
 
 
-def bwrap_argv(command: Sequence[str], *, cwd: Path, mounts: Mounts, bwrap: str | None = None) -> list[str]:
-    """The full command line: bubblewrap's options, then `command` to run inside."""
+def bwrap_argv(command: Sequence[str], *, cwd: Path, mounts: Mounts, bwrap: str | None = None,
+               proc: bool = True) -> list[str]:
+    """The full command line: bubblewrap's options, then `command` to run inside (`proc`: with
+    the namespace's own /proc, which only a sandbox not inside another can mount)."""
     argv = [
         bwrap or bwrap_executable() or "bwrap",
         "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
         "--unshare-cgroup-try",
         "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID),
-        # No nested user namespace, where the code would get capabilities again (bubblewrap 0.8+).
-        *(["--disable-userns"] if _supports(bwrap, "--disable-userns") else []),
+        # No nested user namespace, where the code would get capabilities again (bubblewrap 0.8+),
+        # unless it must start sandboxes of its own.
+        *(["--disable-userns"] if not mounts.nests and _supports(bwrap, "--disable-userns") else []),
         "--cap-drop", "ALL",
         # No --new-session: the child stays in our process group so a timeout's SIGINT reaches it
         # (it has no terminal to inject keystrokes into: the sandbox starts a session without one).
         "--die-with-parent",
         "--hostname", "sandbox",
-        "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+        *(["--proc", "/proc"] if proc else []), "--dev", "/dev",
+        *(["--size", str(mounts.tmp_mb << 20)] if mounts.tmp_mb is not None and _supports(bwrap, "--size") else []),
+        "--tmpfs", "/tmp",
     ]
     for device in mounts.devices:  # a fresh /dev has none of the GPU's files
         argv += ["--dev-bind", str(device), str(device)]

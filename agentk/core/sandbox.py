@@ -27,7 +27,7 @@ from typing import IO
 
 from agentk.core.cgroups import open_jail
 from agentk.core.disk_quota import DiskWatch
-from agentk.core.isolation import Mounts, bwrap_argv, isolation_status, python_path
+from agentk.core.isolation import SANDBOXED_ENV, Mounts, bwrap_argv, isolation_status, python_path
 from agentk.core.processes import group_alive
 from agentk.core.secrets import is_secret_name, redact
 
@@ -191,11 +191,14 @@ def run_python(
     env = scrubbed_env(env_extra, home=cwd.resolve())
     # The same copy of our packages inside as here (an editable install or a worktree alike).
     env["PYTHONPATH"] = python_path()
-    isolated = isolation_status().available
+    status = isolation_status()
+    isolated = status.available
+    if isolated:
+        env[SANDBOXED_ENV] = "1"
     cmd = [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, *_limit_args(limits, isolated), "-u", *args]
     if isolated:
         mounts = mounts or Mounts()
-        cmd = bwrap_argv(cmd, cwd=cwd, mounts=dataclasses.replace(mounts, write=(*mounts.write, cwd)))
+        cmd = bwrap_argv(cmd, cwd=cwd, mounts=dataclasses.replace(mounts, write=(*mounts.write, cwd)), proc=status.proc)
     jail = open_jail(limits.max_processes or default_max_processes(), limits.total_memory_mb or _default_total_mb())
     # bubblewrap must outlive a timeout's SIGINT and SIGTERM (its death kills the namespace before
     # Python has printed where it was stuck): it starts with both ignored, the trampoline restores

@@ -7,7 +7,8 @@ well-known credential (OpenAI/Hugging Face/GitHub/AWS/Google keys, private-key b
 `"key": "<32 hex>"`, `Authorization: Bearer ...`, `SOME_TOKEN=...`).
 
 `redact(text)` replaces each with `[REDACTED]`; `redact_obj(obj)` does it for every string in a
-JSON-like record. They run on every event line, log record, cache entry and prompt, so the known
+JSON-like record; `redact_values(text)` replaces only the known values (1-3), for a model's reply,
+whose code runs as written. They run on every event line, log record, cache entry and prompt, so the known
 values and the shapes are compiled into one regex, rebuilt only when the environment, the
 credential files or the registered values change.
 """
@@ -159,6 +160,7 @@ class _Scrubber:
     known: frozenset[str]
     trigger: re.Pattern[str]  # cheap: does the text hold anything `full` could match?
     full: re.Pattern[str]
+    values: re.Pattern[str] | None  # the known values alone, without the shapes
 
     def sub(self, text: str) -> str:
         if not text or self.trigger.search(text) is None:
@@ -185,7 +187,8 @@ def _scrubber(env: Mapping[str, str]) -> _Scrubber:
     known = frozenset(s for v in values for s in {v, v.strip()} if _is_candidate(s))
     literals = [re.escape(v) for v in sorted(known, key=len, reverse=True)]
     trigger = re.compile("|".join([*literals, *(re.escape(t) for t in _TRIGGERS)]))
-    _compiled = _Scrubber(fingerprint, known, trigger, re.compile("|".join([*literals, *_SHAPES])))
+    _compiled = _Scrubber(fingerprint, known, trigger, re.compile("|".join([*literals, *_SHAPES])),
+                          re.compile("|".join(literals)) if literals else None)
     return _compiled
 
 
@@ -200,6 +203,16 @@ def _replace(match: re.Match[str]) -> str:
 def redact(text: str) -> str:
     """`text` with every known secret value and credential-shaped string replaced by [REDACTED]."""
     return _scrubber(os.environ).sub(text) if text else text
+
+
+def redact_values(text: str) -> str:
+    """`text` with only the known secret values replaced: for code that will run, which must stay
+    exactly as written except for a real secret (credential *shapes* match ordinary code, such as
+    `TOKEN_COLUMN = "access_token_hash"`, and are redacted only where text is stored or shown)."""
+    if not text:
+        return text
+    values = _scrubber(os.environ).values
+    return values.sub(REDACTED, text) if values is not None else text
 
 
 T = TypeVar("T")

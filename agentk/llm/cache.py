@@ -45,6 +45,8 @@ class ResponseCache:
         path = self.path(key)
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
+            if record.get("exact") is False:
+                raise ValueError("the stored reply is not the one the model wrote")
             completion = Completion.model_validate(record["completion"])
         except FileNotFoundError:
             self.misses += 1
@@ -66,7 +68,11 @@ class ResponseCache:
             "messages": [m.to_dict() for m in messages],
             "completion": completion.model_copy(update={"cached": False}).model_dump(),
         }
-        atomic_write_text(self.path(key), json.dumps(redact_obj(record), indent=1, ensure_ascii=False) + "\n")
+        stored = redact_obj(record)
+        # A reply whose stored copy redaction changed is kept for the audit but never replayed: a
+        # replay must give the code exactly as the model wrote it.
+        stored["exact"] = stored["completion"]["text"] == completion.text
+        atomic_write_text(self.path(key), json.dumps(stored, indent=1, ensure_ascii=False) + "\n")
 
 
 class CachedBackend:

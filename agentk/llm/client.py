@@ -5,8 +5,9 @@ Workspace files (none holds the API key):
   logs/llm_calls.jsonl           one line per query: stage, cache key, tokens, latency, or the error
   logs/llm_usage.json            the ledger, reloaded on resume so the budget spans the whole run
 
-Prompts are redacted (agentk/core/secrets.py) before they are sent or hashed, replies as they arrive,
-log lines before they are written: a secret that reached a stage's output goes no further.
+Prompts are redacted (agentk/core/secrets.py) before they are sent or hashed, replies' known secret
+values as they arrive (their code otherwise runs as written), log lines and cache entries in full
+before they are written: a secret that reached a stage's output goes no further.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from agentk.llm.cache import CachedBackend, ResponseCache, cache_key
 from agentk.llm.config import LLMConfig
 from agentk.llm.errors import LLMConfigError, LLMError
 from agentk.llm.types import Backend, Completion, Message, TokenLedger, as_messages
-from agentk.core.secrets import redact, redact_obj, register
+from agentk.core.secrets import redact, redact_obj, redact_values, register
 from agentk.core.workspace import atomic_write_text, read_json_object
 
 CACHE_DIR = "llm_cache"
@@ -72,8 +73,10 @@ class LLMClient:
         except LLMError as exc:
             self._log({"stage": stage, "key": key, "error": type(exc).__name__, "message": str(exc)})
             raise
-        # a model can only repeat a secret it was shown, or guess one; either way it stops here
-        completion = completion.model_copy(update={"text": redact(completion.text)})
+        # A model can only repeat a secret it was shown, or guess one; either way it stops here. Only
+        # known values: a credential-shaped line of code runs as the model wrote it (logs, the cache
+        # and every stored record are redacted in full).
+        completion = completion.model_copy(update={"text": redact_values(completion.text)})
         self.ledger.add(stage, completion)
         self._log(
             {
