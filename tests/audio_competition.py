@@ -4,6 +4,7 @@ Kaggle's two layouts, with the local grader's files (private/answers.csv, compet
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -109,13 +110,17 @@ def make_class_folder_competition(root: Path, per_class: int = 24, n_test: int =
     return root
 
 
-def call_clip(rng: np.random.Generator, call: bool, rate: int = 2000) -> np.ndarray:
-    """Two seconds of sea noise (brown-ish), with an up-call sweeping 100 -> 250 Hz when `call`."""
-    noise = np.cumsum(rng.normal(0, 1, 2 * rate))
-    noise = (noise - np.convolve(noise, np.ones(50) / 50, mode="same")) * 0.05 + rng.normal(0, 0.1, 2 * rate)
+def call_clip(rng: np.random.Generator, call: bool, rate: int = 2000, seconds: float = 2.0,
+              loudness: tuple[float, float] = (0.1, 0.2)) -> np.ndarray:
+    """Sea noise (brown-ish), with an up-call sweeping 100 -> 250 Hz when `call`: by default faint
+    (not every call is found), louder where a few clips must teach it."""
+    n = int(seconds * rate)
+    noise = np.cumsum(rng.normal(0, 1, n))
+    noise = (noise - np.convolve(noise, np.ones(50) / 50, mode="same")) * 0.05 + rng.normal(0, 0.1, n)
     if call:
-        start = int(rng.uniform(0.2, 1.0) * rate)
-        sweep = chirp(rate, 0.7, 100, 250) * np.hanning(int(0.7 * rate)) * rng.uniform(0.1, 0.2)  # faint: not every call is found
+        length = min(0.7, seconds / 2)
+        start = int(rng.uniform(0.1 * seconds, 0.85 * seconds - length) * rate)
+        sweep = chirp(rate, length, 100, 250) * np.hanning(int(length * rate)) * rng.uniform(*loudness)
         noise[start:start + sweep.size] += sweep
     return (noise / max(1.0, np.abs(noise).max())).astype(np.float32)
 
@@ -142,4 +147,61 @@ def make_flat_folder_competition(root: Path, n_train: int = 120, n_test: int = 6
     truth.to_csv(root / "private" / "answers.csv", index=False)
     (root / "description.md").write_text(CALL_DESCRIPTION, encoding="utf-8")
     (root / "competition.toml").write_text(_toml("find-the-calls", "auc", "binary", "clip", "probability"))
+    return root
+
+
+NAMED_CALL_DESCRIPTION = """# Whale calls by name
+
+## Overview
+Hydrophones record a second at a time. Some recordings hold an up-call (a short sweep upwards),
+the rest only sea noise. Give the probability that each test recording holds a call.
+
+## Evaluation
+Submissions are judged on area under the ROC curve.
+
+## Data
+- **train.zip**: the training recordings; a name ending in `_1` holds a call, one ending in `_0` does not.
+- **test.zip**: the test recordings.
+- **sampleSubmission.csv**: every test `clip` (its file name) with a placeholder probability.
+"""
+
+
+def _zip_folder(folder: Path, archive: Path) -> None:
+    """`archive` holding `<folder name>/<file>`, as Kaggle's train.zip holds train/<clip>; the folder removed."""
+    with zipfile.ZipFile(archive, "w") as zf:
+        for path in sorted(folder.iterdir()):
+            zf.write(path, f"{folder.name}/{path.name}")
+            path.unlink()
+    folder.rmdir()
+
+
+def make_named_call_competition(root: Path, n_train: int = 40, n_test: int = 16, seed: int = 2) -> Path:
+    """train.zip of `<day>_<time>_<offset>_TRAIN<i>_<label>.aif`, the label the name's last part, and
+    test.zip of `<day>_<time>_<offset>_Test<i>.aif` (other days than train's), 1 s AIFF clips at
+    2 kHz; the sample `clip,probability` keys each clip by its file name; ROC AUC."""
+    rng = np.random.default_rng(seed)
+    data = root / "data"
+
+    def stem(day: str, i: int) -> str:
+        seconds = int(rng.integers(0, 86400))
+        return f"{day}_{seconds // 3600:02d}{seconds // 60 % 60:02d}{seconds % 60:02d}_{i % 60:03d}s{i % 10}ms"
+
+    for i in range(n_train):
+        call = i % 2 == 1  # balanced, in no order the names' days or times follow
+        name = f"{stem(('20090328', '20090329')[int(rng.integers(2))], i)}_TRAIN{i}_{int(call)}.aif"
+        write_clip(data / "train" / name, call_clip(rng, call, seconds=1.0, loudness=(0.3, 0.5)), 2000)
+    answers = []
+    for i in range(n_test):
+        call = bool(rng.random() < 0.5) if 0 < i < n_test - 1 else i == 0  # both kinds, whatever the draws
+        name = f"{stem(('20090330', '20090331')[int(rng.integers(2))], i)}_Test{i}.aif"
+        write_clip(data / "test" / name, call_clip(rng, call, seconds=1.0, loudness=(0.3, 0.5)), 2000)
+        answers.append((name, int(call)))
+    for split in ("train", "test"):
+        _zip_folder(data / split, data / f"{split}.zip")
+    truth = pd.DataFrame(answers, columns=["clip", "probability"])
+    truth.assign(probability=0).to_csv(data / "sampleSubmission.csv", index=False)
+    (root / "private").mkdir(parents=True, exist_ok=True)
+    truth.to_csv(root / "private" / "answers.csv", index=False)
+    (root / "description.md").write_text(NAMED_CALL_DESCRIPTION, encoding="utf-8")
+    (root / "competition.toml").write_text(_toml("calls-by-name", "auc", "binary", "clip", "probability"))
     return root

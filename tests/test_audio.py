@@ -16,13 +16,13 @@ import soundfile
 from agentk.core.readers import file_kind
 from agentk.core.sound_files import audio_format, is_audio
 from audio_competition import (KINDS, chirp, kind_clip, make_class_folder_competition, make_flat_folder_competition,
-                               tone, write_clip)
+                               make_named_call_competition, tone, write_clip)
 from setup_pipeline.expert.codegen import audio_map, target_map
 from setup_pipeline.expert.inspect import inspect_competition
 from setup_pipeline.perception.catalogue import build_catalogue
 from solve_pipeline.audio_features import (BAND_STATS, MEL_BANDS, audio_blocks, band_centres, clip_features,
                                            feature_names)
-from test_end_to_end import Run, assert_solved, run_agentk
+from test_end_to_end import Run, assert_solved, run_agentk, run_cli
 from unit_tests_setup.context import CheckContext
 from unit_tests_setup.stage_checks import input_map_check
 
@@ -168,6 +168,21 @@ def test_clips_named_by_their_label(tmp_path: Path) -> None:
     assert "is_audio(p)" in audio_map(facts, "train") and "is_audio(p)" in target_map(facts)
 
 
+def test_zipped_clips_whose_names_end_in_their_label(tmp_path: Path) -> None:
+    """train.zip of `<day>_<time>_<offset>_TRAIN<i>_<label>.aif`, test.zip of `..._Test<i>.aif`,
+    the sample keyed by file name: the label is the names' last field, the ids keep the extension."""
+    root = make_named_call_competition(tmp_path / "named", n_train=20, n_test=6)
+    facts = inspect_competition(root)
+    assert facts.input_modalities == ["audio"] and facts.metric == "auc"
+    assert facts.audio is not None and facts.audio.kind == "name_labels" and facts.audio.ids_include_extension
+    assert (facts.audio.train_dir, facts.audio.test_dir) == ("data/train_unpacked/train", "data/test_unpacked/test")
+    assert (facts.audio.n_train_images, facts.audio.n_test_images) == (20, 6)
+    assert facts.id_column == "clip" and facts.submission_columns == ["clip", "probability"]
+    assert facts.targets[0].task == "binary" and facts.targets[0].classes == ["0", "1"]
+    assert facts.targets[0].positive_class == "1" and not facts.assumptions, facts.assumptions
+    assert "labels are the file-name suffixes after the last '_' under data/train_unpacked/train/: 0 10, 1 10" in facts.notes
+
+
 def test_a_flat_folder_beside_a_labels_table(tmp_path: Path) -> None:
     root = make_flat_folder_competition(tmp_path / "calls", n_train=10, n_test=6)
     for path in (root / "data" / "train").iterdir():  # a few clips named otherwise: found by content
@@ -244,3 +259,20 @@ def test_clips_beside_a_labels_table_end_to_end(runs: dict[str, Future[Run]]) ->
     submission = pd.read_csv(workspace / "submissions" / "submission.csv")
     assert list(submission.columns) == ["clip", "probability"]
     assert submission["probability"].between(0, 1).all() and submission["probability"].nunique() > 2
+
+
+@pytest.mark.integration
+def test_zipped_clips_named_by_their_label_end_to_end(tmp_path: Path) -> None:
+    """40 one-second clips whose names end in their label, 16 test clips, two folds: the submission
+    keeps the sample's ids (file names with .aif) and ranks the calls above the noise."""
+    root = make_named_call_competition(tmp_path / "named")
+    proc = run_cli("run", str(root), "--workspace-root", str(tmp_path / "ws"), "--time-budget", str(BUDGET_S),
+                   "--folds", "2", "--json", cwd=tmp_path)
+    result = assert_solved(Run(root, tmp_path, proc))  # valid, every stage passed, AUC >= 0.6
+    assert result["test_metric"] == "auc"
+    workspace = next((tmp_path / "ws").iterdir())
+    submission = pd.read_csv(workspace / "submissions" / "submission.csv")
+    sample = pd.read_csv(root / "data" / "sampleSubmission.csv")
+    assert list(submission.columns) == ["clip", "probability"]
+    assert sorted(submission["clip"]) == sorted(sample["clip"]) and submission["clip"].str.endswith(".aif").all()
+    assert submission["probability"].between(0, 1).all()

@@ -226,6 +226,44 @@ def test_a_naming_scheme_shared_with_test_is_not_a_label(tmp_path: Path) -> None
     assert find_name_labels(sorted(data.rglob("*.jpg")), tmp_path) is None
 
 
+def test_a_label_closing_the_name(tmp_path: Path) -> None:
+    """`0412_cat.jpg` beside `77.jpg`: the label is the name's last part (its ids come first)."""
+    data = tmp_path / "data"
+    _images(data / "train", [f"{i * 7 + 400:04d}_{('cat', 'dog')[i % 2]}.jpg" for i in range(40)], [i % 2 for i in range(40)], seed=1)
+    _images(data / "test", [f"{i}.jpg" for i in range(10)], [0] * 10, seed=2)
+    found = find_name_labels(sorted(data.rglob("*.jpg")), tmp_path)
+    assert found is not None and found.suffix and found.counts == {"cat": 20, "dog": 20}
+    assert found.test_dir == data / "test" and found.label_of("0407_dog") == "dog"
+    assert found.describe(tmp_path).startswith("labels are the file-name suffixes after the last '_' under data/train/")
+
+
+def _recordings(days: tuple[str, ...], n: int, name: str) -> list[str]:
+    """Names as hydrophone clips are named: `<day>_<time>_<offset>_` then `name` formatted with the
+    clip's number `i` and a 0/1 label `k`."""
+    return [f"{days[i % len(days)]}_{(i * 7919) % 86400:06d}_{i % 60:03d}s{i % 10}ms_{name.format(i=i, k=i % 3 % 2)}.aif"
+            for i in range(n)]
+
+
+@pytest.mark.parametrize("test_days", [("20090330",), ("20090330", "20090331")])
+def test_a_number_closing_a_recording_name_is_its_label(tmp_path: Path, test_days: tuple[str, ...]) -> None:
+    """`<day>_<time>_<offset>_TRAIN7_1.aif` beside `<day>_<time>_<offset>_Test7.aif`: the last field
+    is the label, not the recording's day, though train's names split by day as well (into two
+    days, each recurring) and the test names, of other days, too."""
+    train = [tmp_path / "train" / name for name in _recordings(("20090328", "20090329"), 60, "TRAIN{i}_{k}")]
+    test = [tmp_path / "test" / name for name in _recordings(test_days, 20, "Test{i}")]
+    found = find_name_labels(train + test, tmp_path, {p.name for p in test})
+    assert found is not None and found.suffix and found.separator == "_"
+    assert found.counts == {"0": 40, "1": 20} and found.test_dir == tmp_path / "test"
+    assert found.label_of(train[1].stem) == "1" and found.label_of(test[1].stem) != "1"
+
+
+def test_a_count_after_a_lone_id_is_no_label(tmp_path: Path) -> None:
+    """`a3f9_1`, `a3f9_2`: the second shot of a3f9, the same numbers under every id, not a class."""
+    train = [tmp_path / "train" / f"{i // 3 + 4096:x}_{i % 3}.jpg" for i in range(60)]
+    test = [tmp_path / "test" / f"{i}.jpg" for i in range(10)]
+    assert find_name_labels(train + test, tmp_path) is None
+
+
 @pytest.mark.parametrize("page,expected", [
     ("Predict a probability that the image is a dog (1 = dog, 0 = cat).", "dog"),
     ("Label: cat = 1, dog = 0.", "cat"),
