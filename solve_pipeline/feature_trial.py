@@ -113,7 +113,12 @@ def try_feature(solver: Solver, code: str, n: int, until: float, bases: dict[str
         record.refused = record.verdict = "no tabular input map" if frames is None else "no tabular family finished"
         return record
     train, test, targets = frames
-    cap = code_cap(until - time.monotonic())
+    left = until - time.monotonic()
+    if left < MIN_CAP_S:
+        # A child stopped before its imports end says nothing of the code: it is not run, not blamed.
+        record.verdict = f"dropped: no time to run it ({max(left, 0):.1f} s left)"
+        return record
+    cap = code_cap(left)
     verdict = check_feature_code(code, train, test, targets, cap, seed=solver.ctx.seed)
     record.checks = verdict.checks
     if verdict.block is None:

@@ -262,7 +262,7 @@ def test_cli_run_on_titanic_falls_back_when_the_token_budget_runs_out(tmp_path: 
         proc = subprocess.run(
             [sys.executable, "-m", "agentk.cli", "run", str(SHARED / "titanic"), "-w", str(tmp_path / "ws"),
              "--llm", server.base_url, "--model", MODEL, "--llm-solve", "--token-budget", "1",
-             "--time-budget", "20", "--folds", "3", "--json"],
+             "--time-budget", "60", "--folds", "2", "--json"],
             capture_output=True, text=True, timeout=600, cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)
