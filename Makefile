@@ -68,9 +68,10 @@ lint: $(STAMP)
 # whose assertions need the whole machine's CPU for their time budget, one at a time.
 # Both parts always run; pytest's 5 (nothing selected, e.g. PYTEST_ARGS naming one file) is a pass.
 test: lint sandbox browser
-	@status=0; \
+	@status=0; rm -f $(VENV)/test-times.jsonl; export AGENTK_TEST_TIMES=$(CURDIR)/$(VENV)/test-times.jsonl; \
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not solo" --durations=60 $(PYTEST_ARGS) || status=$$?; \
 	$(BIN)/python -m pytest -q -m solo --durations=10 $(PYTEST_ARGS) || { rc=$$?; [ $$rc = 5 ] || status=$$rc; }; \
+	$(BIN)/python tests/times_summary.py $(VENV)/test-times.jsonl; \
 	[ $$status = 5 ] && status=0; exit $$status
 
 # Unit tests only (a couple of minutes): no solver, run or bench end to end.
