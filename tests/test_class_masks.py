@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentk.core.mask_targets import class_mask_submission, save_labels, score_class_labels
+from agentk.core.mask_targets import (class_bit, class_labels, class_mask_submission, class_strings, save_labels,
+                                      score_class_labels)
 from agentk.core.masks import rle_decode, rle_encode
 from agentk.core.metrics import get_metric
 from agentk.grading import grade_submission
@@ -54,10 +55,12 @@ def test_mean_dice_over_pairs_invariants() -> None:
     assert dice(truth, other) < 1.0
 
 
-def test_class_valued_masks_score_as_their_pairs() -> None:
-    truth = np.zeros((8, 8), np.int32)
-    truth[:3, :3], truth[5:, 5:] = 1, 3
-    predicted = np.where(truth == 1, 1, 0).astype(np.int32)
+def test_class_masks_hold_overlapping_classes_and_score_as_their_pairs() -> None:
+    first, third = np.zeros((8, 8), bool), np.zeros((8, 8), bool)
+    first[:4, :4], third[2:, 2:] = True, True  # overlapping, as clouds of two kinds do
+    truth = class_labels([(1, rle_encode(first)), (2, ""), (3, rle_encode(third))], (8, 8))
+    assert class_strings(truth, 3) == [rle_encode(first), "", rle_encode(third)]
+    predicted = np.where(first, class_bit(1), 0).astype(np.int32)
     # Class 1 right, class 2 empty on both sides, class 3 missed: (1 + 1 + 0) / 3.
     assert score_class_labels("dice", [truth], [predicted], 3) == pytest.approx(2 / 3)
     assert score_class_labels("dice", [truth], [truth], 3) == pytest.approx(1.0)
@@ -84,7 +87,7 @@ def test_tables_per_picture_and_class_are_read_by_structure(tmp_path: Path, styl
 
 def test_the_submission_keeps_the_samples_rows_and_spelling(tmp_path: Path) -> None:
     labels = np.zeros((6, 6), np.int32)
-    labels[:2, :2], labels[4:, :] = 1, 2
+    labels[:2, :2], labels[4:, :] = class_bit(1), class_bit(2)
     save_labels(labels, tmp_path / "a.npz")
     save_labels(np.zeros((6, 6), np.int32), tmp_path / "b.npz")
     sample = pd.DataFrame({"ImageId": ["b.jpg", "a.jpg", "a.jpg", "a.jpg"], "EncodedPixels": "1 1",
@@ -105,8 +108,10 @@ def test_the_submission_keeps_the_samples_rows_and_spelling(tmp_path: Path) -> N
 
 
 @pytest.mark.integration
-def test_patterns_per_picture_and_class_are_segmented_end_to_end(tmp_path: Path) -> None:
-    competition = make_class_mask_competition(tmp_path / "sky")
+@pytest.mark.parametrize("style", ["joined", "columns"])
+def test_patterns_per_picture_and_class_are_segmented_end_to_end(tmp_path: Path, style: str) -> None:
+    # columns: a training table of only the pairs with a mask, classes numbered; the sample's ids joined
+    competition = make_class_mask_competition(tmp_path / "sky", style=style)
     proc = subprocess.run([*AGENTK, "run", str(competition), "--workspace-root", str(tmp_path / "ws"),
                            "--time-budget", "30", "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -117,7 +122,8 @@ def test_patterns_per_picture_and_class_are_segmented_end_to_end(tmp_path: Path)
     assert all(stage["passed"] for stage in result["meta"].values()), result["meta"]
     submission = pd.read_csv(workspace / "submissions" / "submission.csv", dtype=str, keep_default_na=False)
     sample = pd.read_csv(competition / "data" / "sample_submission.csv", dtype=str)
-    assert submission["Image_Label"].tolist() == sample["Image_Label"].tolist()
+    assert submission.columns.tolist() == sample.columns.tolist()
+    assert submission[sample.columns[0]].tolist() == sample[sample.columns[0]].tolist()
     solve = json.loads((workspace / "solve" / "solve_result.json").read_text())
     assert solve["model"] == "pixel_lightgbm" and solve["cv"]["pixel_lightgbm"] > solve["cv"]["empty"]
     answers = pd.read_csv(competition / "private" / "answers.csv", dtype=str, keep_default_na=False)

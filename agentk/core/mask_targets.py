@@ -143,8 +143,9 @@ def picture_shape(path: str | Path) -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------- masks per picture and class
-# A task whose masks are per (picture, class) keeps one labelled mask per picture whose values are
-# classes (k = the k-th class, from 1); where two classes overlap the later one wins.
+# A task whose masks are per (picture, class) keeps one mask per picture whose values are bit sets:
+# bit k - 1 holds the k-th class (from 1), so classes may overlap, as clouds of two kinds do.
+MAX_MASK_CLASSES = 30  # bits of an int32 mask
 
 
 def split_class_id(value: str) -> tuple[str, str]:
@@ -160,21 +161,32 @@ def class_name(value: object) -> str:
     return text[:-2] if text.endswith(".0") and text[:-2].isdigit() else text
 
 
+def class_bit(number: int) -> int:
+    """The bit of the `number`-th class (from 1) in a class mask."""
+    return 1 << (int(number) - 1)
+
+
+def class_mask(labels: np.ndarray, number: int) -> np.ndarray:
+    """Where a class mask holds the `number`-th class."""
+    return (np.asarray(labels) & class_bit(number)) > 0
+
+
 def class_labels(pairs: Sequence[tuple[int, str]], shape: tuple[int, int], order: Order = "F",
                  relative: bool = False) -> np.ndarray:
-    """The class-valued mask of a picture's (class number, run-length string) pairs."""
+    """The class mask of a picture's (class number, run-length string) pairs."""
     from agentk.core.masks import is_blank, rle_decode
 
     labels = np.zeros(shape, dtype=np.int32)
     for number, value in pairs:
         if number and not is_blank(value):
-            labels[rle_decode(str(value), shape, order, relative)] = int(number)
+            labels[rle_decode(str(value), shape, order, relative)] |= class_bit(number)
     return labels
 
 
 def class_strings(labels: np.ndarray, n_classes: int, order: Order = "F", relative: bool = False) -> list[str]:
     """One string per class (blank for none), in class order."""
-    return [rle_encode(labels == k, order, relative) if (labels == k).any() else "" for k in range(1, n_classes + 1)]
+    masks = [class_mask(labels, k) for k in range(1, n_classes + 1)]
+    return [rle_encode(m, order, relative) if m.any() else "" for m in masks]
 
 
 def class_mask_submission(predictions: Mapping[str, Path], sample: pd.DataFrame, id_column: str, value_column: str,
@@ -195,14 +207,15 @@ def class_mask_submission(predictions: Mapping[str, Path], sample: pd.DataFrame,
         if key not in cache:
             cache[key] = read_labels(predictions[key])
         k = number.get(class_name(label), 0)
-        mask = cache[key] == k if k else np.zeros((1, 1), bool)
+        mask = class_mask(cache[key], k) if k else np.zeros((1, 1), bool)
         values.append(rle_encode(mask, order, relative) if mask.any() else empty)
     return sample.assign(**{value_column: values})
 
 
 def score_class_labels(metric: str, truth: Sequence[np.ndarray], predicted: Sequence[np.ndarray],
                        n_classes: int) -> float:
-    """The registry's `metric` over (picture, class) pairs, each pair one row as the grader reads it."""
+    """The registry's `metric` over (picture, class) pairs of class masks, each pair one row as the
+    grader reads it."""
     from agentk.core.metrics import get_metric
 
     want = [s for t in truth for s in class_strings(t, n_classes)]

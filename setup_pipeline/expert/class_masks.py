@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from agentk.core.mask_targets import class_name
+from agentk.core.mask_targets import MAX_MASK_CLASSES, class_name
 from agentk.core.masks import is_blank
 from agentk.core.metrics.spatial import is_relative
 from setup_pipeline.expert.mask_targets import (MaskTask, _is_encoding, _oblong_strings, _order, named_folder,
                                                 picture_names)
 
-_MAX_CLASSES = 50
+_MAX_CLASSES = MAX_MASK_CLASSES  # one bit each in a picture's class mask
 
 
 @dataclass

@@ -52,7 +52,7 @@ def _class_strings(task: MaskTask) -> str:
 
 
 def _classes_line(task: MaskTask) -> str:
-    return f"CLASSES = {task.classes!r}  # a mask's value k is the k-th class\n\n\n" if task.classes is not None else ""
+    return f"CLASSES = {task.classes!r}  # bit k - 1 of a mask holds the k-th class\n\n\n" if task.classes is not None else ""
 
 
 def _labelled(task: MaskTask) -> str:
@@ -110,7 +110,7 @@ def target_map(facts: DataFacts) -> str:
 def target_transform(facts: DataFacts) -> str:
     task = _task(facts)
     # per_object: one submission row per object, else one per picture
-    # mask_classes: one binary mask per class, a mask's value k the k-th
+    # mask_classes: one binary mask per class, bit k - 1 of a mask the k-th
     extra: dict[str, object] = {"per_object": task.per_object}
     if task.classes is not None:
         extra["mask_classes"] = task.classes
@@ -148,7 +148,7 @@ def _class_submission(task: MaskTask) -> str:
         f"CLASS_COLUMN = {task.sample_class!r}\n"
         f"VALUE = {task.value_column!r}\n"
         f"SAMPLE = {task.sample!r}  # the (picture, class) rows, in its order\n"
-        f"CLASSES = {task.classes!r}  # a mask's value k is the k-th class\n"
+        f"CLASSES = {task.classes!r}  # bit k - 1 of a mask holds the k-th class\n"
         f"ORDER = {task.order!r}  # 'F': pixels numbered top to bottom, then left to right\n"
         f"RELATIVE = {task.relative!r}\n"
         f"EMPTY = {task.empty!r}  # a pair without a mask, as the sample writes it\n\n\n"
@@ -181,7 +181,7 @@ def plan_steps(facts: DataFacts) -> list[str]:
     rows = "one row per object" if task.per_object else "one row per picture"
     if task.classes is not None:
         rows = f"one row per (picture, class) of {len(task.classes)} classes"
-        source += f"; each class a mask value ({', '.join(task.classes[:10])})"
+        source += f"; each class a bit of the mask ({', '.join(task.classes[:10])})"
     return [
         f"Learn the masks of the {task.n_train} pictures in {task.train_dir}/ from {source}; "
         f"predict the masks of the {task.n_test} pictures in {task.test_dir}/.",

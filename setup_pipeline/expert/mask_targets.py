@@ -56,7 +56,7 @@ class MaskTask(BaseModel):
     thresholds: list[float] | None = None  # the IoU thresholds the page states (map_iou)
     box_columns: list[str] | None = None  # box_table: one cell of boxes, or four number columns
     box_format: Literal["xywh", "xyxy"] = "xywh"  # box_table: corner and size, or two corners
-    # Masks per picture and class (class_masks.py): the classes, a mask's value k the k-th (from 1);
+    # Masks per picture and class (class_masks.py): the classes, bit k - 1 of a mask the k-th (from 1);
     # the sample's class column, or None when its ids are `<picture>_<class>`; the same of the table.
     classes: list[str] | None = None
     sample_class: str | None = None

@@ -11,11 +11,11 @@ empty masks are submitted first, as in every mask solve.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from agentk.core.mask_targets import class_bit, class_mask
 from solve_pipeline.cv import emit
 from solve_pipeline.pixels.mask_post import MaskScorer, PostProcess, search
 from solve_pipeline.pixels.masks import MaskSolve, _Pictures, fit_tuned, read_tests, read_train, split
@@ -26,13 +26,13 @@ _RESERVE = 0.8  # of the time left, shared among the classes still to fit; the r
 
 
 def _one_class(train: _Pictures, number: int) -> _Pictures:
-    return _Pictures(train.ids, train.inputs, [(labels == number).astype(np.int32) for labels in train.labels],
+    return _Pictures(train.ids, train.inputs, [class_mask(labels, number).astype(np.int32) for labels in train.labels],
                      train.shapes)
 
 
-def solve_class_masks(workspace: Path, out: Path, budget: float | None, seed: int, light: bool) -> dict:
+def solve_class_masks(run: MaskSolve) -> dict:
     """Empty masks first, then a tuned pixel classifier per class; returns (and writes) the record."""
-    run = MaskSolve(workspace, out, budget, seed, light)
+    light, seed = run.light, run.seed
     column, classes = run.target["column"], list(run.target["mask_classes"])
     rng = np.random.default_rng(seed)
     train, n_train = read_train(run.setup, column, rng, limit=LIGHT_PAIRS if light else None)
@@ -82,8 +82,8 @@ def solve_class_masks(workspace: Path, out: Path, budget: float | None, seed: in
     def masks(index: int) -> np.ndarray:
         picture = test.picture(index)
         labels = np.zeros(picture.shape, np.int32)
-        for k, model in fitted.items():  # where classes overlap the later one wins, as the masks are stored
-            labels[model.post.apply(model.predict(picture)) > 0] = k
+        for k, model in fitted.items():  # each class its bit: classes may overlap
+            labels[model.post.apply(model.predict(picture)) > 0] |= class_bit(k)
         return resampled(labels, test.shape(index))
 
     if fitted and run.direction.better(score, empty):
