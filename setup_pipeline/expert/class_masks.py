@@ -97,6 +97,8 @@ def find_class_mask_task(raw: Path, found: dict[Path, dict[str, Path]], tables: 
         return None
     frame: pd.DataFrame = train.table.frame  # type: ignore[attr-defined]
     values = frame[train.value_column]
+    if values.map(is_blank).all():
+        return None  # a blank column reads as encodings too: a training table holds some masks
     seen = list(dict.fromkeys(sample.labels))
     classes = [c for c in seen if c in set(train.labels)] + sorted(set(train.labels) - set(seen))
     listed = set(train.pictures) & found[train.folder].keys()
