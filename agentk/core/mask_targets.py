@@ -105,8 +105,9 @@ def score_labels(metric: str, truth: Sequence[np.ndarray], predicted: Sequence[n
 
 
 def score_mask_frames(metric: str, y_true: pd.DataFrame, y_pred: pd.DataFrame, column: str, setup_dir: Path,
-                      per_object: bool, thresholds: Sequence[float] | None = None) -> float:
-    """`metric` over the truth's masks and the prediction's, matched by id (paths relative to setup/)."""
+                      per_object: bool, thresholds: Sequence[float] | None = None, n_classes: int = 0) -> float:
+    """`metric` over the truth's masks and the prediction's, matched by id (paths relative to setup/);
+    with `n_classes`, over (picture, class) pairs of class-valued masks."""
     from agentk.core.pixels import resolve
 
     truth = y_true.assign(id=y_true["id"].astype(str)).drop_duplicates("id").set_index("id")
@@ -116,6 +117,8 @@ def score_mask_frames(metric: str, y_true: pd.DataFrame, y_pred: pd.DataFrame, c
         raise ValueError("no prediction id is in the truth")
     want = [read_labels(resolve(setup_dir, truth.loc[i, column])) for i in ids]
     got = [read_labels(resolve(setup_dir, predicted.loc[i, column])) for i in ids]
+    if n_classes:
+        return score_class_labels(metric, want, got, n_classes)
     return score_labels(metric, want, got, per_object, thresholds)
 
 
@@ -137,3 +140,84 @@ def picture_shape(path: str | Path) -> tuple[int, int]:
 
     with Image.open(path) as image:
         return image.size[1], image.size[0]
+
+
+# ---------------------------------------------------------------- masks per picture and class
+# A task whose masks are per (picture, class) keeps one mask per picture whose values are bit sets:
+# bit k - 1 holds the k-th class (from 1), so classes may overlap, as clouds of two kinds do.
+MAX_MASK_CLASSES = 30  # bits of an int32 mask
+
+
+def split_class_id(value: str) -> tuple[str, str]:
+    """(picture, class) of a joined id `<picture>_<class>` (`002f507.jpg_Fish`, `0001.jpg_3`):
+    the class follows the last underscore, as picture names may hold underscores."""
+    picture, _, label = str(value).strip().rpartition("_")
+    return picture, label
+
+
+def class_name(value: object) -> str:
+    """A class cell as text: `3`, `3.0` and ` 3` are one class."""
+    text = str(value).strip()
+    return text[:-2] if text.endswith(".0") and text[:-2].isdigit() else text
+
+
+def class_bit(number: int) -> int:
+    """The bit of the `number`-th class (from 1) in a class mask."""
+    return 1 << (int(number) - 1)
+
+
+def class_mask(labels: np.ndarray, number: int) -> np.ndarray:
+    """Where a class mask holds the `number`-th class."""
+    return (np.asarray(labels) & class_bit(number)) > 0
+
+
+def class_labels(pairs: Sequence[tuple[int, str]], shape: tuple[int, int], order: Order = "F",
+                 relative: bool = False) -> np.ndarray:
+    """The class mask of a picture's (class number, run-length string) pairs."""
+    from agentk.core.masks import is_blank, rle_decode
+
+    labels = np.zeros(shape, dtype=np.int32)
+    for number, value in pairs:
+        if number and not is_blank(value):
+            labels[rle_decode(str(value), shape, order, relative)] |= class_bit(number)
+    return labels
+
+
+def class_strings(labels: np.ndarray, n_classes: int, order: Order = "F", relative: bool = False) -> list[str]:
+    """One string per class (blank for none), in class order."""
+    masks = [class_mask(labels, k) for k in range(1, n_classes + 1)]
+    return [rle_encode(m, order, relative) if m.any() else "" for m in masks]
+
+
+def class_mask_submission(predictions: Mapping[str, Path], sample: pd.DataFrame, id_column: str, value_column: str,
+                          class_column: str | None, classes: Sequence[str], order: Order = "F",
+                          relative: bool = False, empty: str = "") -> pd.DataFrame:
+    """The sample's rows, in its order and spelling, each (picture, class) with its mask's string:
+    ids joined `<picture>_<class>` when `class_column` is None, else a picture and a class column."""
+    number = {c: k for k, c in enumerate(classes, start=1)}
+    if class_column is None:
+        parts = [split_class_id(v) for v in sample[id_column]]
+    else:
+        parts = list(zip(sample[id_column].astype(str).str.strip(), sample[class_column]))
+    pictures = [p for p, _ in parts]
+    keys = picture_keys(pictures, set(predictions))
+    cache: dict[str, np.ndarray] = {}
+    values = []
+    for key, (_, label) in zip(keys, parts):
+        if key not in cache:
+            cache[key] = read_labels(predictions[key])
+        k = number.get(class_name(label), 0)
+        mask = class_mask(cache[key], k) if k else np.zeros((1, 1), bool)
+        values.append(rle_encode(mask, order, relative) if mask.any() else empty)
+    return sample.assign(**{value_column: values})
+
+
+def score_class_labels(metric: str, truth: Sequence[np.ndarray], predicted: Sequence[np.ndarray],
+                       n_classes: int) -> float:
+    """The registry's `metric` over (picture, class) pairs of class masks, each pair one row as the
+    grader reads it."""
+    from agentk.core.metrics import get_metric
+
+    want = [s for t in truth for s in class_strings(t, n_classes)]
+    got = [s for p in predicted for s in class_strings(p, n_classes)]
+    return float(get_metric(metric).fn(want, got, relative=False))

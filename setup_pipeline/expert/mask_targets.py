@@ -56,6 +56,11 @@ class MaskTask(BaseModel):
     thresholds: list[float] | None = None  # the IoU thresholds the page states (map_iou)
     box_columns: list[str] | None = None  # box_table: one cell of boxes, or four number columns
     box_format: Literal["xywh", "xyxy"] = "xywh"  # box_table: corner and size, or two corners
+    # Masks per picture and class (class_masks.py): the classes, bit k - 1 of a mask the k-th (from 1);
+    # the sample's class column, or None when its ids are `<picture>_<class>`; the same of the table.
+    classes: list[str] | None = None
+    sample_class: str | None = None
+    table_class: str | None = None
 
 
 def picture_folders(images: list[Path]) -> dict[Path, dict[str, Path]]:
@@ -245,7 +250,9 @@ def find_mask_task(raw: Path, images: list[Path], tables: list, page: str, notes
     found = picture_folders(images)
     sampled = _sample(tables, found)
     if sampled is None:
-        return None
+        from setup_pipeline.expert.class_masks import find_class_mask_task
+
+        return find_class_mask_task(raw, found, tables, page, notes)
     sample, test = sampled
     frame: pd.DataFrame = sample.frame  # type: ignore[attr-defined]
     id_column, value_column = (str(c) for c in frame.columns)

@@ -241,6 +241,10 @@ def solve_masks(workspace: Path, out: Path, budget: float | None, seed: int, lig
     """Empty masks first, then the tuned pixel classifier; returns (and writes) the solve's record."""
     run = MaskSolve(workspace, out, budget, seed, light)
     target = run.target
+    if target.get("mask_classes"):
+        from solve_pipeline.pixels.class_masks import solve_class_masks  # masks per picture and class
+
+        return solve_class_masks(run)
     column, per_object = target["column"], bool(target.get("per_object"))
     rng = np.random.default_rng(seed)
     train, n_train = read_train(run.setup, column, rng, limit=LIGHT_PAIRS if light else None)
