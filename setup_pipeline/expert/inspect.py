@@ -65,6 +65,7 @@ class _Inspection(TargetDecisions, ImageLayouts):
         self.notes: list[str] = []
         self.dropped: dict[str, str] = {}
         self.metric_override: str | None = None
+        self.page_metric_unsupported: str | None = None  # a metric the page names that I cannot compute
         self.assumptions: list[str] = []
         self.evidence: dict[str, str] = {}
         self.test_row_start: int | None = None
@@ -88,6 +89,7 @@ class _Inspection(TargetDecisions, ImageLayouts):
         self.top_k = int(found_k.group(1)) if found_k else None
         if guess.name:
             self.evidence["metric"] = f"{guess.name} ({guess.source}, confidence {guess.confidence:.2f}): {guess.evidence}"
+        self.page_metric_unsupported = guess.unsupported
         if guess.unsupported:
             self.notes.append(f"the page names a metric I cannot compute ({guess.unsupported!r}): "
                               "a metric is assumed from the data instead")
@@ -152,7 +154,10 @@ class _Inspection(TargetDecisions, ImageLayouts):
         fmt, targets, columns = self._targets(pred_header, id_column, train_id, test_id)
         if header and pred_header != header and fmt == "per_target":
             columns = header
-        if base_metric is None:
+        if base_metric is None and self.page_metric_unsupported:
+            base_metric = self._default_metric(
+                fmt, targets, f"the page's metric ({self.page_metric_unsupported}) is not one I can compute")
+        elif base_metric is None:
             base_metric = self._default_metric(fmt, targets)
         elif metrics.get_metric(base_metric).kind == "ranking" and (len(targets) > 1 or fmt == "per_class_proba"):
             # Per-row label lists need one prediction column; several columns are scored one by one.
