@@ -14,7 +14,8 @@ from typing import Any, Callable, Iterable
 import pandas as pd
 
 from agentk.core.errors import SourceError
-from agentk.core.readers import read_csv_text
+from agentk.core import readers
+from agentk.core.readers import UnreadableTable, read_csv_text
 from agentk.core.markdown import headings
 from agentk.core.metrics import get_metric
 from agentk.sources.base import GradingFacts
@@ -31,19 +32,25 @@ _GENERIC_HEADINGS = {"overview", "description", "competition description"}
 # ---------------------------------------------------------------- CSV files, values kept exactly
 
 
-def read_csv_exact(path: Path, shown: str, nrows: int | None = None) -> pd.DataFrame:
+_UNREADABLE = (UnreadableTable, pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError)
+
+
+def read_csv_exact(path: Path, shown: str) -> pd.DataFrame:
     """Read every cell as the text in the file: no TRUE→True, 1→1.0 or empty→NaN conversions,
-    so whatever the harness writes back is what Kaggle shipped."""
+    so whatever the harness writes back is what Kaggle shipped. The agent's bounded reader: a
+    record longer than any table's is refused before parsing (SourceError, one line)."""
     try:
-        if nrows is None:
-            return read_csv_text(path)  # Arrow for a large file, cell for cell what pandas reads
-        return pd.read_csv(path, dtype=str, keep_default_na=False, nrows=nrows)
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
+        return read_csv_text(path)  # Arrow for a large file, cell for cell what pandas reads
+    except _UNREADABLE as exc:
         raise SourceError(f"cannot read {shown}: {_one_line(exc)}") from exc
 
 
 def read_csv_header(path: Path, shown: str) -> list[str]:
-    return list(read_csv_exact(path, shown, nrows=0).columns)
+    """The file's column names, read from its first record alone (bounded like `read_csv_exact`)."""
+    try:
+        return readers.read_csv_header(path)
+    except _UNREADABLE as exc:
+        raise SourceError(f"cannot read {shown}: {_one_line(exc)}") from exc
 
 
 def write_csv_exact(df: pd.DataFrame, path: Path) -> None:
