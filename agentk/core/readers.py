@@ -53,6 +53,9 @@ _PLAIN_NUMBER = re.compile(r"^[+-]?\d+$")
 ARROW_MIN_BYTES = 4 * 2**20
 _ARROW_BLOCK_BYTES = 2**20
 _ARROW_CHECK_ROWS = 500
+# ... and at most this many cells: the C parser pays per column and chunk, and a check of 500 rows
+# of a table 20,000 columns wide took a minute.
+_ARROW_CHECK_CELLS = 200_000
 
 
 class UnreadableTable(Exception):
@@ -320,8 +323,9 @@ def _read_with_arrow(utf8: bytes, text: str, delimiter: str) -> pd.DataFrame | N
     try:
         table = pa_csv.read_csv(
             pa.py_buffer(utf8),
-            # Blocks of a few records at least (a wide table's rows are long), parsed in parallel.
-            read_options=pa_csv.ReadOptions(block_size=max(_ARROW_BLOCK_BYTES, 8 * _nth_line_end(text, 3))),
+            # Blocks of a hundred records at least, parsed in parallel: Arrow pays per column and
+            # block, and a table 20,000 columns wide in blocks of a few records took many seconds.
+            read_options=pa_csv.ReadOptions(block_size=max(_ARROW_BLOCK_BYTES, 40 * _nth_line_end(text, 3))),
             parse_options=pa_csv.ParseOptions(delimiter=delimiter, quote_char='"', double_quote=True, escape_char=False,
                                               newlines_in_values=True, ignore_empty_lines=True),
             convert_options=pa_csv.ConvertOptions(column_types={c: pa.large_string() for c in header}, null_values=[],
@@ -332,13 +336,14 @@ def _read_with_arrow(utf8: bytes, text: str, delimiter: str) -> pd.DataFrame | N
         return None
     frame = table.to_pandas(types_mapper={pa.large_string(): pd.StringDtype("pyarrow", na_value=np.nan)}.get)
     # The C parser reads the first rows too, from a head of the text (not a copy of all of it).
+    check_rows = max(2, min(_ARROW_CHECK_ROWS, _ARROW_CHECK_CELLS // len(header)))
     end = -1
-    for _ in range(2 * _ARROW_CHECK_ROWS):
+    for _ in range(2 * check_rows):
         end = text.find("\n", end + 1)
         if end < 0:
             break
     try:
-        head = _c_parser(text[:end + 1] if end >= 0 else text, delimiter, _ARROW_CHECK_ROWS)
+        head = _c_parser(text[:end + 1] if end >= 0 else text, delimiter, check_rows)
     except (ValueError, pd.errors.ParserError):
         return None
     if list(head.columns) != header or not head.equals(frame.head(len(head))):
