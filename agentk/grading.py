@@ -23,8 +23,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from agentk.core.errors import GradingError, InvalidSubmissionError
-from agentk.core.readers import numbers_from_text, read_csv_text
+from agentk.core.errors import GradingError, InvalidSubmissionError, SourceError
+from agentk.core.readers import UnreadableTable, numbers_from_text, read_csv_text
 from agentk.core.metrics import (
     Direction,
     Metric,
@@ -373,7 +373,7 @@ def _read_submission(path: Path) -> pd.DataFrame:
         raise InvalidSubmissionError(f"submission file {path} does not exist")
     try:
         return read_csv_text(path)
-    except (OSError, UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:
+    except (UnreadableTable, OSError, UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InvalidSubmissionError(f"cannot read submission {path} as CSV: {first_line}") from None
 
@@ -388,8 +388,8 @@ def grade_file(submission_path: Path, competition: Competition, leaderboard_csv:
     if facts is None:
         raise GradingError(f"competition {competition.id!r} has no grading facts")
     try:
-        answers = competition.answers()
-    except (OSError, UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:
+        answers = competition.answers()  # the source's bounded reader: SourceError when refused
+    except (SourceError, OSError, UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise _unusable(f"cannot read them: {first_line}") from None
     submission = _read_submission(Path(submission_path))
@@ -432,7 +432,7 @@ def place_on(report: GradeReport, leaderboard_csv: Path) -> GradeReport:
     """The report with its score placed on a leaderboard CSV (rank, percentile, medal)."""
     assert report.score is not None
     try:
-        leaderboard = pd.read_csv(leaderboard_csv)
-    except (OSError, UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:
+        leaderboard = read_csv_text(leaderboard_csv)  # the scores are parsed where they are ranked
+    except (UnreadableTable, OSError, UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:
         raise GradingError(f"cannot read leaderboard {leaderboard_csv}: {exc}") from None
     return dataclasses.replace(report, leaderboard=leaderboard_position(report.score, leaderboard, report.higher_is_better))

@@ -14,12 +14,13 @@ import pandas as pd
 
 from agentk.core.artifacts import SetupLayout
 from agentk.core.config import Device, Fusion, SolveSettings, WarmStart
-from solve_pipeline.cv import CVContext, Predictions, normalise_proba
+from solve_pipeline.cv import CVContext, Predictions, emit, normalise_proba
 from solve_pipeline.dataset import BIG_FOLDS
 from solve_pipeline.features import build_features
 from solve_pipeline.forecast_features import add_forecast_features, series_shape
 from solve_pipeline.setup_modules import SetupArtifacts
 from solve_pipeline.validation import RANDOM, Validation, choose_validation
+from solve_pipeline.wide_features import feature_cap, screen
 
 LIGHT_MAX_ROWS = 600
 # The share of the budget the clips' featurisation may take before they are read shorter: the race,
@@ -118,6 +119,10 @@ def prepare(options: SolveOptions) -> tuple[SetupArtifacts, CVContext, int, Vali
     if shape is not None:
         regression = [s.column for s in artifacts.targets if not s.is_classification]
         forecast = add_forecast_features(features, artifacts, y, regression, shape)
+    cap = feature_cap(len(features.tab_names), options.time_budget, options.light)
+    if cap is not None:
+        emit("wide_table", **screen(features, [y[s.column] for s in artifacts.targets],
+                                    [s.is_classification for s in artifacts.targets], cap))
     strata = next((y[s.column] for s in artifacts.targets if s.is_classification), None)
     validation = RANDOM if options.light else choose_validation(features)
     k = 2 if options.light else (min(options.folds, BIG_FOLDS) if features.big else options.folds)

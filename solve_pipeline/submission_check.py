@@ -190,7 +190,7 @@ def validate_submission(
         submission = _read_text_csv(Path(submission_path))
     except FileNotFoundError:
         return [f"submission file not found: {submission_path}"]
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError) as error:
+    except (UnreadableTable, pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError) as error:
         return [f"submission file is unreadable: {type(error).__name__}: {error}"]
     if submission.columns.empty:
         return ["submission file is empty"]

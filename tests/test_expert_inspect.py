@@ -361,6 +361,17 @@ def test_a_page_without_a_metric_gets_an_assumed_one(views: dict, tmp_path: Path
     assert any(a.startswith("metric: accuracy") for a in facts.assumptions)
 
 
+def test_a_metric_the_registry_cannot_compute_is_assumed_from_the_data_and_said(views: dict, tmp_path: Path) -> None:
+    raw = _copy_raw(views, "titanic", tmp_path / "raw")
+    (raw / "description.md").write_text(
+        "# Passengers\n\n## Evaluation\n\nSubmissions are evaluated on the weighted AUC: the area of the ROC "
+        "curve below a true positive rate of 0.4 is weighted 2X.\n")
+    facts = inspect_competition(raw)
+    assert facts.metric == "accuracy"  # not the page's cousin, auc: 0/1 labels in the sample are scored
+    assert any(a.startswith("metric: accuracy — the page's metric (weighted AUC) is not one I can compute")
+               for a in facts.assumptions), facts.assumptions
+
+
 def test_a_metric_that_contradicts_the_target_is_replaced(views: dict, tmp_path: Path) -> None:
     raw = _copy_raw(views, "house-prices-advanced-regression-techniques", tmp_path / "raw")
     (raw / "description.md").write_text("# Houses\n\n## Evaluation\n\nSubmissions are scored by accuracy.\n")

@@ -296,3 +296,19 @@ def test_an_mlebench_leaderboard_in_private_is_not_taken_for_the_answers(tmp_pat
     (private / "solution.csv").write_text("id,y\n1,0\n")
     (private / "leaderboard.csv").write_text("TeamName,Score\na,1\n")
     assert _find_answers(private) == private / "solution.csv"
+
+
+def test_the_graders_own_reading_is_bounded(tmp_path: Path) -> None:
+    """A submission or a leaderboard that is one enormous line is refused by the agent's bounded
+    reader (one line), not handed to a parser that would hold every field of it."""
+    from agentk.core.readers import MAX_RECORD_BYTES
+
+    answers, submission = _titanic_case()
+    one_line = tmp_path / "one_line.csv"
+    one_line.write_bytes(b"PassengerId,Survived," + b"1," * (MAX_RECORD_BYTES // 2 + 1))
+    with pytest.raises(InvalidSubmissionError, match="without a line break"):
+        grade_file(one_line, _competition(answers))
+    good = tmp_path / "good.csv"
+    submission.to_csv(good, index=False)
+    with pytest.raises(GradingError, match="cannot read leaderboard .*without a line break"):
+        grade_file(good, _competition(answers), one_line)

@@ -165,3 +165,72 @@ def test_an_unknown_metric_stated_in_the_evaluation_section_is_not_replaced_by_a
     # "As follows" states nothing: the overview's scoring sentence still decides.
     text = "## Overview\nSubmissions are scored by log loss.\n\n## Evaluation\nSubmissions are evaluated as follows.\n"
     assert infer_metric(text).name == "logloss"
+
+
+# The plant-seedlings page as Kaggle renders it: the scoring sentence cut at its comma by a blank
+# line, a formula, and an explanation whose "F1-score is" reads like a scoring sentence.
+_MEAN_F_SCORE_PAGE = r"""# Overview
+
+Can you tell a weed from a crop seedling?
+
+## Evaluation
+
+Submissions are evaluated on **MeanFScore**,
+
+which at Kaggle is actually a [micro-averaged F1-score](https://en.wikipedia.org/wiki/F1_score).
+
+Given positive/negative rates for each class *k*, the resulting score is computed this way:
+
+$$
+\text { Precision }_{\text {micro }}=\frac{\sum_{k \in C} T P_k}{\sum_{k \in C} T P_k+F P_k} \\
+\text { Recall }_{\text {micro }}=\frac{\sum_{k \in C} T P_k}{\sum_{k \in C} T P_k+F N_k}
+$$
+
+F1-score is the harmonic mean of precision and recall
+$$
+\text { MeanFScore }=F 1_{\text {micro }}=\frac{2 \text { Precision }_{\text {micro }} \text { Recall }_{\text {micro }}}{\text { Precision }_{\text {micro }}+\text { Recall }_{\text {micro }}}
+$$
+
+### Submission File
+
+For each `file` in the test set, you must predict the `species`.
+"""
+
+
+def test_the_sentence_naming_the_metric_outranks_one_explaining_a_part_of_it() -> None:
+    guess = infer_metric(_MEAN_F_SCORE_PAGE)
+    assert (guess.name, guess.source, guess.confidence) == ("micro_f1", "evaluation_section", 0.95)
+    assert guess.evidence.startswith("Submissions are evaluated on **MeanFScore**, which at Kaggle")
+    # Without the scoring sentence, the explanation alone still reads as F1 (a name, not a cue).
+    explained = infer_metric("## Evaluation\nF1-score is the harmonic mean of precision and recall.")
+    assert (explained.name, explained.confidence) == ("f1", 0.8)
+    # A statement of what is scored outranks an earlier sentence that explains a part of it.
+    text = ("## Evaluation\nPrecision is measured over all predicted labels, and the F1 score is evaluated "
+            "as their harmonic mean with recall.\n\nSubmissions are evaluated on the micro-averaged F1 score.\n")
+    assert infer_metric(text).name == "micro_f1"
+
+
+@pytest.mark.parametrize(
+    ("section", "unsupported"),
+    [
+        ("In order to focus on reliable detection with an emphasis on low false-alarm rate, submissions are "
+         "evaluated on the weighted AUC. To calculate the weighted AUC, each region of the ROC curve is weighted "
+         "according to these chosen parameters:\n\n```\ntpr_thresholds = [0.0, 0.4, 1.0]\nweights = [2, 1]\n```\n\n"
+         "In other words, the area between the true positive rate of 0 and 0.4 is weighted 2X. The final AUC "
+         "is between 0 and 1.", "weighted AUC"),
+        ("Submissions are evaluated on the Log of the Mean Absolute Error, calculated for each scalar coupling "
+         "type, and then averaged across types, so that a 1% decrease in MAE for one type provides the same "
+         "improvement in score as a 1% decrease for another type.", "log of the mean absolute error"),
+        ("Log of the Mean Absolute Error, calculated for each scalar coupling type, and then averaged across "
+         "types.", "log of the mean absolute error"),
+        ("Submissions are evaluated using a weighted multi-label logarithmic loss. Each sub-type is its own row "
+         "for every exam. The binary log loss for each label is weighted.", "weighted log loss"),
+        ("Submissions are evaluated using the [probabilistic F1 score](https://aclanthology.org/2020.eval4nlp-1.9.pdf)"
+         " (pF1). This extension of the traditional F score accepts probabilities instead of binary "
+         "classifications.\n\n$$pF_1 = 2 \\frac{pPrecision \\cdot pRecall}{pPrecision + pRecall}$$",
+         "probabilistic F1"),
+    ],
+)
+def test_a_cousin_of_a_registry_metric_is_not_answered_with_it(section: str, unsupported: str) -> None:
+    guess = infer_metric(f"# A task\n\nPredict things.\n\n## Evaluation\n\n{section}\n\n## Submission File\n\nid,label\n")
+    assert (guess.name, guess.unsupported) == (None, unsupported)

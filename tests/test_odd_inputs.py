@@ -164,3 +164,29 @@ def test_ids_written_as_floats_on_one_side_are_the_same_ids(tmp_path: Path, wher
     submission = pd.read_csv(tmp_path / "ws" / "floats" / "submissions" / "submission.csv", dtype=str)
     sample = pd.read_csv(source / "data" / "gender_submission.csv", dtype=str)
     assert submission["PassengerId"].tolist() == sample["PassengerId"].tolist()  # as the sample writes them
+
+
+def test_a_wide_table_of_constants_and_noise_takes_the_wide_path(tmp_path: Path) -> None:
+    """Titanic with 3,000 extra columns in train and test, half constant, half noise, graded on a
+    held-out part of train: the split writes it, setup drops the constants once (one pass over the
+    columns), and the solver screens the rest to what its short budget carries, so the run ends
+    with a valid submission (20,000 columns took no answer in 420 s)."""
+    source = _titanic_copy(tmp_path / "titanic")  # the folder's name is the toml's id, the workspace's
+    shared = Path(__file__).resolve().parents[2] / "shared" / "competitions" / "titanic"
+    (source / "competition.toml").write_bytes((shared / "competition.toml").read_bytes())
+    rng = np.random.default_rng(3)
+    for name in ("train.csv", "test.csv"):
+        table = pd.read_csv(source / "data" / name, dtype=str, keep_default_na=False)
+        constant = pd.DataFrame(1, index=table.index, columns=[f"flag_{j}" for j in range(1500)])
+        noise = pd.DataFrame(rng.integers(0, 100, size=(len(table), 1500)), columns=[f"noise_{j}" for j in range(1500)])
+        pd.concat([table, constant, noise], axis=1).to_csv(source / "data" / name, index=False)
+    result = run(source, tmp_path)
+    assert result["metric"] == "accuracy" and result["test_score"] is not None
+    workspace = tmp_path / "ws" / "titanic"
+    plan = json.loads((workspace / "setup" / "plan.json").read_text())
+    assert "1500 constant column(s) dropped" in json.dumps(plan)
+    events = [json.loads(line) for line in (workspace / "logs" / "events.jsonl").read_text().splitlines()]
+    wide = [e for e in events if e.get("kind") == "wide_table"]  # the solver's, as the run logs them
+    assert wide and all(e["features"] > 1500 > e["kept"] for e in wide), wide
+    train_map = pd.read_csv(workspace / "setup" / "train_tab_input_map.csv", nrows=1)
+    assert not any(c.startswith("flag_") for c in train_map.columns)

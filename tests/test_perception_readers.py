@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from setup_pipeline.perception.catalogue import build_catalogue
-from agentk.core.readers import UnreadableTable, file_kind, read_table, table_format
+from agentk.core.readers import UnreadableTable, file_kind, read_csv_header, read_csv_text, read_table, table_format
 
 FRAME = pd.DataFrame({"id": ["007", "010", "123"], "price": [3.25, 10.0, -1.5], "city": ["Zürich", "Oslo", ""]})
 EXPECTED = {"id": ["007", "010", "123"], "price": ["3.25", "10.0", "-1.5"], "city": ["Zürich", "Oslo", ""]}
@@ -159,3 +159,27 @@ def test_large_files_in_any_encoding_read_alike(tmp_path: Path, monkeypatch: pyt
         path.write_bytes(_csv().encode(encoding))
         monkeypatch.setattr(readers, "ARROW_MIN_BYTES", 0)
         _check(read_table(path))
+
+
+def test_the_csv_readers_refuse_a_record_longer_than_their_bound(tmp_path: Path) -> None:
+    """The bounded readers every reader of a user's file shares (the source's split, the grader):
+    a record past the bound is refused before a parser holds its fields; the header is read from
+    the first record alone, named as the whole file's reader names it."""
+    bound = 4096
+    one_line = tmp_path / "one_line.csv"
+    one_line.write_bytes(b"id,y," + b"7," * bound)  # no line break at all
+    after_header = tmp_path / "after_header.csv"
+    after_header.write_bytes(b"id,y\n1,0\n" + b"7," * bound + b"\n2,1\n")
+    for path in (one_line, after_header):
+        with pytest.raises(UnreadableTable, match="without a line break"):
+            read_csv_text(path, max_record_bytes=bound)
+    with pytest.raises(UnreadableTable, match="without a line break"):
+        read_csv_header(one_line, max_record_bytes=bound)
+    assert read_csv_header(after_header, max_record_bytes=bound) == ["id", "y"]
+    # Within the bound: the same names as the whole file's reading (duplicates, BOM, quotes, gzip).
+    fine = tmp_path / "fine.csv.gz"
+    fine.write_bytes(gzip.compress(b'\xef\xbb\xbfid,"a, b",a,a\n' + b"1,2,3,4\n" * 3000))
+    assert read_csv_header(fine, max_record_bytes=bound) == list(read_csv_text(fine).columns) == ["id", "a, b", "a", "a.1"]
+    header_only = tmp_path / "header_only.csv"
+    header_only.write_bytes(b"id,label")
+    assert read_csv_header(header_only, max_record_bytes=bound) == ["id", "label"]

@@ -372,3 +372,25 @@ def test_the_held_out_split_is_scikit_learns_row_for_row(rows: int, fraction: fl
     want_kept, want_held = train_test_split(df, test_size=fraction, random_state=seed)
     pd.testing.assert_frame_equal(kept, want_kept)
     pd.testing.assert_frame_equal(held, want_held)
+
+
+def test_the_split_and_its_answers_go_through_the_bounded_readers(tmp_path: Path) -> None:
+    """A train.csv that is one line past the readers' bound (150 MB made agentk grow past 11 GB):
+    refused in one line by the reader the agent uses, before any parser holds its fields."""
+    from agentk.core.readers import MAX_RECORD_BYTES
+    from agentk.grading import grade_file
+
+    fields = b"7," * (MAX_RECORD_BYTES // 2 + 1)
+    headless = make_local(tmp_path / "a", SPLIT_TOML)
+    (headless / "data" / "train.csv").write_bytes(b"id,y," + fields)  # no line break at all
+    assert load_error(headless) == (f"cannot read data/train.csv: a record runs over {MAX_RECORD_BYTES / 2**20:g} MB "
+                                    "without a line break: not a table of rows")
+    after_header = make_local(tmp_path / "b", SPLIT_TOML)
+    (after_header / "data" / "train.csv").write_bytes(b"id,y\n1,0\n2,1\n" + fields)
+    competition = load_competition(after_header)
+    with pytest.raises(SourceError, match="without a line break"):
+        competition.prepare(tmp_path / "raw")
+    submission = tmp_path / "submission.csv"
+    submission.write_text("id,y\n1,0\n")
+    with pytest.raises(GradingError, match="answers are unusable: cannot read them: .*without a line break"):
+        grade_file(submission, competition)

@@ -16,9 +16,12 @@ def without_repeated_headers(frame: pd.DataFrame) -> pd.DataFrame:
         return frame
     repeated = np.ones(len(frame), dtype=bool)
     for column in frame.columns:
-        repeated &= (frame[column].astype(str).str.strip() == str(column).strip()).to_numpy()
-    if not repeated.any():
-        return frame
+        # Only rows still matching are compared: a table 20,000 columns wide stops at its first.
+        rows = np.flatnonzero(repeated)
+        cells = frame[column].iloc[rows].astype(str).str.strip()
+        repeated[rows] = (cells == str(column).strip()).to_numpy()
+        if not repeated.any():
+            return frame
     lines = (np.flatnonzero(repeated) + 2).tolist()
     kept = frame[~repeated].reset_index(drop=True)
     kept.attrs[REPEATED_HEADER_ROWS] = lines

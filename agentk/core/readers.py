@@ -41,6 +41,9 @@ _SNIFF_BYTES = 64 * 1024
 # How far a file's head may grow to hold a few records of a very wide table; a file with no line
 # break that far in is no table of rows.
 _WIDE_SNIFF_BYTES = 8 * 2**20
+# The longest record any reader of a user's file accepts (perception, the source's split, the
+# grader): a parser given a 150 MB line of fields holds millions of them at once, tens of GB.
+MAX_RECORD_BYTES = _WIDE_SNIFF_BYTES
 _SCAN_CHUNK = 16 * 2**20
 _DELIMITERS = ",\t;|"
 _DECIMAL_COMMA = re.compile(r"^[+-]?\d+,\d+$")
@@ -50,6 +53,9 @@ _PLAIN_NUMBER = re.compile(r"^[+-]?\d+$")
 ARROW_MIN_BYTES = 4 * 2**20
 _ARROW_BLOCK_BYTES = 2**20
 _ARROW_CHECK_ROWS = 500
+# ... and at most this many cells: the C parser pays per column and chunk, and a check of 500 rows
+# of a table 20,000 columns wide took a minute.
+_ARROW_CHECK_CELLS = 200_000
 
 
 class UnreadableTable(Exception):
@@ -276,12 +282,19 @@ def _longest_record(data: bytes) -> int:
     return max(longest, len(view) - last - 1)
 
 
+def _too_long(limit: int) -> UnreadableTable:
+    return UnreadableTable(f"a record runs over {limit / 2**20:g} MB without a line break: not a table of rows")
+
+
+def check_records(data: bytes, limit: int = MAX_RECORD_BYTES) -> None:
+    """UnreadableTable when a record of `data` runs longer than `limit` bytes: refused before any
+    parser sees it (a scan of the bytes, no copy)."""
+    if len(data) > limit and _longest_record(data) > limit:
+        raise _too_long(limit)
+
+
 def _read_delimited(data: bytes, nrows: int | None) -> pd.DataFrame:
-    # A record longer than any table's (a 150 MB line of fields) would make the parser hold
-    # millions of fields at once: tens of GB for one file. Refused before parsing.
-    if len(data) > _WIDE_SNIFF_BYTES and _longest_record(data) > _WIDE_SNIFF_BYTES:
-        raise UnreadableTable(f"a record runs over {_WIDE_SNIFF_BYTES >> 20} MB without a line break: "
-                              "not a table of rows")
+    check_records(data)
     text = _decode(data)
     sniffed = _delimiter(text[:max(_SNIFF_BYTES, _nth_line_end(text, 3))])
     one_column = _one_column_delimiter(text) if sniffed is None else None
@@ -310,8 +323,9 @@ def _read_with_arrow(utf8: bytes, text: str, delimiter: str) -> pd.DataFrame | N
     try:
         table = pa_csv.read_csv(
             pa.py_buffer(utf8),
-            # Blocks of a few records at least (a wide table's rows are long), parsed in parallel.
-            read_options=pa_csv.ReadOptions(block_size=max(_ARROW_BLOCK_BYTES, 8 * _nth_line_end(text, 3))),
+            # Blocks of a hundred records at least, parsed in parallel: Arrow pays per column and
+            # block, and a table 20,000 columns wide in blocks of a few records took many seconds.
+            read_options=pa_csv.ReadOptions(block_size=max(_ARROW_BLOCK_BYTES, 40 * _nth_line_end(text, 3))),
             parse_options=pa_csv.ParseOptions(delimiter=delimiter, quote_char='"', double_quote=True, escape_char=False,
                                               newlines_in_values=True, ignore_empty_lines=True),
             convert_options=pa_csv.ConvertOptions(column_types={c: pa.large_string() for c in header}, null_values=[],
@@ -322,13 +336,14 @@ def _read_with_arrow(utf8: bytes, text: str, delimiter: str) -> pd.DataFrame | N
         return None
     frame = table.to_pandas(types_mapper={pa.large_string(): pd.StringDtype("pyarrow", na_value=np.nan)}.get)
     # The C parser reads the first rows too, from a head of the text (not a copy of all of it).
+    check_rows = max(2, min(_ARROW_CHECK_ROWS, _ARROW_CHECK_CELLS // len(header)))
     end = -1
-    for _ in range(2 * _ARROW_CHECK_ROWS):
+    for _ in range(2 * check_rows):
         end = text.find("\n", end + 1)
         if end < 0:
             break
     try:
-        head = _c_parser(text[:end + 1] if end >= 0 else text, delimiter, _ARROW_CHECK_ROWS)
+        head = _c_parser(text[:end + 1] if end >= 0 else text, delimiter, check_rows)
     except (ValueError, pd.errors.ParserError):
         return None
     if list(head.columns) != header or not head.equals(frame.head(len(head))):
@@ -336,14 +351,33 @@ def _read_with_arrow(utf8: bytes, text: str, delimiter: str) -> pd.DataFrame | N
     return frame
 
 
-def read_csv_text(path: str | Path) -> pd.DataFrame:
+def read_csv_text(path: str | Path, max_record_bytes: int = MAX_RECORD_BYTES) -> pd.DataFrame:
     """A comma-separated file exactly as written: every cell its text, blanks kept, nothing sniffed
     or converted (a submission is read so, as Kaggle's scorer reads it). Arrow reads a large one
-    (a per-pixel submission has millions of rows) when it reads it as the C parser would."""
+    (a per-pixel submission has millions of rows) when it reads it as the C parser would.
+    UnreadableTable when a record runs past `max_record_bytes` (`check_records`)."""
     data = _raw_bytes(Path(path))
+    check_records(data, max_record_bytes)
     text = data.decode("utf-8")
     frame = _read_with_arrow(data, text, ",") if len(data) >= ARROW_MIN_BYTES else None
     return frame if frame is not None else _c_parser(text, ",", None)
+
+
+def read_csv_header(path: str | Path, max_record_bytes: int = MAX_RECORD_BYTES) -> list[str]:
+    """The column names of a comma-separated file, as `read_csv_text` names them, read from at most
+    `max_record_bytes` of it: UnreadableTable when no line ends there (one 150 MB line)."""
+    path = Path(path)
+    with open(path, "rb") as raw:
+        gzipped = raw.read(2) == b"\x1f\x8b"
+    with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as fh:
+        head = fh.read(max_record_bytes + 1)
+    if len(head) > max_record_bytes:
+        cut = head.rfind(b"\n")
+        if cut < 0:
+            raise _too_long(max_record_bytes)
+        head = head[: cut + 1]  # whole lines only: a cut quoted field would not parse
+    frame = pd.read_csv(io.BytesIO(head), dtype=str, keep_default_na=False, na_filter=False, nrows=0)
+    return [str(c) for c in frame.columns]
 
 
 def numbers_from_text(column: pd.Series) -> pd.Series:

@@ -4,6 +4,7 @@ horizon-respecting features read them (solve_pipeline/forecast_features.py)."""
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -11,6 +12,8 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 DATE_SAMPLE = 500
+_HEAD_CELLS = 50
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 DAY = pd.Timedelta(days=1)
 
 
@@ -45,6 +48,13 @@ def parse_dates(values: pd.Series) -> pd.Series | None:
     not a plain number; each distinct value is parsed once."""
     if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
         return None  # numbers (store ids, years alone) are no dates
+    # The first cells settle most columns of a wide table without building a sample: mostly
+    # plain numbers there, or no digit at all, and the column is no date.
+    head = [str(cell).strip() for cell in values.iloc[:_HEAD_CELLS].tolist() if cell is not None and cell == cell]
+    head = [cell for cell in head if cell]
+    if head and (sum(bool(_NUMBER.fullmatch(c)) for c in head) > 0.5 * len(head)
+                 or not any(ch.isdigit() for c in head for ch in c)):
+        return None
     # A sample of distinct values decides first: a wide table's other columns cost no full pass.
     sample = pd.Series(pd.unique(values.dropna())[:DATE_SAMPLE * 2]).astype(str).str.strip()
     sample = sample[sample != ""].head(DATE_SAMPLE)

@@ -31,6 +31,7 @@ from setup_pipeline.expert.pixels import PixelTask, find_pixel_task
 from setup_pipeline.expert.row_files import RowFiles, find_row_files
 from setup_pipeline.expert.targets import NA_WORDS, TargetDecisions, as_numbers, is_bool_like, sorted_labels
 from setup_pipeline.perception.catalogue import Catalogue, build_catalogue
+from setup_pipeline.perception.column_profile import column_profiles, constant_columns
 from setup_pipeline.perception.clips import describe_clips
 from setup_pipeline.perception.page_text import as_markdown
 from setup_pipeline.perception.roles import decide_roles
@@ -65,6 +66,7 @@ class _Inspection(TargetDecisions, ImageLayouts):
         self.notes: list[str] = []
         self.dropped: dict[str, str] = {}
         self.metric_override: str | None = None
+        self.page_metric_unsupported: str | None = None  # a metric the page names that I cannot compute
         self.assumptions: list[str] = []
         self.evidence: dict[str, str] = {}
         self.test_row_start: int | None = None
@@ -88,6 +90,7 @@ class _Inspection(TargetDecisions, ImageLayouts):
         self.top_k = int(found_k.group(1)) if found_k else None
         if guess.name:
             self.evidence["metric"] = f"{guess.name} ({guess.source}, confidence {guess.confidence:.2f}): {guess.evidence}"
+        self.page_metric_unsupported = guess.unsupported
         if guess.unsupported:
             self.notes.append(f"the page names a metric I cannot compute ({guess.unsupported!r}): "
                               "a metric is assumed from the data instead")
@@ -152,7 +155,10 @@ class _Inspection(TargetDecisions, ImageLayouts):
         fmt, targets, columns = self._targets(pred_header, id_column, train_id, test_id)
         if header and pred_header != header and fmt == "per_target":
             columns = header
-        if base_metric is None:
+        if base_metric is None and self.page_metric_unsupported:
+            base_metric = self._default_metric(
+                fmt, targets, f"the page's metric ({self.page_metric_unsupported}) is not one I can compute")
+        elif base_metric is None:
             base_metric = self._default_metric(fmt, targets)
         elif metrics.get_metric(base_metric).kind == "ranking" and (len(targets) > 1 or fmt == "per_class_proba"):
             # Per-row label lists need one prediction column; several columns are scored one by one.
@@ -334,8 +340,17 @@ class _Inspection(TargetDecisions, ImageLayouts):
         elif train_id and train_id == test_id and train_id in test_cols and self._is_text(self.train_df[train_id]):
             text.append(train_id)
             self.notes.append(f"the key column {train_id!r} is free text: also used as a feature")
-        for c in (c for c in train_cols if c in in_test and c not in skip):
-            (text if self._is_text(self.train_df[c]) else tabular).append(c)
+        shared = [c for c in train_cols if c in in_test and c not in skip]
+        profiles = column_profiles(self.train_df[shared])  # one pass: a wide table's columns cost once
+        constant = constant_columns(self.train_df[shared], profiles)
+        for c in constant:
+            self.dropped[c] = "one value in every training row: nothing to learn from it"
+        if constant:
+            self.notes.append(f"{len(constant)} constant column(s) dropped: {', '.join(constant[:5])}"
+                              + (", ..." if len(constant) > 5 else ""))
+        for c in (c for c in shared if c not in self.dropped):
+            # Six words need eleven characters: shorter cells are numbers, codes and categories.
+            (text if profiles[c].longest >= 11 and self._is_text(self.train_df[c]) else tabular).append(c)
         return tabular, text
 
     def _series(self, catalogue: Catalogue, tabular: list[str]) -> SeriesShape | None:

@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 
 from agentk.core.metrics import normalise_labels
 from setup_pipeline.perception.catalogue import Catalogue
+from setup_pipeline.perception.column_profile import column_profiles
 from setup_pipeline.perception.tables import MATCH, Logical, blank_for, group_parts, keys_agree, overlap
 
 # Wider tables look for keys in one vectorised pass (columns_with).
@@ -20,6 +21,12 @@ WIDE_COLUMNS = 1000
 _HEAD_ROWS = 1000
 # Values looked up one by one before a column is hashed whole, where every value must be found.
 _PROBES = 3
+
+
+def _arrow_text(column: pd.Series) -> pa.Array:
+    """A column of text cells as Arrow text, without a copy when it is Arrow-backed already."""
+    cells = pa.array(column if isinstance(column.dtype, pd.StringDtype) else column.astype(str))
+    return cells.cast(pa.large_string()) if cells.type != pa.large_string() else cells
 
 
 def _spelled(cells: pa.Array) -> pa.Array:
@@ -35,7 +42,6 @@ class TableIndex:
         self.catalogue = catalogue
         self.tables = group_parts(catalogue)
         self._value_cache: dict[tuple[int, str], set[str]] = {}
-        self._cells_cache: dict[int, np.ndarray] = {}
         self._repeating_cache: dict[int, set[str]] = {}
         self._distinct_cache: dict[tuple[int, str], pa.Array] = {}
         self._profile_cache: dict[tuple[int, str], tuple[int, bool]] = {}
@@ -69,26 +75,20 @@ class TableIndex:
         over the table rather than a set of values per column (20,000 columns took minutes)."""
         if len(table.columns) <= WIDE_COLUMNS:
             return table.columns
-        # every cell in one column: one hash pass, not one per column
-        hits = pd.Series(self._cells(table).ravel()).isin(values).to_numpy().reshape(table.frame.shape).any(axis=0)
-        return [column for column, hit in zip(table.columns, hits) if hit]
-
-    def _cells(self, table: Logical) -> np.ndarray:
-        key = id(table)
-        if key not in self._cells_cache:
-            self._cells_cache[key] = table.frame.to_numpy(dtype=object)
-        return self._cells_cache[key]
+        # One Arrow lookup per column against the values as written: no set of values per column,
+        # no copy of the frame's cells into Python objects (both took minutes at 20,000 columns).
+        wanted = pa.array(sorted(values), type=pa.large_string())
+        return [str(name) for name, column in table.frame.items()
+                if pc.any(pc.is_in(_arrow_text(column), value_set=wanted)).as_py()]
 
     def _repeating(self, table: Logical) -> set[str]:
         """The columns of a wide table holding some cell twice as written (so twice stripped too,
-        hence no key), settled for every column by one hashing pass instead of a profile per
-        column (4,000 columns took seconds). A hash collision could only call a key repeating."""
+        hence no key), settled by one count of distinct cells per column (column_profile) instead
+        of a profile of stripped cells per column."""
         key = id(table)
         if key not in self._repeating_cache:
-            hashes = pd.util.hash_array(self._cells(table).ravel()).reshape(table.frame.shape)
-            hashes.sort(axis=0)
-            repeats = (hashes[1:] == hashes[:-1]).any(axis=0)
-            self._repeating_cache[key] = {c for c, r in zip(table.columns, repeats) if r}
+            rows = len(table.frame)
+            self._repeating_cache[key] = {c for c, p in column_profiles(table.frame).items() if p.distinct < rows}
         return self._repeating_cache[key]
 
     def values(self, table: Logical, column: str) -> set[str]:

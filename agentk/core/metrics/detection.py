@@ -11,6 +11,11 @@ A metric the registry lacks ("mean Dice coefficient", "NDCG") is recognised too,
 sentence wins and the answer is "unsupported" rather than a wrong registry name picked further down.
 For the same reason, an evaluation section that states "Submissions are evaluated on <something no
 pattern knows>" ends the search there (unsupported = that phrase) before tiers 3 and 4.
+In tier 1 a sentence stating what submissions are scored on comes before the others: it names
+the metric, where "F1-score is the harmonic mean of ..." only explains a part of it (and "score
+is" right after a metric's name is not a scoring word at all). A registry metric's cousin that
+scores otherwise (a weighted AUC, the log of a per-group MAE, a probabilistic F1, a weighted
+multi-label log loss) is recognised as unsupported, not answered with the registry's name.
 Within a sentence, the metric the scoring words point at wins; one mentioned after "unlike",
 "rather than", "not", "also report", "changed from" (in its clause) does not.
 
@@ -88,7 +93,12 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _p(None, r"pinball|quantile loss|\bwspl\b", "pinball (quantile) loss"),
     _p(None, r"continuous ranked probability|\bcrps\b", "CRPS"),
     _p(None, r"weighted (categori[sz]ation |classification |multi ?class )?accuracy", "weighted accuracy"),
-    _p(None, r"(balanced|weighted) (multi ?class )?(log(arithmic)? ?loss|cross ?entropy)", "weighted log loss"),
+    _p(None, r"(balanced|weighted) (multi ?(class|label) )?(log(arithmic)? ?loss|cross ?entropy)", "weighted log loss"),
+    # Cousins of registry metrics that score differently: answering the registry's name would
+    # optimise the wrong thing (a 2x-weighted ROC region, a log taken per group, soft counts).
+    _p(None, r"\bweighted (roc )?(auc|area under)", "weighted AUC"),
+    _p(None, r"\blog (of )?(the )?(mean absolute error|mae)\b|\blog ?mae\b", "log of the mean absolute error"),
+    _p(None, r"\bprobabilistic f ?(1|beta|β|score|measure)|\bpf ?(1|beta)\b", "probabilistic F1"),
     _p(None, r"precision ?recall (curve|auc)|\bpr ?auc\b|\bauc ?pr\b|\bauprc\b", "precision-recall AUC"),
     _p(None, r"\bpartial (auc|area under)|\bp ?auc\b", "partial AUC"),
     _p(None, r"average precision (at|over|across) (different |various |multiple |a range of )?"
@@ -280,6 +290,8 @@ def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
         line = text[line_start:cut].rstrip()
         following = text[cut + 1 : end].lstrip(" \t")
         wrapped = len(line) >= 60 and not line.endswith((".", "!", "?", ":")) and following[:1].islower()
+        # A clause cut at its comma by a blank line ("evaluated on **X**,\n\nwhich is ...") goes on.
+        wrapped = wrapped or (text[piece_start:cut].rstrip().endswith(",") and following.lstrip()[:1].islower())
         if not wrapped:
             spans.extend(_split_piece(text, piece_start, cut))
             piece_start = cut + 1
@@ -331,6 +343,16 @@ def _negated(plain: str, start: int, end: int) -> bool:
     return bool(_NEGATION_AFTER_RE.search(plain[end:]))
 
 
+def _cue(plain: str, mentions: list[_Mention]) -> int | None:
+    """Where the sentence's scoring words start; None when it has none. "score is" right after a
+    metric's name ("F1 score is the harmonic mean of ...") explains the metric, it does not score."""
+    for match in _CUE_RE.finditer(plain):
+        at = match.start()
+        if not (match.group().startswith("score") and any(m.start < at <= m.end + 1 for m in mentions)):
+            return at
+    return None
+
+
 def _choose(mentions: list[_Mention], cue_at: int | None) -> _Mention | None:
     """The mention the scoring words point at: the first after the cue, else the last before it."""
     candidates = [m for m in mentions if not m.negated]
@@ -362,11 +384,11 @@ def _objects(text: str, sections: list[tuple[int, int]]) -> frozenset[str]:
 def _read(text: str, span: tuple[int, int], need_cue: bool, tier: str, source: Source,
           objects: frozenset[str] = frozenset()) -> MetricGuess | None:
     plain, offsets = _plain(text[span[0] : span[1]])
-    cue = _CUE_RE.search(plain)
+    mentions = _mentions(plain)
+    cue = _cue(plain, mentions)
     if need_cue and cue is None:
         return None
-    mentions = _mentions(plain)
-    chosen = _choose(mentions, cue.start() if cue else None)
+    chosen = _choose(mentions, cue)
     if chosen is None:
         return None
     others = {m.pattern.label for m in mentions if not m.negated and not m.pattern.weak} - {chosen.pattern.label}
@@ -405,8 +427,12 @@ def infer_metric(description: str) -> MetricGuess:
     sections = _section_spans(text)
     in_section = [s for a, b in sections for s in _sentences(text, a, b)]
     objects = _objects(text, sections)
-    for need_cue, tier in ((True, "cue_in_section"), (False, "section")):
-        for span in in_section:
+    # The sentence that states what submissions are scored on outranks earlier ones that explain
+    # a part of the metric ("precision is ...", "the F1 score is the harmonic mean ...").
+    stating = [span for span in in_section if _STATEMENT_RE.search(_plain(text[span[0] : span[1]])[0])]
+    ordered = stating + [span for span in in_section if span not in stating]
+    for need_cue, tier, spans in ((True, "cue_in_section", ordered), (False, "section", in_section)):
+        for span in spans:
             guess = _read(text, span, need_cue, tier, "evaluation_section", objects)
             if guess is not None:
                 return guess
