@@ -73,3 +73,40 @@ def make_shape_cells_competition(out: Path, n_train: int = 120, n_test: int = 40
     (out / "competition.toml").write_text(TOML.format(name=out.name, task="multiclass", metric="accuracy",
                                                       higher="true", targets='"label"'))
     return out
+
+
+def make_keypoint_cells_competition(out: Path, n_train: int = 120, n_test: int = 40, seed: int = 0,
+                                    missing: float = 0.3) -> Path:
+    """train.csv `id,<x>,<y>,pixels` with the shape's centre as numeric targets, each missing on
+    a share of the rows (as facial keypoints are); test.csv `id,pixels`; RMSE."""
+    rng = np.random.default_rng(seed)
+    n = n_train + n_test
+    drawn = []
+    for _ in range(n):
+        pixels = np.clip(rng.normal(20, 12, (SIDE, SIDE)), 0, 255)
+        cx, cy = (float(v) for v in rng.integers(5, SIDE - 5, size=2))
+        yy, xx = np.mgrid[0:SIDE, 0:SIDE]
+        pixels[(xx - cx) ** 2 + (yy - cy) ** 2 <= 9] = 220
+        drawn.append((pixels.astype(np.uint8), (cx, cy)))
+    ids = [str(1000 + i) for i in range(n)]
+    data, private = out / "data", out / "private"
+    data.mkdir(parents=True, exist_ok=True)
+    private.mkdir(parents=True, exist_ok=True)
+
+    def cell(value: float) -> str:
+        return "" if rng.random() < missing else f"{value:.1f}"
+
+    (data / "train.csv").write_text("id,spot_x,spot_y,pixels\n" + "".join(
+        f"{ids[i]},{cell(drawn[i][1][0])},{cell(drawn[i][1][1])},{as_cell(drawn[i][0])}\n" for i in range(n_train)))
+    (data / "test.csv").write_text("id,pixels\n" + "".join(f"{ids[i]},{as_cell(drawn[i][0])}\n" for i in range(n_train, n)))
+    (data / "sample_submission.csv").write_text("id,spot_x,spot_y\n" + "".join(f"{ids[i]},12.0,12.0\n" for i in range(n_train, n)))
+    (private / "answers.csv").write_text("id,spot_x,spot_y\n" + "".join(
+        f"{ids[i]},{drawn[i][1][0]:.1f},{drawn[i][1][1]:.1f}\n" for i in range(n_train, n)))
+    (out / "description.md").write_text(
+        "# Spot Finder\n\nEach picture shows one bright spot. Predict where its centre is.\n\n"
+        "## Evaluation\nSubmissions are scored by the root mean squared error over both coordinates.\n\n"
+        "## Data\n- **train.csv**: `id,spot_x,spot_y,pixels`; some coordinates are missing. `pixels` holds the "
+        "picture's grey levels, row by row, separated by spaces.\n- **test.csv**: `id,pixels`.\n")
+    (out / "competition.toml").write_text(TOML.format(name=out.name, task="regression", metric="rmse",
+                                                      higher="false", targets='"spot_x", "spot_y"'))
+    return out

@@ -18,7 +18,7 @@ from agentk.bench.baselines import constant_score
 from agentk.core.pictures import load_picture
 from agentk.core.workspace import Workspace
 from agentk.sources import load_competition
-from picture_cell_files import SIDE, as_cell, draw, make_shape_cells_competition
+from picture_cell_files import SIDE, as_cell, draw, make_keypoint_cells_competition, make_shape_cells_competition
 from setup_pipeline.expert.inspect import inspect_competition
 from setup_pipeline.perception.picture_cells import find_picture_cells, write_picture_cells
 
@@ -56,14 +56,14 @@ def test_what_is_no_picture() -> None:
 def test_cells_are_written_one_picture_per_row(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     pictures = [draw(i % 3, rng)[0] for i in range(5)]
-    cells = [as_cell(p) for p in pictures] + [""]
+    cells = [as_cell(p) for p in pictures] + ["", "5 6 x"]
     (found,) = find_picture_cells(_frame(cells), _frame(cells), set())
     folder, bad = write_picture_cells(_frame(cells)["pixels"], found, tmp_path, "train")
-    assert bad == 1 and folder.name == "pixels_train"
+    assert bad == 2 and folder.name == "pixels_train"
     np.testing.assert_array_equal(np.load(folder / "3.npy"), pictures[3])
-    assert np.load(folder / "5.npy").max() == 0  # the blank cell: a black picture
+    assert np.load(folder / "5.npy").max() == np.load(folder / "6.npy").max() == 0  # no picture: black
     np.testing.assert_allclose(load_picture(folder / "0.npy").pixels[:, :, 0], pictures[0] / 255, atol=1e-6)
-    assert write_picture_cells(_frame(cells)["pixels"], found, tmp_path, "train") == (folder, 1)  # done once
+    assert write_picture_cells(_frame(cells)["pixels"], found, tmp_path, "train") == (folder, 2)  # done once
 
 
 def test_inspection_reads_the_column_as_pictures_not_text(tmp_path: Path) -> None:
@@ -100,3 +100,21 @@ def test_shape_cells_competition_end_to_end(tmp_path: Path) -> None:
     assert constant is not None and result["test_score"] is not None
     print(f"{competition.id}: test {result['test_score']:.3f}, majority {constant:.3f}")  # -s shows the figures
     assert result["test_score"] >= constant + 0.2, (result["test_score"], constant)
+
+
+@pytest.mark.integration
+def test_keypoint_cells_competition_end_to_end(tmp_path: Path) -> None:
+    """Numeric targets (a spot's coordinates) some of them missing, the picture in a `pixels` cell."""
+    source = make_keypoint_cells_competition(tmp_path / "spots")
+    proc = subprocess.run([sys.executable, "-m", "agentk.cli", "run", str(source), "--workspace-root", str(tmp_path / "ws"),
+                           "--time-budget", "20", "--folds", "2", "--json"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    competition = load_competition(source)
+    result = json.loads((tmp_path / "ws" / competition.id / "result.json").read_text())
+    assert result["valid_submission"] is True
+    assert all(stage["passed"] for stage in result["setup"].values()), result["setup"]
+    constant = constant_score(competition)
+    assert constant is not None and result["test_score"] is not None
+    print(f"{competition.id}: test RMSE {result['test_score']:.3f}, constant {constant:.3f}")
+    assert result["test_score"] <= 0.5 * constant, (result["test_score"], constant)

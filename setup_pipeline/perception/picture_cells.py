@@ -118,6 +118,14 @@ def _agrees(series: pd.Series, cells: PictureCells) -> bool:
     return sum(s == cells.size for s in sizes) >= _NEARLY_ALL * len(sizes)
 
 
+def _cell_values(cell: str, size: int) -> np.ndarray | None:
+    try:
+        values = np.asarray(cell.split(), dtype=np.float32)
+    except ValueError:
+        return None
+    return values if values.size == size and np.isfinite(values).all() else None
+
+
 def write_picture_cells(series: pd.Series, cells: PictureCells, folder: Path, split: str) -> tuple[Path, int]:
     """One `.npy` per row under `folder/<column>_<split>/`, row i as `<i>.npy`; a cell that is no
     such picture (blank, cut short) becomes a black one. Done once (a marker says it finished),
@@ -131,21 +139,24 @@ def write_picture_cells(series: pd.Series, cells: PictureCells, folder: Path, sp
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir(parents=True)
     dtype = np.uint8 if cells.eight_bit else np.float32
+    top = 255 if cells.eight_bit else 1
+    texts = series.fillna("").astype(str).tolist()
     bad = 0
-    for i, cell in enumerate(series.astype(str)):
-        values = np.fromstring(cell, dtype=np.float32, sep=" ") if cell.strip() else np.empty(0)
-        if values.size != cells.size or not np.isfinite(values).all():
+    for i, cell in enumerate(texts):
+        values = _cell_values(cell, cells.size)
+        if values is None:
             bad += 1
             values = np.zeros(cells.size, dtype=np.float32)
-        if cells.channels == 1:
-            picture = values.reshape(cells.height, cells.width)
-        elif cells.planar:
-            picture = values.reshape(3, cells.height, cells.width).transpose(1, 2, 0)
-        else:
-            picture = values.reshape(cells.height, cells.width, 3)
-        top = 255 if cells.eight_bit else 1
-        np.save(building / f"{i}.npy", np.ascontiguousarray(np.clip(picture, 0, top).astype(dtype)))
-    (building / _DONE).write_text(f"{len(series)} {bad}\n", encoding="utf-8")
+        np.save(building / f"{i}.npy", _picture(values, cells).clip(0, top).astype(dtype))
+    (building / _DONE).write_text(f"{len(texts)} {bad}\n", encoding="utf-8")
     shutil.rmtree(dest, ignore_errors=True)
     os.replace(building, dest)
     return dest, bad
+
+
+def _picture(values: np.ndarray, cells: PictureCells) -> np.ndarray:
+    if cells.channels == 1:
+        return values.reshape(cells.height, cells.width)
+    if cells.planar:
+        return np.ascontiguousarray(values.reshape(3, cells.height, cells.width).transpose(1, 2, 0))
+    return values.reshape(cells.height, cells.width, 3)
