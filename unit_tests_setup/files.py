@@ -20,10 +20,17 @@ def data_files(raw: Path) -> list[Path]:
     return sorted(p for p in raw.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(raw).parts))
 
 
-def has_images(raw: Path) -> bool:
-    """Pictures by extension, else by content (DICOM without an extension, arrays named otherwise)."""
+def has_images(raw: Path, written: Path | None = None) -> bool:
+    """Pictures by extension, else by content (DICOM without an extension, arrays named otherwise);
+    else pictures the setup wrote under `written` (setup/pictures/: pictures written as numbers in
+    a table's cells, one file per row), judged by the first one found."""
     files = data_files(raw)
-    return any(p.suffix.lower() in IMAGE_EXTENSIONS for p in files) or any(file_kind(p) == "image" for p in files)
+    if any(p.suffix.lower() in IMAGE_EXTENSIONS for p in files) or any(file_kind(p) == "image" for p in files):
+        return True
+    if written is None or not written.is_dir():
+        return False
+    first = next((p for p in written.rglob("*.npy") if not any(part.startswith(".") for part in p.relative_to(written).parts)), None)
+    return first is not None and file_kind(first) == "image"
 
 
 def has_audio(raw: Path) -> bool:

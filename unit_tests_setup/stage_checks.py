@@ -18,7 +18,7 @@ from agentk.core.artifacts import DENSE_TASKS, MODALITY_CODES, TARGET_MODALITIES
 from agentk.core.maps import MapError, map_columns, read_map
 from agentk.core.metrics import normalise_labels
 from agentk.core.metrics.direction import Direction
-from agentk.core.pictures import is_picture
+from agentk.core.pictures import PICTURES_FOLDER, is_picture
 from agentk.core.pixels import resolve as resolve_path
 from agentk.core.readers import is_audio
 from unit_tests_setup.files import IMAGE_EXTENSIONS, csv_headers, has_audio, has_images, has_tables
@@ -70,7 +70,7 @@ def check_modalities(ctx: CheckContext) -> list[str]:
     elif target == "image" and "image" not in inputs:
         problems.append("a picture target (target_modality 'image') needs pictures in: list 'image' as an input")
     raw = ctx.workspace.raw
-    if "image" in inputs and not has_images(raw):
+    if "image" in inputs and not has_images(raw, ctx.setup / PICTURES_FOLDER):
         problems.append("'image' is listed but raw/ holds no image files")
     if "audio" in inputs and not has_audio(raw):
         problems.append("'audio' is listed but raw/data holds no sound files (WAV, FLAC, Ogg, AIFF, MP3)")

@@ -43,6 +43,9 @@ _PIL_MAGICS = (b"\x89PNG", b"\xff\xd8\xff", b"BM", b"GIF8", b"RIFF")
 # PIL modes that are 8 bits a sample: converted by PIL as always. Other modes (I;16, I, F) and
 # files PIL cannot open go through numpy and the scaling rules above.
 _EIGHT_BIT_MODES = {"1", "L", "LA", "P", "PA", "RGB", "RGBA", "RGBX", "RGBa", "CMYK", "YCbCr", "LAB", "HSV", "La"}
+# The setup's folder (under setup/) of pictures it writes one file per row: unpacked stacked
+# arrays, pictures written as numbers in table cells.
+PICTURES_FOLDER = "pictures"
 MIN_SIDE = 8  # an array narrower than this is a signal or a feature vector, not a picture
 MAX_ASPECT = 32
 MAX_CHANNELS = 16  # a smaller leading or trailing axis than this is channels (RGB, bands)

@@ -21,6 +21,7 @@ from agentk.core.pictures import load_picture
 from agentk.core.readers import IMAGE_EXTENSIONS
 from agentk.core.sound_files import AUDIO_EXTENSIONS
 from setup_pipeline.expert.name_labels import NameLabels, find_name_labels
+from setup_pipeline.perception.picture_cells import find_picture_cells, write_picture_cells
 from setup_pipeline.perception.stacks import PICTURES_FOLDER, PictureStack, unpack_stack
 
 
@@ -103,6 +104,10 @@ class ImageLayouts:
         return found
 
     def _image_layout(self, id_column: str, train_id: str | None, test_id: str | None) -> ImageLayout | None:
+        # Only columns of both train and test are judged: an answer is never read as a picture.
+        written = self._cell_layout({id_column, train_id, test_id}) if not self.images and not self.stacks else None
+        if written is not None:
+            return written
         stacked = self._stack_layout() if self.stacks else None
         if stacked is not None:
             return stacked
@@ -166,6 +171,33 @@ class ImageLayouts:
         self._describe_pictures([self.raw / dirs["train"] / "0.npy"])
         return ImageLayout(kind="id_files", extension=".npy", train_dir=dirs["train"], test_dir=dirs["test"],
                            stack_dirs=dirs, n_train_images=train.count, n_test_images=test.count)
+
+    def _cell_layout(self, skip: set[str | None]) -> ImageLayout | None:
+        """A column of train and test whose cells are pictures written as numbers
+        (perception/picture_cells.py): each cell written once as a `.npy` under setup/pictures/,
+        the column then no text or table feature."""
+        if self.train_df is None or self.test_df is None:
+            return None
+        found = find_picture_cells(self.train_df, self.test_df, {c for c in skip if c})
+        if not found:
+            return None
+        cells = found[0]
+        home = self.raw.parent / "setup" / PICTURES_FOLDER
+        dirs = {}
+        for split, frame in (("train", self.train_df), ("test", self.test_df)):
+            folder, bad = write_picture_cells(frame[cells.column], cells, home, split)
+            dirs[split] = Path(os.path.relpath(folder, self.raw)).as_posix()
+            if bad:
+                self.notes.append(f"{bad} {split} cell(s) of {cells.column!r} hold no such picture: read as black pictures")
+        self.notes.append(f"{cells.describe()}; each row's picture written once into setup/{PICTURES_FOLDER}/"
+                          f"{Path(dirs['train']).name}/ and {Path(dirs['test']).name}/ as one .npy, "
+                          "read as the image input, not as text")
+        self.dropped[cells.column] = "pictures written as numbers: used as the image input"
+        for other in found[1:]:
+            self.notes.append(f"{other.describe()}: only one picture column is used")
+            self.dropped[other.column] = "a second column of pictures written as numbers: not used"
+        return ImageLayout(kind="id_files", extension=".npy", train_dir=dirs["train"], test_dir=dirs["test"],
+                           stack_dirs=dirs, n_train_images=len(self.train_df), n_test_images=len(self.test_df))
 
     def _class_layout(self, id_column: str, ext: str) -> ImageLayout:
         root = self.class_root

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from agentk.core.pictures import ARRAY_EXTENSIONS, array_layout, array_shape, npz_shapes
+from agentk.core.pictures import ARRAY_EXTENSIONS, PICTURES_FOLDER, array_layout, array_shape, npz_shapes
 
-PICTURES_FOLDER = "pictures"  # under setup/
+__all__ = ["PICTURES_FOLDER", "PictureStack", "find_stacks", "unpack_stack"]
 _MIN_PICTURES = 2
 _MAX_STACKS = 8  # a split's pictures come in one array, or a few
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
