@@ -30,6 +30,9 @@ from agentk.core.archives import check_zip, open_zip
 from agentk.core.errors import ArchiveError
 from agentk.core.header_rows import without_repeated_headers
 from agentk.core.pictures import ARRAY_EXTENSIONS, PICTURE_EXTENSIONS, picture_form
+# Imported from here by most callers; their home is record_bounds.py.
+from agentk.core.record_bounds import MAX_RECORD_BYTES, UnreadableTable, check_records
+from agentk.core.record_bounds import read_csv_header as read_csv_header
 from agentk.core.sound_files import is_audio
 from agentk.core.tars import decompressed_head, is_tar_head
 
@@ -40,11 +43,7 @@ IMAGE_EXTENSIONS = PICTURE_EXTENSIONS  # a file so named may be a picture; array
 _SNIFF_BYTES = 64 * 1024
 # How far a file's head may grow to hold a few records of a very wide table; a file with no line
 # break that far in is no table of rows.
-_WIDE_SNIFF_BYTES = 8 * 2**20
-# The longest record any reader of a user's file accepts (perception, the source's split, the
-# grader): a parser given a 150 MB line of fields holds millions of them at once, tens of GB.
-MAX_RECORD_BYTES = _WIDE_SNIFF_BYTES
-_SCAN_CHUNK = 16 * 2**20
+_WIDE_SNIFF_BYTES = MAX_RECORD_BYTES
 _DELIMITERS = ",\t;|"
 _DECIMAL_COMMA = re.compile(r"^[+-]?\d+,\d+$")
 _PLAIN_NUMBER = re.compile(r"^[+-]?\d+$")
@@ -56,10 +55,6 @@ _ARROW_CHECK_ROWS = 500
 # ... and at most this many cells: the C parser pays per column and chunk, and a check of 500 rows
 # of a table 20,000 columns wide took a minute.
 _ARROW_CHECK_CELLS = 200_000
-
-
-class UnreadableTable(Exception):
-    """The file is not a table any reader understands; the message is one line."""
 
 
 def _read_head(fh: IO[bytes]) -> bytes:
@@ -270,29 +265,6 @@ def _one_column_delimiter(text: str) -> str | None:
     return next((c for c in "\x1f\x1e\x1d\x1c" if c not in text), None)
 
 
-def _longest_record(data: bytes) -> int:
-    """The longest stretch between line breaks, in bytes, found in chunks (no copy of the data)."""
-    view = np.frombuffer(data, dtype=np.uint8)
-    longest, last = 0, -1
-    for start in range(0, len(view), _SCAN_CHUNK):
-        breaks = np.flatnonzero(view[start:start + _SCAN_CHUNK] == 10) + start
-        if breaks.size:
-            longest = max(longest, int(breaks[0]) - last - 1, int(np.diff(breaks).max(initial=1)) - 1)
-            last = int(breaks[-1])
-    return max(longest, len(view) - last - 1)
-
-
-def _too_long(limit: int) -> UnreadableTable:
-    return UnreadableTable(f"a record runs over {limit / 2**20:g} MB without a line break: not a table of rows")
-
-
-def check_records(data: bytes, limit: int = MAX_RECORD_BYTES) -> None:
-    """UnreadableTable when a record of `data` runs longer than `limit` bytes: refused before any
-    parser sees it (a scan of the bytes, no copy)."""
-    if len(data) > limit and _longest_record(data) > limit:
-        raise _too_long(limit)
-
-
 def _read_delimited(data: bytes, nrows: int | None) -> pd.DataFrame:
     check_records(data)
     text = _decode(data)
@@ -361,23 +333,6 @@ def read_csv_text(path: str | Path, max_record_bytes: int = MAX_RECORD_BYTES) ->
     text = data.decode("utf-8")
     frame = _read_with_arrow(data, text, ",") if len(data) >= ARROW_MIN_BYTES else None
     return frame if frame is not None else _c_parser(text, ",", None)
-
-
-def read_csv_header(path: str | Path, max_record_bytes: int = MAX_RECORD_BYTES) -> list[str]:
-    """The column names of a comma-separated file, as `read_csv_text` names them, read from at most
-    `max_record_bytes` of it: UnreadableTable when no line ends there (one 150 MB line)."""
-    path = Path(path)
-    with open(path, "rb") as raw:
-        gzipped = raw.read(2) == b"\x1f\x8b"
-    with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as fh:
-        head = fh.read(max_record_bytes + 1)
-    if len(head) > max_record_bytes:
-        cut = head.rfind(b"\n")
-        if cut < 0:
-            raise _too_long(max_record_bytes)
-        head = head[: cut + 1]  # whole lines only: a cut quoted field would not parse
-    frame = pd.read_csv(io.BytesIO(head), dtype=str, keep_default_na=False, na_filter=False, nrows=0)
-    return [str(c) for c in frame.columns]
 
 
 def numbers_from_text(column: pd.Series) -> pd.Series:
