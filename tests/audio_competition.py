@@ -141,13 +141,7 @@ def make_flat_folder_competition(root: Path, n_train: int = 120, n_test: int = 6
         call = bool(rng.random() < 0.4)
         write_clip(data / "test" / f"test{i}.aif", call_clip(rng, call), 2000)
         answers.append((f"test{i}.aif", int(call)))
-    truth = pd.DataFrame(answers, columns=["clip", "probability"])
-    truth.assign(probability=0).to_csv(data / "sampleSubmission.csv", index=False)
-    (root / "private").mkdir(parents=True, exist_ok=True)
-    truth.to_csv(root / "private" / "answers.csv", index=False)
-    (root / "description.md").write_text(CALL_DESCRIPTION, encoding="utf-8")
-    (root / "competition.toml").write_text(_toml("find-the-calls", "auc", "binary", "clip", "probability"))
-    return root
+    return _call_answers(root, answers, CALL_DESCRIPTION, "find-the-calls")
 
 
 NAMED_CALL_DESCRIPTION = """# Whale calls by name
@@ -198,10 +192,15 @@ def make_named_call_competition(root: Path, n_train: int = 40, n_test: int = 16,
         answers.append((name, int(call)))
     for split in ("train", "test"):
         _zip_folder(data / split, data / f"{split}.zip")
+    return _call_answers(root, answers, NAMED_CALL_DESCRIPTION, "calls-by-name")
+
+
+def _call_answers(root: Path, answers: list[tuple[str, int]], description: str, name: str) -> Path:
+    """A call competition's sample (`clip,probability`, all 0), answers, page and grading facts."""
     truth = pd.DataFrame(answers, columns=["clip", "probability"])
-    truth.assign(probability=0).to_csv(data / "sampleSubmission.csv", index=False)
+    truth.assign(probability=0).to_csv(root / "data" / "sampleSubmission.csv", index=False)
     (root / "private").mkdir(parents=True, exist_ok=True)
     truth.to_csv(root / "private" / "answers.csv", index=False)
-    (root / "description.md").write_text(NAMED_CALL_DESCRIPTION, encoding="utf-8")
-    (root / "competition.toml").write_text(_toml("calls-by-name", "auc", "binary", "clip", "probability"))
+    (root / "description.md").write_text(description, encoding="utf-8")
+    (root / "competition.toml").write_text(_toml(name, "auc", "binary", "clip", "probability"))
     return root
