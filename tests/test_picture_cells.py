@@ -17,7 +17,7 @@ import pytest
 from agentk.bench.baselines import constant_score
 from agentk.core.pictures import load_picture
 from agentk.core.workspace import Workspace
-from agentk.sources import load_competition
+from agentk.sources import Competition, load_competition
 from picture_cell_files import SIDE, as_cell, draw, make_keypoint_cells_competition, make_shape_cells_competition
 from setup_pipeline.expert.inspect import inspect_competition
 from setup_pipeline.perception.picture_cells import find_picture_cells, write_picture_cells
@@ -80,18 +80,23 @@ def test_inspection_reads_the_column_as_pictures_not_text(tmp_path: Path) -> Non
     assert len(list((workspace.setup / "pictures" / "pixels_test").glob("*.npy"))) == 10
 
 
-@pytest.mark.integration
-def test_shape_cells_competition_end_to_end(tmp_path: Path) -> None:
-    source = make_shape_cells_competition(tmp_path / "shapes")
-    proc = subprocess.run([sys.executable, "-m", "agentk.cli", "run", str(source), "--workspace-root", str(tmp_path / "ws"),
+def _run_valid(source: Path, root: Path) -> tuple[Competition, Path, dict]:
+    """`agentk run` at 20 s, 2 folds: a valid submission, every setup stage passed."""
+    proc = subprocess.run([sys.executable, "-m", "agentk.cli", "run", str(source), "--workspace-root", str(root / "ws"),
                            "--time-budget", "20", "--folds", "2", "--json"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=900)
+                          cwd=root, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     competition = load_competition(source)
-    workspace = tmp_path / "ws" / competition.id
+    workspace = root / "ws" / competition.id
     result = json.loads((workspace / "result.json").read_text())
     assert result["valid_submission"] is True
     assert all(stage["passed"] for stage in result["setup"].values()), result["setup"]
+    return competition, workspace, result
+
+
+@pytest.mark.integration
+def test_shape_cells_competition_end_to_end(tmp_path: Path) -> None:
+    competition, workspace, result = _run_valid(make_shape_cells_competition(tmp_path / "shapes"), tmp_path)
     assert all(meta["passed"] for meta in result["meta"].values()), result["meta"]
     plan = json.loads((workspace / "setup" / "plan.json").read_text())
     assert any("column 'pixels': 24x24 grey pictures" in n for n in plan["facts"]["notes"])
@@ -105,15 +110,7 @@ def test_shape_cells_competition_end_to_end(tmp_path: Path) -> None:
 @pytest.mark.integration
 def test_keypoint_cells_competition_end_to_end(tmp_path: Path) -> None:
     """Numeric targets (a spot's coordinates) some of them missing, the picture in a `pixels` cell."""
-    source = make_keypoint_cells_competition(tmp_path / "spots")
-    proc = subprocess.run([sys.executable, "-m", "agentk.cli", "run", str(source), "--workspace-root", str(tmp_path / "ws"),
-                           "--time-budget", "20", "--folds", "2", "--json"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    competition = load_competition(source)
-    result = json.loads((tmp_path / "ws" / competition.id / "result.json").read_text())
-    assert result["valid_submission"] is True
-    assert all(stage["passed"] for stage in result["setup"].values()), result["setup"]
+    competition, _, result = _run_valid(make_keypoint_cells_competition(tmp_path / "spots"), tmp_path)
     constant = constant_score(competition)
     assert constant is not None and result["test_score"] is not None
     print(f"{competition.id}: test RMSE {result['test_score']:.3f}, constant {constant:.3f}")
