@@ -17,6 +17,7 @@ import numpy as np
 
 from solve_pipeline.calibration import calibrate_run
 from solve_pipeline.cv import CandidateRun, CVContext, cv_score, finish_run, start_run
+from solve_pipeline.export.replay import mean_replay
 
 # seed -> a fresh partition of the train rows, of the solve's validation kind.
 FoldMaker = Callable[[int], list[tuple]]
@@ -59,6 +60,7 @@ class Bag:
         run = CandidateRun(self.name, self.base.candidate, None, None, oof, test,
                            done=list(self.base.done), seconds=sum(r.seconds for r in every))
         run.calibration = {}  # each repeat was calibrated on its own partition
+        run.replays = {t: mean_replay([r.target_replay(t) for r in every]) for t in self.base.test}
         return run
 
 

@@ -17,6 +17,7 @@ from scipy import sparse
 
 from solve_pipeline.dataset import BIG_ROWS, CATEGORY, ORDINAL_CODE, FeatureSet
 from solve_pipeline.setup_modules import TargetSpec
+from solve_pipeline.table_inputs import LinearTable, Matrices, TreeReplay, fit_dense_scaling, fit_linear_table
 
 Matrix = np.ndarray | sparse.csr_matrix
 
@@ -281,7 +282,7 @@ def _text_svd(features: FeatureSet, seed: int, components: int = 32) -> tuple | 
     return reduced[: features.n_train], reduced[features.n_train:]
 
 
-def tree_matrices(features: FeatureSet, seed: int = 0) -> tuple[np.ndarray, np.ndarray] | None:
+def tree_matrices(features: FeatureSet, seed: int = 0) -> Matrices | None:
     """Tabular block (category codes kept, NaN kept) + pixels + an SVD summary of the text."""
     train, test = [features.tab_train], [features.tab_test]
     if features.image_train is not None:
@@ -294,82 +295,45 @@ def tree_matrices(features: FeatureSet, seed: int = 0) -> tuple[np.ndarray, np.n
     X_train = np.hstack(train).astype(np.float32)
     if X_train.shape[1] == 0:
         return None
-    return X_train, np.hstack(test).astype(np.float32)
-
-
-POWER_FIT_ROWS = 20000  # Yeo-Johnson's lambdas are fitted on a sample this size at most
+    replay = TreeReplay() if len(train) == 1 else None
+    return Matrices(X_train, np.hstack(test).astype(np.float32), replay)
 
 
 def scaled_dense(train: np.ndarray, test: np.ndarray, power: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Median-impute, log-compress skewed non-negative columns (or, with `power`, Yeo-Johnson
-    every column towards a normal shape), standardize, add NaN flags."""
-    both = np.vstack([train, test]).astype(np.float64)
-    missing = np.isnan(both)
-    medians = np.nanmedian(np.where(missing.all(axis=0), 0.0, both), axis=0)
-    both = np.where(missing, medians, both)
-    if power:
-        from sklearn.preprocessing import PowerTransformer
-
-        sample = both
-        if len(both) > POWER_FIT_ROWS:
-            sample = both[np.random.default_rng(0).choice(len(both), POWER_FIT_ROWS, replace=False)]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # overflow chatter on extreme lambdas
-            both = PowerTransformer(method="yeo-johnson", standardize=False).fit(sample).transform(both)
-        both = np.nan_to_num(both, nan=0.0, posinf=0.0, neginf=0.0)
-    else:
-        skewed = (both.min(axis=0) >= 0) & (np.abs(_skew(both)) > 2.0)
-        both[:, skewed] = np.log1p(both[:, skewed])
-    std = both.std(axis=0)
-    both = (both - both.mean(axis=0)) / np.where(std > 0, std, 1.0)
-    both = np.clip(both, -6.0, 6.0)  # one outlier should not dominate a linear fit
-    flags = missing[:, missing.any(axis=0)].astype(np.float64)
-    both = np.hstack([both, flags])
+    every column towards a normal shape), standardize, add NaN flags (table_inputs.DenseScaling)."""
+    _, both = fit_dense_scaling(np.vstack([train, test]), power=power)
     return both[: len(train)], both[len(train):]
 
 
-def _skew(matrix: np.ndarray) -> np.ndarray:
-    centred = matrix - matrix.mean(axis=0)
-    std = centred.std(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        skew = (centred ** 3).mean(axis=0) / np.where(std > 0, std, 1.0) ** 3
-    return np.nan_to_num(skew)
+def _linear_table(features: FeatureSet, power: bool = False) -> tuple[list[Matrix], list[Matrix], LinearTable]:
+    kinds = features.tab_kinds
+    dense_cols = [i for i, k in enumerate(kinds) if k not in (CATEGORY, ORDINAL_CODE)]
+    cat_cols = [i for i, k in enumerate(kinds) if k == CATEGORY]
+    return fit_linear_table(features.tab_train, features.tab_test, dense_cols, cat_cols, power=power)
 
 
 def tabular_linear_blocks(features: FeatureSet, power: bool = False) -> tuple[list[Matrix], list[Matrix]]:
     """Standardized numerics and one-hot categories (train blocks, test blocks), sparse."""
-    kinds = features.tab_kinds
-    dense_cols = [i for i, k in enumerate(kinds) if k not in (CATEGORY, ORDINAL_CODE)]
-    cat_cols = [i for i, k in enumerate(kinds) if k == CATEGORY]
-    train: list[Matrix] = []
-    test: list[Matrix] = []
-    if dense_cols:
-        a, b = scaled_dense(features.tab_train[:, dense_cols], features.tab_test[:, dense_cols], power=power)
-        train.append(sparse.csr_matrix(a))
-        test.append(sparse.csr_matrix(b))
-    if cat_cols:
-        from sklearn.preprocessing import OneHotEncoder
-
-        both = np.vstack([features.tab_train[:, cat_cols], features.tab_test[:, cat_cols]])
-        both = np.nan_to_num(both, nan=-1.0)  # missing is a level of its own
-        encoded = OneHotEncoder(handle_unknown="ignore").fit_transform(both).tocsr()
-        train.append(encoded[: features.n_train])
-        test.append(encoded[features.n_train:])
+    train, test, _ = _linear_table(features, power=power)
     return train, test
 
 
-def linear_matrices(features: FeatureSet, seed: int = 0, power: bool = False) -> tuple[Matrix, Matrix] | None:
+def linear_matrices(features: FeatureSet, seed: int = 0, power: bool = False) -> Matrices | None:
     """Standardized numerics + one-hot categories + TF-IDF + pixels, as one sparse matrix."""
-    train, test = tabular_linear_blocks(features, power=power)
+    train, test, table = _linear_table(features, power=power)
+    replay: LinearTable | None = table
     if features.text_train is not None:
         train.append(features.text_train)
         test.append(features.text_test)
+        replay = None
     if features.image_train is not None:
         train.append(sparse.csr_matrix(features.image_train))
         test.append(sparse.csr_matrix(features.image_test))
+        replay = None
     if not train:
         return None
-    return sparse.hstack(train).tocsr(), sparse.hstack(test).tocsr()
+    return Matrices(sparse.hstack(train).tocsr(), sparse.hstack(test).tocsr(), replay)
 
 
 def dense_numeric_columns(features: FeatureSet) -> list[int]:

@@ -10,6 +10,7 @@ import numpy as np
 from solve_pipeline import blending, stackers
 from solve_pipeline.cv import Predictions, emit, normalise_proba, score_outputs
 from solve_pipeline.decode_phase import decode_reserve
+from solve_pipeline.export.replay import BlendReplay
 
 if TYPE_CHECKING:
     from solve_pipeline.solve_state import Solver
@@ -55,7 +56,10 @@ def blend(solver: Solver) -> dict[str, Any]:
             oof, test = (blending.as_class_matrix(a, task) for a in (result.oof, result.test))
             if spec.is_classification:
                 oof, test = normalise_proba(oof), normalise_proba(test)
-            blended[spec.column] = Predictions("blend", oof, test)
+            parts = [r.target_replay(spec.column) for r in solutions]
+            replay = BlendReplay(result.method, result.blender, parts, task, result.with_table) \
+                if all(p is not None for p in parts) else None
+            blended[spec.column] = Predictions("blend", oof, test, replay=replay)
     if blended:
         full = {**solver.state.best, **blended}
         solver.consider("blend", full, score_outputs(solver.ctx, None, {t: p.oof for t, p in full.items()}))

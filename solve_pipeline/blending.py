@@ -49,6 +49,10 @@ class BlendResult:
     test: np.ndarray
     blend_scores: dict[str, float] = field(default_factory=dict)  # nested-CV score per blender
     dropped: dict[str, str] = field(default_factory=dict)  # blender -> why it did not fit the time left
+    # The winner as fitted on every row, for a predictor of unseen rows: the weights of
+    # "weighted", else the fitted stacker; `with_table`: it also read the table's columns.
+    blender: object = None
+    with_table: bool = False
 
 
 # Shifts the blender's nested folds off the solutions' CV folds (see blend).
@@ -225,23 +229,34 @@ def blend(solutions: list[Solution], y: np.ndarray, task: Task,
     if winner is None or not direction.better(result.blend_scores[winner], result.score):
         return result
 
-    test_features = stack_features(tests, task)
     if winner == "weighted":
-        test = _combine(tests, full_weights)
+        result.blender = full_weights
     elif winner == "stack":
-        test = LinearStacker(task, n_classes).fit(features, y).predict(test_features)
+        result.blender = LinearStacker(task, n_classes).fit(features, y)
     elif winner == "boosted":
-        if table is not None:
-            test_features = np.hstack([test_features, table[1]])
+        result.with_table = table is not None
         # Never cut shorter than its folds ran: a refit of a few trees would not be the blender scored.
         cap = None if deadline is None else max(_fit_share(deadline, 1) or 0.0,
                                                 time.monotonic() + 1.5 * spent["boosted"] / len(splits))
-        test = BoostedStacker(task, n_classes, seed, cap).fit(boosted_features, y).predict(test_features)
+        result.blender = BoostedStacker(task, n_classes, seed, cap).fit(boosted_features, y)
     else:
-        test = MLPBlender(task, n_classes, seed).fit(features, y).predict(test_features)
+        result.blender = MLPBlender(task, n_classes, seed).fit(features, y)
+    test = blended_test(winner, result.blender, tests, task, table[1] if result.with_table and table else None)
     result.method, result.score = winner, result.blend_scores[winner]
     result.oof, result.test = nested[winner], test
     return result
+
+
+def blended_test(method: str, blender: object, tests: list[np.ndarray], task: Task,
+                 table: np.ndarray | None = None) -> np.ndarray:
+    """The fitted blender over the solutions' test predictions (in `_layout`), beside the table's
+    columns where it read them: the blend's test side, for the run's rows and unseen ones alike."""
+    if method == "weighted":
+        return _combine(tests, blender)  # type: ignore[arg-type]
+    features = stack_features(tests, task)
+    if table is not None:
+        features = np.hstack([features, table])
+    return blender.predict(features)  # type: ignore[attr-defined]
 
 
 def _fit_share(deadline: float | None, fits_left: int) -> float | None:

@@ -82,6 +82,7 @@ def calibrate_run(run: CandidateRun, ctx: CVContext) -> float:
         if record.kept:
             run.oof[spec.column] = oof
             run.test[spec.column] = tempered(run.test[spec.column], record.temperature)
+            run.temperatures[spec.column] = record.temperature
             score = record.score
     run.calibration = report
     if any(r["kept"] for r in report.values()):  # type: ignore[index]

@@ -23,7 +23,9 @@ from agentk.core.predictions import prediction_frame as build_prediction_frame
 from solve_pipeline.baseline_models import ModelCandidate, ModelOptions
 from solve_pipeline.dataset import FeatureSet
 from solve_pipeline.decoding import Decoder
+from solve_pipeline.export.replay import FoldModels, TargetReplay
 from solve_pipeline.setup_modules import SetupArtifacts, TargetSpec
+from solve_pipeline.table_inputs import InputReplay
 from solve_pipeline.temperature import fit_temperature, tempered
 
 # Probabilities are floored so a class a fold never saw cannot make log loss infinite.
@@ -47,6 +49,8 @@ class Predictions:
     oof: np.ndarray
     test: np.ndarray | None
     decoder: Decoder | None = None  # classification: how probabilities become labels (None: argmax)
+    # How `test` is made again from unseen rows (export/replay.py); None where it cannot be.
+    replay: TargetReplay | None = None
 
 
 @dataclass
@@ -69,6 +73,9 @@ class CVContext:
     adopt_s: float = 0.0
     # What forecast_features.py added when setup found dated series (None: not a forecast).
     forecast: dict[str, Any] | None = None
+    # Keep every fold's fitted models on its run, for the predictor the solve leaves (export/);
+    # off for light solves and big tables, whose fold models would crowd the memory.
+    keep_models: bool = False
 
     @property
     def targets(self) -> list[TargetSpec]:
@@ -180,12 +187,30 @@ class CandidateRun:
     # Per target, the temperature calibration tried on the complete OOF (calibration.py); None
     # until tried, so a run is never tempered twice.
     calibration: dict[str, object] | None = None
+    # What the predictor needs to make `test` again: how the test matrix is made from the tabular
+    # block, each fold's fitted model per target (with its floor, in the order they were added),
+    # the temperature each calibrated target got; `replays` stands in for all of them where the
+    # run combines others (a bag).
+    inputs: InputReplay | None = None
+    models: dict[str, list[tuple[Any, float | None]]] | None = None
+    n_folds: int = 0
+    temperatures: dict[str, float] = field(default_factory=dict)
+    replays: dict[str, TargetReplay | None] | None = None
+    candidate_specs: list[TargetSpec] = field(default_factory=list)
 
     def complete(self, n_folds: int) -> bool:
         return len(self.done) == n_folds
 
+    def target_replay(self, target: str) -> TargetReplay | None:
+        if self.replays is not None:
+            return self.replays.get(target)
+        if self.inputs is None or self.models is None or len(self.models.get(target, [])) != self.n_folds:
+            return None
+        spec = next(s for s in self.candidate_specs if s.column == target)
+        return FoldModels(spec, self.inputs, list(self.models[target]), self.n_folds, self.temperatures.get(target))
+
     def predictions(self) -> dict[str, Predictions]:
-        return {t: Predictions(self.name, self.oof[t], self.test[t]) for t in self.oof}
+        return {t: Predictions(self.name, self.oof[t], self.test[t], replay=self.target_replay(t)) for t in self.oof}
 
 
 def start_run(candidate: ModelCandidate, ctx: CVContext, name: str | None = None) -> CandidateRun | None:
@@ -199,7 +224,11 @@ def start_run(candidate: ModelCandidate, ctx: CVContext, name: str | None = None
         width = (spec.n_classes,) if spec.is_classification else ()
         oof[spec.column] = np.zeros((ctx.features.n_train, *width))
         test[spec.column] = np.zeros((X_test.shape[0], *width))
-    return CandidateRun(name or candidate.name, candidate, X, X_test, oof, test)
+    run = CandidateRun(name or candidate.name, candidate, X, X_test, oof, test, candidate_specs=list(ctx.targets))
+    if ctx.keep_models:
+        run.inputs = getattr(matrices, "replay", None)
+        run.models = {spec.column: [] for spec in ctx.targets} if run.inputs is not None else None
+    return run
 
 
 def fit_fold(run: CandidateRun, fold: int, ctx: CVContext, deadline: float | None) -> float:
@@ -217,6 +246,9 @@ def fit_fold(run: CandidateRun, fold: int, ctx: CVContext, deadline: float | Non
         # Averaging fold models' test predictions needs no refit, keeps each model's
         # early-stopped size honest, and lets every candidate submit as soon as its CV ends.
         run.test[spec.column] += predict(model, spec, run.X_test, floor) / len(ctx.folds)
+        if run.models is not None:
+            run.models[spec.column].append((model, floor))
+    run.n_folds = len(ctx.folds)
     run.done.append(fold)
     run.seconds += time.monotonic() - started
     score = _fold_score(ctx, valid_rows, outputs)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy import sparse
@@ -55,6 +56,9 @@ class FeatureSet:
     cache_dir: Path | None = None
     # What the audio block read (clips, rate, cut length) and any cut the budget imposed.
     audio_note: str | None = None
+    # How the tabular block was made from the maps' rows (features.TableRecipe), for a predictor
+    # that encodes unseen rows the same way; None without a tabular map.
+    table: Any = None
 
     @property
     def categorical_indices(self) -> list[int]:

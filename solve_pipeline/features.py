@@ -5,6 +5,7 @@ Everything here is unsupervised: no transform ever looks at a target.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -14,8 +15,37 @@ from solve_pipeline.audio_features import audio_blocks
 from solve_pipeline.dataset import FREQUENCY, NUMERIC, TEXT_STAT, FeatureSet
 from solve_pipeline.image_features import ImageBlocks, image_blocks
 from solve_pipeline.setup_modules import SetupArtifacts
-from solve_pipeline.tabular_features import id_parts, tabular_columns
+from solve_pipeline.tabular_features import IdParts, TableEncoding, fit_id_parts, fit_table
 from solve_pipeline.text_features import TextBlocks, text_blocks
+
+
+@dataclass(frozen=True)
+class TableRecipe:
+    """How the tabular block's columns were made from the maps' rows, so that unseen rows get the
+    very encoding the run's rows got: the map's columns, their encoding, the ids' group parts."""
+
+    columns: tuple[str, ...]
+    encoding: TableEncoding
+    ids: IdParts | None
+
+    def parts(self, frame: pd.DataFrame, ids: Sequence[str]) -> tuple[dict[str, pd.Series], dict[str, str]]:
+        """Every encoded column of `frame` (rows in `ids` order, index 0..n-1), with its kind."""
+        parts, kinds = self.encoding.encode(frame)
+        if self.ids is not None:
+            for key, values in self.ids.encode(list(ids)).items():
+                parts[key], kinds[key] = values, FREQUENCY
+        return parts, kinds
+
+
+def tab_matrix(parts: dict[str, pd.Series], names: Sequence[str], n_rows: int) -> np.ndarray:
+    """The named columns as the float32 block every family reads."""
+    if not names:
+        return np.zeros((n_rows, 0), dtype=np.float32)
+    return np.column_stack([_floats(parts[name]) for name in names]).astype(np.float32)
+
+
+def _floats(values: pd.Series) -> np.ndarray:
+    return values.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def aligned(frame: pd.DataFrame, ids: Sequence[str]) -> pd.DataFrame:
@@ -41,14 +71,18 @@ def build_features(
 
     tab_parts: dict[str, pd.Series] = {}
     kinds: dict[str, str] = {}
+    table = None
     if "tab" in artifacts.train_maps:
         train_tab = aligned(artifacts.train_maps["tab"], train_ids)
         test_tab = aligned(artifacts.test_maps["tab"], test_ids)
         common = [c for c in train_tab.columns if c in test_tab.columns]
         both = pd.concat([train_tab[common], test_tab[common]], ignore_index=True)
-        tab_parts, kinds = tabular_columns(both)
-        for key, values in id_parts([*train_ids, *test_ids]).items():
-            tab_parts[key], kinds[key] = values, FREQUENCY
+        encoding, tab_parts, kinds = fit_table(both)
+        group_parts = fit_id_parts([*train_ids, *test_ids])
+        table = TableRecipe(tuple(str(c) for c in common), encoding, group_parts)
+        if group_parts is not None:
+            for key, values in group_parts.encode([*train_ids, *test_ids]).items():
+                tab_parts[key], kinds[key] = values, FREQUENCY
     text = TextBlocks()
     if "txt" in artifacts.train_maps:
         text = text_blocks(aligned(artifacts.train_maps["txt"], train_ids),
@@ -72,20 +106,15 @@ def build_features(
         image = image_blocks(aligned(artifacts.train_maps["img"], train_ids),
                              aligned(artifacts.test_maps["img"], test_ids), artifacts.setup_dir, image_size)
 
-    names, matrix_columns = [], []
+    names = []
     for name, values in tab_parts.items():
-        array = values.to_numpy(dtype=np.float64, na_value=np.nan)
-        train_part = array[:n_train]
+        train_part = _floats(values)[:n_train]
         present = train_part[~np.isnan(train_part)]
         # Constant (or all-missing) in train: nothing to learn, and it would only confuse scalers.
         if present.size == 0 or np.all(present == present[0]):
             continue
         names.append(name)
-        matrix_columns.append(array)
-    if matrix_columns:
-        matrix = np.column_stack(matrix_columns).astype(np.float32)
-    else:
-        matrix = np.zeros((n_train + len(test_ids), 0), dtype=np.float32)
+    matrix = tab_matrix(tab_parts, names, n_train + len(test_ids))
     return FeatureSet(
         train_ids=train_ids,
         test_ids=test_ids,
@@ -106,6 +135,7 @@ def build_features(
         image_paths_test=image.paths_test,
         cache_dir=artifacts.workspace / "solve" / "cache",
         audio_note=audio_note,
+        table=table,
     )
 
 

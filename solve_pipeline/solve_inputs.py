@@ -128,5 +128,5 @@ def prepare(options: SolveOptions) -> tuple[SetupArtifacts, CVContext, int, Vali
     k = 2 if options.light else (min(options.folds, BIG_FOLDS) if features.big else options.folds)
     folds = validation.folds(len(ids), k, options.seed, strata)
     ctx = CVContext(artifacts, features, y, folds, _priors(artifacts, y), seed=options.seed, light=options.light,
-                    forecast=forecast)
+                    forecast=forecast, keep_models=not options.light and not features.big)
     return artifacts, ctx, n_total, validation

@@ -38,6 +38,7 @@ from agentk.core.results import SolveResult
 from agentk.core.workspace import atomic_write_json
 from solve_pipeline import blend_phase, decode_phase, device, finetune_phase, llm_loop
 from solve_pipeline.cv import emit
+from solve_pipeline.export.saved import save_predictor
 from solve_pipeline.join_selection import select_joins
 from solve_pipeline.outputs import clear_candidates, ranked_candidates
 from solve_pipeline.pixels.solve import picture_target, solve_pictures
@@ -89,6 +90,7 @@ def solve(options: SolveOptions) -> dict:
     decoding: dict[str, Any] = {"skipped": "light mode"}
     finetune: dict[str, Any] = {"skipped": "light mode"}
     llm_solve: dict[str, Any] | None = None  # recorded only when an LLM took part
+    predictor: dict[str, Any] = {"skipped": "light mode"}
     bagging: dict[str, Any] = {"skipped": "light mode"}
     if not options.light:
         finetune = finetune_phase.finetune(solver, outcome)
@@ -110,6 +112,10 @@ def solve(options: SolveOptions) -> dict:
         blend_report = blend_phase.blend(solver) if guided is None or guided.blend is None else guided.blend
         decoding = decode_phase.decode(solver)
         solver.keep_own_submission()
+        try:
+            predictor = save_predictor(solver)
+        except OSError as error:  # the submission stands without its predictor
+            predictor = {"exportable": False, "reason": f"the predictor could not be written: {error}"}
 
     state = solver.state
     if state.submission_path is None:
@@ -147,6 +153,7 @@ def solve(options: SolveOptions) -> dict:
         "device": device.summary(),
         "image_backbone": _image_backbone_summary(),
         **({"llm_solve": llm_solve} if llm_solve is not None else {}),
+        "predictor": {k: v for k, v in predictor.items() if k in ("exportable", "reason", "skipped")},
     })
     result = record.to_json()
     atomic_write_json(SolveResult.path_in(artifacts.workspace / "solve"), result)

@@ -1,0 +1,177 @@
+"""The predictor a solve leaves beside its submission, and the code that runs it on unseen rows.
+
+`Predictor` holds what the submission's test predictions were made by: per target the recipe
+(replay.py: fold models, fitted maps, calibration, bag, blend) and the decoder, and how the tabular
+block was made from the setup's test map (features.TableRecipe). `predict_folder` replays the
+run's own test path on a folder of test files laid out as the competition's data folder: the
+setup's generated test-map code writes the map, the map is read as the solver reads it, encoded,
+predicted, decoded, inverted by the setup's target transform and formatted by its submission code,
+each step by the very code the run used (`agentk export` copies it beside this module).
+
+It runs where agentk may not be installed (an export's `lib/` holds the modules it imports), so it
+imports only agentk.core and solve_pipeline modules that travel there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import runpy
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from agentk.core.artifacts import MODULE_FILES, SetupLayout
+from agentk.core.maps import read_map
+from agentk.core.predictor_layout import ExportLayout
+from agentk.core.predictions import TargetSpec
+from solve_pipeline.cv import Predictions
+from solve_pipeline.decoding import Decoder
+from solve_pipeline.export.replay import TargetReplay
+from solve_pipeline.features import TableRecipe, aligned, tab_matrix
+from solve_pipeline.outputs import formatted_submission
+from solve_pipeline.setup_modules import load_setup_module
+
+
+class PredictError(Exception):
+    """The test folder cannot be predicted; the message says why, in one line."""
+
+
+@dataclass
+class Predictor:
+    """The recipe of a submission's test predictions, free of every training row."""
+
+    targets: list[TargetSpec]
+    replays: dict[str, TargetReplay]
+    decoders: dict[str, Decoder | None]
+    models: dict[str, str]  # target -> the solution's name, as the submission record names it
+    table: TableRecipe
+    tab_names: list[str]
+    maps: list[str]  # the map codes the setup writes for test rows ("tab")
+
+    def block(self, frame: pd.DataFrame, ids: Sequence[str]) -> np.ndarray:
+        """The tabular block of the rows of a test map, in `ids` order."""
+        rows = aligned(frame, ids).reindex(columns=list(self.table.columns)).reset_index(drop=True)
+        parts, _ = self.table.parts(rows, ids)
+        missing = [name for name in self.tab_names if name not in parts]
+        if missing:
+            raise PredictError(f"the test map gives no column {missing[0]!r} of the model's inputs")
+        return tab_matrix(parts, self.tab_names, len(ids))
+
+    def predictions(self, frame: pd.DataFrame, ids: Sequence[str]) -> dict[str, Predictions]:
+        block = self.block(frame, ids)
+        return {spec.column: Predictions(self.models[spec.column], np.empty(0), self.replays[spec.column].test(block),
+                                         decoder=self.decoders[spec.column]) for spec in self.targets}
+
+
+def save(predictor: Predictor, path: Path) -> None:
+    with open(path, "wb") as handle:
+        pickle.dump(predictor, handle, protocol=5)
+
+
+def load(path: Path) -> Predictor:
+    with open(path, "rb") as handle:
+        predictor = pickle.load(handle)
+    if not isinstance(predictor, Predictor):
+        raise PredictError(f"{path.name} holds no predictor")
+    return predictor
+
+
+def read_test_map(path: Path, table: TableRecipe) -> pd.DataFrame:
+    """A test map as the solver reads it, its text columns as text even where the rows at hand
+    hold only numbers (their encoding names text values)."""
+    frame = read_map(path)
+    if frame.columns.empty or frame.columns[0] != "id":
+        raise PredictError(f"{path.name}: the first column must be named 'id'")
+    text = [c for c in table.encoding.text_columns() if c in frame.columns and frame[c].dtype != object]
+    if text:
+        words = read_map(path, text=True)
+        for column in text:
+            frame[column] = words[column].mask(words[column] == "", np.nan).astype(object)
+    return frame
+
+
+def _data_view(work: Path, test_dir: Path, data_dir: str) -> None:
+    """The agent's view of the competition (raw/), with the test folder's files as its data."""
+    data = work / "raw" / data_dir
+    data.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(test_dir.iterdir()):
+        (data / entry.name).symlink_to(entry.resolve(), target_is_directory=entry.is_dir())
+
+
+def _setup_copy(work: Path, setup: Path) -> Path:
+    target = work / "setup"
+    target.mkdir()
+    for entry in setup.iterdir():
+        if entry.is_file():
+            (target / entry.name).write_bytes(entry.read_bytes())
+    return target
+
+
+def predict_folder(bundle: Path, test_dir: Path, out: Path) -> pd.DataFrame:
+    """The submission of an exported predictor (`bundle`) for the test files in `test_dir`."""
+    layout = ExportLayout(bundle)
+    manifest = json.loads(layout.manifest.read_text(encoding="utf-8"))
+    predictor = load(layout.predictor.model)
+    if not test_dir.is_dir():
+        raise PredictError(f"{test_dir} is no folder")
+    here = Path.cwd()
+    with tempfile.TemporaryDirectory(prefix="agentk-predict-") as tmp:
+        work = Path(tmp)
+        _data_view(work, test_dir, str(manifest.get("data_dir") or "."))
+        setup = _setup_copy(work, layout.setup)
+        sys.path.insert(0, str(setup))  # generated code may import its siblings
+        os.chdir(setup)  # generated code's contract: it runs with cwd = setup/
+        try:
+            frame = _test_map(setup, predictor)
+            ids = list(dict.fromkeys(frame["id"].tolist()))
+            predictions = predictor.predictions(frame, ids)
+            artifacts = SimpleNamespace(
+                targets=predictor.targets,
+                transform=load_setup_module(setup / MODULE_FILES["transform"], "agentk_setup_transform"),
+                submission=load_setup_module(setup / MODULE_FILES["submission"], "agentk_setup_submission"))
+            try:
+                submission = formatted_submission(artifacts, SimpleNamespace(test_ids=ids), predictions)  # type: ignore[arg-type]
+            except FileNotFoundError as error:
+                raise PredictError(f"the setup's submission code reads a file the test folder lacks: {error}") from error
+        finally:
+            os.chdir(here)
+            sys.path.remove(str(setup))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    submission.to_csv(out, index=False)
+    return submission
+
+
+def _test_map(setup: Path, predictor: Predictor) -> pd.DataFrame:
+    """The setup's test-map code run as its stage ran it (as a script in setup/), then read."""
+    if predictor.maps != ["tab"]:
+        raise PredictError(f"this predictor reads maps {predictor.maps}; only tables are replayed")
+    code = setup / SetupLayout.input_map_code_name("test", "tab")
+    try:
+        runpy.run_path(str(code), run_name="__main__")
+    except FileNotFoundError as error:
+        raise PredictError(f"the setup's test-map code reads a file the test folder lacks: {error}") from error
+    return read_test_map(SetupLayout(setup).input_map("test", "tab"), predictor.table)
+
+
+def main(bundle: Path, argv: Sequence[str]) -> int:
+    """`python predict.py TEST_DIR SUBMISSION.csv`."""
+    if len(argv) != 2 or argv[0] in ("-h", "--help"):
+        print("usage: python predict.py TEST_DIR SUBMISSION.csv\n"
+              "TEST_DIR holds the test files laid out as the competition's data folder.", file=sys.stderr)
+        return 2
+    test_dir, out = Path(argv[0]).resolve(), Path(argv[1]).resolve()
+    try:
+        submission = predict_folder(bundle, test_dir, out)
+    except PredictError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"wrote {out}: {len(submission)} rows, columns {list(submission.columns)}")
+    return 0

@@ -1,0 +1,85 @@
+"""How a solution's test predictions are made again from unseen rows: the recipe each solution
+carries beside its test array (`Predictions.replay`), built by the solve as it goes, pickled
+into the predictor it leaves, and run by that predictor on a new tabular block.
+
+Every step calls the code the solve itself ran on the test rows: the fold models' `predict`
+averaged over the folds (cv.predict), the temperature (temperature.tempered), the bag's mean, the
+blender's test side (blending.blended_test). None of it holds a training row: the models, the
+fitted maps and the blend's weights or stacker only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from agentk.core.predictions import TargetSpec
+from solve_pipeline.table_inputs import InputReplay
+
+
+class TargetReplay:
+    """One target's test predictions, in the solver's layout, from the tabular block of some rows."""
+
+    def test(self, tab: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+@dataclass
+class FoldModels(TargetReplay):
+    """A run's fold models averaged, as fit_fold summed them, then tempered where calibrated."""
+
+    spec: TargetSpec
+    inputs: InputReplay
+    models: list[tuple[Any, float | None]]  # (fitted model, floor) in the order the folds ran
+    n_folds: int
+    temperature: float | None = None
+
+    def test(self, tab: np.ndarray) -> np.ndarray:
+        from solve_pipeline.cv import predict  # lazy: cv carries these recipes
+        from solve_pipeline.temperature import tempered
+
+        X = self.inputs.test(tab)
+        width = (self.spec.n_classes,) if self.spec.is_classification else ()
+        out = np.zeros((X.shape[0], *width))
+        for model, floor in self.models:
+            out += predict(model, self.spec, X, floor) / self.n_folds
+        return out if self.temperature is None else tempered(out, self.temperature)
+
+
+@dataclass
+class MeanReplay(TargetReplay):
+    """A bag: the mean of its runs' test predictions."""
+
+    parts: list[TargetReplay]
+
+    def test(self, tab: np.ndarray) -> np.ndarray:
+        return np.mean([part.test(tab) for part in self.parts], axis=0)
+
+
+def mean_replay(parts: list[TargetReplay | None]) -> MeanReplay | None:
+    """None when any part cannot be replayed."""
+    kept = [p for p in parts if p is not None]
+    return MeanReplay(kept) if len(kept) == len(parts) and kept else None
+
+
+@dataclass
+class BlendReplay(TargetReplay):
+    """A blend of solutions: the fitted blender over their test predictions (and the table's
+    columns, where it read them), back in the solver's layout."""
+
+    method: str
+    blender: Any
+    parts: list[TargetReplay | None]
+    task: str
+    with_table: bool = False
+
+    def test(self, tab: np.ndarray) -> np.ndarray:
+        from solve_pipeline.blending import _layout, as_class_matrix, blended_test
+        from solve_pipeline.cv import normalise_proba
+
+        tests = [_layout(part.test(tab), self.task) for part in self.parts if part is not None]  # type: ignore[arg-type]
+        table = np.asarray(tab, dtype=np.float64) if self.with_table else None
+        test = as_class_matrix(blended_test(self.method, self.blender, tests, self.task, table), self.task)  # type: ignore[arg-type]
+        return normalise_proba(test) if self.task != "regression" else test

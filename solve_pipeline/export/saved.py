@@ -1,0 +1,134 @@
+"""The solve's last step: the predictor of the submission it leaves (`solve/predictor/`), checked
+on the run's own test rows before it is kept.
+
+The check replays the submission's whole recipe on the test map the run read, by the predictor's
+own path (Predictor.block, the replays), and keeps the predictor only when every target's test
+predictions come out as the solve's own (to PREDICTIONS_TOLERANCE). Where the submission cannot be
+replayed (another modality than a table, a model whose fitted maps were not kept, an earlier
+solve's file), the record says why and `agentk export` repeats it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import platform
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from agentk.core.predictor_layout import PredictorLayout
+from agentk.core.workspace import atomic_write_json
+from solve_pipeline.cv import emit
+from solve_pipeline.export.predictor import Predictor, save
+
+if TYPE_CHECKING:
+    from solve_pipeline.solve_state import Solver
+
+PREDICTIONS_TOLERANCE = 1e-9
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _why_not(solver: Solver) -> str | None:
+    """Why the submission cannot be replayed on unseen rows; None when it can."""
+    state, features = solver.state, solver.ctx.features
+    if state.kept is not None:
+        return "the submission on disk is an earlier solve's file, whose models this solve does not hold"
+    if not state.best or state.submission_path is None:
+        return "the solve wrote no submission"
+    other = sorted(set(solver.artifacts.test_maps) - {"tab"})
+    if other:
+        return f"the setup also maps {', '.join(other)} inputs: exports replay tables only for now"
+    if features.table is None:
+        return "the setup writes no tabular map"
+    if solver.ctx.forecast is not None:
+        return "forecast features read the training targets of each series: not replayed yet"
+    if not solver.ctx.keep_models:
+        return "fold models are not kept on big tables (their memory)"
+    for target, prediction in state.best.items():
+        if prediction.replay is None:
+            return f"{target}: the solution {prediction.model!r} keeps no fitted maps or fold models to replay"
+    return None
+
+
+def _predictor(solver: Solver) -> Predictor:
+    best, features = solver.state.best, solver.ctx.features
+    return Predictor(
+        targets=list(solver.ctx.targets),
+        replays={t: p.replay for t, p in best.items()},  # type: ignore[misc]
+        decoders={t: p.decoder for t, p in best.items()},
+        models={t: p.model for t, p in best.items()},
+        table=features.table,
+        tab_names=list(features.tab_names),
+        maps=["tab"],
+    )
+
+
+def _check(predictor: Predictor, solver: Solver) -> float:
+    """The largest difference between the replayed test predictions and the solve's own."""
+    ids = list(solver.ctx.features.test_ids)
+    frame = solver.artifacts.test_maps["tab"]
+    replayed = predictor.predictions(frame, ids)
+    worst = 0.0
+    for target, prediction in solver.state.best.items():
+        own = np.asarray(prediction.test, dtype=np.float64)
+        again = np.asarray(replayed[target].test, dtype=np.float64)
+        if own.shape != again.shape:
+            return math.inf
+        if own.size:
+            worst = max(worst, float(np.nanmax(np.abs(own - again))))
+    return worst
+
+
+def save_predictor(solver: Solver) -> dict[str, Any]:
+    """Write (or refuse, with the reason) the predictor of the solve's submission; returns its record."""
+    layout = PredictorLayout.in_workspace(solver.artifacts.workspace)
+    layout.dir.mkdir(parents=True, exist_ok=True)
+    layout.model.unlink(missing_ok=True)  # a stale predictor must never pass for this submission's
+    record: dict[str, Any] = {"format": PredictorLayout.FORMAT, "exportable": False}
+    reason = _why_not(solver)
+    if reason is None:
+        try:
+            predictor = _predictor(solver)
+            worst = _check(predictor, solver)
+            record["check"] = {"rows": solver.ctx.features.n_test, "max_abs_diff": worst}
+            if not worst <= PREDICTIONS_TOLERANCE:
+                reason = f"replaying the run's own test rows differs from its predictions by {worst:.3g}"
+            else:
+                save(predictor, layout.model)
+        except Exception as error:  # noqa: BLE001 - an export is a bonus: the submission stands without it
+            reason = f"the predictor could not be replayed: {type(error).__name__}: {error}"
+    if reason is None:
+        assert solver.state.submission_path is not None
+        record.update({
+            "exportable": True,
+            "submission_sha256": file_sha256(solver.state.submission_path),
+            "predictor_sha256": file_sha256(layout.model),
+            "models": {t: p.model for t, p in solver.state.best.items()},
+            "maps": ["tab"],
+            "python": platform.python_version(),
+        })
+    else:
+        record["reason"] = reason
+    atomic_write_json(layout.record, record)
+    emit("predictor", **{k: v for k, v in record.items() if k in ("exportable", "reason", "check")})
+    return record
+
+
+def read_record(workspace: Path) -> dict[str, Any] | None:
+    """The predictor's record in a workspace; None when the solve left none."""
+    path = PredictorLayout.in_workspace(workspace).record
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
