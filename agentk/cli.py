@@ -340,6 +340,32 @@ def demo(
     _print_result(guard(body).result)
 
 
+@app.command(name="export")
+def export_command(
+    workspace: Path = typer.Argument(..., help="A run's workspace (workspaces/NAME)."),
+    out: Optional[Path] = typer.Argument(None, help="The folder to write (default: WORKSPACE-predictor beside it)."),
+) -> None:
+    """Write the run's submission as a predictor to take away: `python OUT/predict.py TEST_DIR SUB.csv`."""
+    from solve_pipeline.export.bundle import export
+
+    target = out or workspace.resolve().with_name(workspace.resolve().name + "-predictor")
+    done = guard(lambda: export(workspace, target))
+    console.print(f"{done.out}: {', '.join(f'{t}={m}' for t, m in done.models.items())}; "
+                  f"run: python {done.out / 'predict.py'} TEST_DIR SUBMISSION.csv", soft_wrap=True, markup=False)
+
+
+@app.command()
+def predict(
+    workspace: Path = typer.Argument(..., help="A run's workspace (workspaces/NAME)."),
+    test_dir: Path = typer.Argument(..., help="Test files laid out as the competition's data folder."),
+    out: Path = typer.Option(Path("submission.csv"), "--out", "-o", help="The submission to write."),
+) -> None:
+    """Write the submission the run's models make for the test files in TEST_DIR."""
+    from solve_pipeline.export.workspace_predict import predict_workspace
+
+    console.print(str(guard(lambda: predict_workspace(workspace, test_dir, out))), soft_wrap=True, markup=False)
+
+
 @app.command()
 def report(
     path: Path = typer.Argument(..., help="A run workspace (workspaces/NAME), a campaign folder (workspaces/_campaigns/NAME) "

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentk.core.artifacts import SetupLayout
+from agentk.core.errors import AgentKError
 from agentk.core.predictor_layout import ExportLayout, PredictorLayout
 from solve_pipeline.export.code_closure import closure, pickled_modules, requirements, source_root
 from solve_pipeline.export.saved import file_sha256, read_record
@@ -60,7 +61,7 @@ No internet, no agentk install and no training data are needed: `lib/` holds the
 '''
 
 
-class ExportError(Exception):
+class ExportError(AgentKError):
     """The workspace cannot be exported; the message says why, in one line."""
 
 
@@ -150,7 +151,8 @@ def export(workspace: Path, out: Path) -> Exported:
         models=", ".join(f"{t}: {m}" for t, m in models.items()),
         score=result.get("validation_score")), encoding="utf-8")
     layout.manifest.write_text(json.dumps({
-        "competition": competition, "workspace": str(workspace), "data_dir": data_dir, "models": models,
+        "competition": competition, "workspace": str(workspace), "data_dir": data_dir,
+        "test_files": _test_files(workspace, data_dir), "models": models,
         "submission_sha256": record.get("submission_sha256"), "requirements": pins,
     }, indent=2), encoding="utf-8")
     return Exported(out, models, pins, len(own))

@@ -129,8 +129,18 @@ def predict_folder(bundle: Path, test_dir: Path, out: Path) -> pd.DataFrame:
         setup = _setup_copy(work, layout.setup)
         sys.path.insert(0, str(setup))  # generated code may import its siblings
         os.chdir(setup)  # generated code's contract: it runs with cwd = setup/
+        data = work / "raw" / str(manifest.get("data_dir") or ".")
+        expected = ", ".join(manifest.get("test_files") or []) or "the competition's test files"
+
+        def failed(step: str, error: Exception) -> PredictError:
+            said = f"{type(error).__name__}: {error}".replace(str(data), str(test_dir))
+            return PredictError(f"the setup's {step} failed on {test_dir} (it should hold {expected}): {said}")
+
         try:
-            frame = _test_map(setup, predictor)
+            try:
+                frame = _test_map(setup, predictor)
+            except Exception as error:  # noqa: BLE001 - generated code: its failure is the folder's to fix
+                raise failed("test-map code", error) from error
             ids = list(dict.fromkeys(frame["id"].tolist()))
             predictions = predictor.predictions(frame, ids)
             artifacts = SimpleNamespace(
@@ -139,8 +149,8 @@ def predict_folder(bundle: Path, test_dir: Path, out: Path) -> pd.DataFrame:
                 submission=load_setup_module(setup / MODULE_FILES["submission"], "agentk_setup_submission"))
             try:
                 submission = formatted_submission(artifacts, SimpleNamespace(test_ids=ids), predictions)  # type: ignore[arg-type]
-            except FileNotFoundError as error:
-                raise PredictError(f"the setup's submission code reads a file the test folder lacks: {error}") from error
+            except Exception as error:  # noqa: BLE001 - generated code, as above
+                raise failed("submission code", error) from error
         finally:
             os.chdir(here)
             sys.path.remove(str(setup))
@@ -153,11 +163,7 @@ def _test_map(setup: Path, predictor: Predictor) -> pd.DataFrame:
     """The setup's test-map code run as its stage ran it (as a script in setup/), then read."""
     if predictor.maps != ["tab"]:
         raise PredictError(f"this predictor reads maps {predictor.maps}; only tables are replayed")
-    code = setup / SetupLayout.input_map_code_name("test", "tab")
-    try:
-        runpy.run_path(str(code), run_name="__main__")
-    except FileNotFoundError as error:
-        raise PredictError(f"the setup's test-map code reads a file the test folder lacks: {error}") from error
+    runpy.run_path(str(setup / SetupLayout.input_map_code_name("test", "tab")), run_name="__main__")
     return read_test_map(SetupLayout(setup).input_map("test", "tab"), predictor.table)
 
 

@@ -1,0 +1,66 @@
+"""The predictor's recipes make every table family's test predictions again, from the test rows
+alone, in any order: each family fitted on real rows (titanic, house prices), its replay run on
+the test map as a predictor reads it, and compared with what the solve itself predicted."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from solve_pipeline.bagging import Bag, add_repeat
+from solve_pipeline.calibration import calibrate_run
+from solve_pipeline.cv import finish_run, start_run
+from solve_pipeline.export.predictor import Predictor
+from solve_pipeline.registry import family_candidate
+from solve_pipeline.solve_inputs import SolveOptions, prepare
+from solve_pipeline.validation import RANDOM
+from solver_workspaces import house_workspace, titanic_workspace
+
+FAMILIES = ["linear", "linear_power", "lightgbm", "catboost", "extratrees", "random_forest"]
+
+
+@pytest.mark.parametrize("make", [titanic_workspace, house_workspace], ids=["binary", "regression"])
+def test_each_table_family_replays_its_test_predictions_on_shuffled_rows(tmp_path: Path, make, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    workspace = make(tmp_path / "ws")
+    artifacts, ctx, _, _ = prepare(SolveOptions(workspace=workspace, folds=2, seed=0))
+    assert ctx.keep_models
+    features = ctx.features
+    frame = artifacts.test_maps["tab"]
+    ids = list(features.test_ids)
+    order = np.random.default_rng(0).permutation(len(ids))[: len(ids) // 2]
+    for name in FAMILIES:
+        run = start_run(family_candidate(name), ctx)
+        assert run is not None and finish_run(run, ctx, None)
+        calibrate_run(run, ctx)
+        replays = {t: run.target_replay(t) for t in run.test}
+        assert all(r is not None for r in replays.values()), name
+        predictor = Predictor(targets=list(ctx.targets), replays=replays,  # type: ignore[arg-type]
+                              decoders=dict.fromkeys(replays), models=dict.fromkeys(replays, name),
+                              table=features.table, tab_names=list(features.tab_names), maps=["tab"])
+        # Through a pickle, as the predictor travels; no training row goes with it.
+        again = pickle.loads(pickle.dumps(predictor))
+        whole = again.predictions(frame, ids)
+        part = again.predictions(frame.sample(frac=1.0, random_state=1), [ids[i] for i in order])
+        for target, test in run.test.items():
+            assert np.allclose(whole[target].test, test, rtol=0, atol=1e-9), name
+            assert np.allclose(part[target].test, test[order], rtol=0, atol=1e-9), name
+
+
+def test_a_bag_replays_the_mean_of_its_runs(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    workspace = titanic_workspace(tmp_path / "ws")
+    _, ctx, _, _ = prepare(SolveOptions(workspace=workspace, folds=2, seed=0))
+    base = start_run(family_candidate("linear"), ctx)
+    assert base is not None and finish_run(base, ctx, None)
+    bag = Bag(base, base_honest=True)
+    assert add_repeat(bag, ctx, lambda seed: RANDOM.folds(ctx.features.n_train, 2, seed, None), float("inf"))
+    combined = bag.combined()
+    assert combined is not None
+    for target, test in combined.test.items():
+        replay = combined.target_replay(target)
+        assert replay is not None
+        assert np.allclose(replay.test(ctx.features.tab_test), test, rtol=0, atol=1e-9)
