@@ -218,7 +218,8 @@ def _fit_column(values: pd.Series, n_rows: int) -> tuple[Encoding, Parts] | None
     if len(levels) > FREQUENCY_ENCODING_LEVELS:
         counts = dict(zip(text.values.tolist(), text.counts().tolist(), strict=True))
         split = _fit_pieces(text)
-    how = _Categories(levels, kind, counts, n_rows, split)
+    # Levels are kept only where codes are written: a predictor carries no vocabulary it never reads.
+    how = _Categories(levels if kind is not None else (), kind, counts, n_rows, split)
     return how, how.encode_text(name, text, values.index)
 
 

@@ -22,6 +22,9 @@ from solver_workspaces import house_workspace, titanic_workspace
 FAMILIES = ["linear", "linear_power", "lightgbm", "catboost", "extratrees", "random_forest"]
 
 
+pytestmark = pytest.mark.integration
+
+
 @pytest.mark.parametrize("make", [titanic_workspace, house_workspace], ids=["binary", "regression"])
 def test_each_table_family_replays_its_test_predictions_on_shuffled_rows(tmp_path: Path, make, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)

@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 
 from agentk.core.predictions import TargetSpec
+from solve_pipeline.blending import _layout, as_class_matrix, blended_test
 from solve_pipeline.table_inputs import InputReplay
+from solve_pipeline.temperature import tempered
 
 
 class TargetReplay:
@@ -37,8 +39,7 @@ class FoldModels(TargetReplay):
     temperature: float | None = None
 
     def test(self, tab: np.ndarray) -> np.ndarray:
-        from solve_pipeline.cv import predict  # lazy: cv carries these recipes
-        from solve_pipeline.temperature import tempered
+        from solve_pipeline.cv import predict  # lazy: cv carries these recipes (the predictor imports cv)
 
         X = self.inputs.test(tab)
         width = (self.spec.n_classes,) if self.spec.is_classification else ()
@@ -76,7 +77,6 @@ class BlendReplay(TargetReplay):
     with_table: bool = False
 
     def test(self, tab: np.ndarray) -> np.ndarray:
-        from solve_pipeline.blending import _layout, as_class_matrix, blended_test
         from solve_pipeline.cv import normalise_proba
 
         tests = [_layout(part.test(tab), self.task) for part in self.parts if part is not None]  # type: ignore[arg-type]

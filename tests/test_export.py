@@ -1,0 +1,151 @@
+"""A model to take away, end to end as a user does it: a real `agentk run` on small copies of two
+shared table competitions, `agentk export`, then the exported `predict.py` run by a Python that
+cannot import agentk (its packages only), outside the repository, on a test folder the run never
+saw: the public test rows resampled and shuffled, ids kept. Its submission must be the one the
+run wrote for those rows; `agentk predict` must write the same file from the workspace."""
+
+from __future__ import annotations
+
+import json
+import os
+import site
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from solve_pipeline.export.code_closure import OWN_PACKAGES
+
+pytestmark = pytest.mark.integration
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "competitions"
+REPO = Path(__file__).resolve().parents[1]
+BUDGET_S = "20"
+AUC_PAGE = """# Titanic, probabilities
+
+## Evaluation
+Submissions are evaluated on the area under the ROC curve (AUC) between the predicted probability
+that a passenger survived and the observed target. For each PassengerId in test.csv, submit the
+probability that the passenger survived.
+"""
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "agentk.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=900)
+
+
+def _titanic_auc(root: Path) -> tuple[Path, str, str]:
+    """Titanic's first rows, scored by AUC: the submission holds probabilities."""
+    data = root / "data"
+    data.mkdir(parents=True)
+    train = pd.read_csv(SHARED / "titanic/data/train.csv", dtype=str, keep_default_na=False).iloc[:400]
+    test = pd.read_csv(SHARED / "titanic/data/test.csv", dtype=str, keep_default_na=False).iloc[:150]
+    train.to_csv(data / "train.csv", index=False)
+    test.to_csv(data / "test.csv", index=False)
+    pd.DataFrame({"PassengerId": test["PassengerId"], "Survived": 0.5}).to_csv(data / "sample_submission.csv", index=False)
+    (root / "description.md").write_text(AUC_PAGE, encoding="utf-8")
+    return root, "PassengerId", "sample_submission.csv"
+
+
+def _spaceship(root: Path) -> tuple[Path, str, str]:
+    """Spaceship Titanic's first rows: compound ids and cabins, labels True/False."""
+    data = root / "data"
+    data.mkdir(parents=True)
+    source = SHARED / "spaceship-titanic"
+    pd.read_csv(source / "data/train.csv", dtype=str, keep_default_na=False).iloc[:600].to_csv(data / "train.csv", index=False)
+    test = pd.read_csv(source / "data/test.csv", dtype=str, keep_default_na=False).iloc[:200]
+    test.to_csv(data / "test.csv", index=False)
+    pd.DataFrame({"PassengerId": test["PassengerId"], "Transported": "False"}).to_csv(data / "sample_submission.csv", index=False)
+    (root / "description.md").write_text((source / "description.md").read_text(encoding="utf-8"), encoding="utf-8")
+    return root, "PassengerId", "sample_submission.csv"
+
+
+def bare_python(root: Path) -> Path:
+    """A venv whose only packages are this one's third-party ones: agentk's own packages (and an
+    editable install's finder) are left out, so `import agentk` fails there."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
+    packages = root / "third-party"
+    packages.mkdir()
+    own = {*OWN_PACKAGES, "__editable__", "agentk-"}
+    for folder in site.getsitepackages():
+        for entry in Path(folder).iterdir():
+            if any(entry.name.startswith(prefix) for prefix in own) or entry.suffix == ".pth":
+                continue
+            if not (packages / entry.name).exists():
+                (packages / entry.name).symlink_to(entry)
+    lib = next((root / "lib").glob("python3*")) / "site-packages"
+    (lib / "third_party.pth").write_text(f"{packages}\n", encoding="utf-8")
+    return root / "bin" / "python"
+
+
+def _unseen_tests(workspace: Path, folder: Path, id_column: str, sample_name: str, target: str, seed: int) -> list[str]:
+    """The run's test rows, a resample of them shuffled (ids kept), with a sample submission that
+    follows them: a test folder in the competition's own layout that the run never saw."""
+    test = pd.read_csv(workspace / "raw/data/test.csv", dtype=str, keep_default_na=False)
+    picked = test.sample(n=int(len(test) * 0.6), random_state=seed)
+    folder.mkdir()
+    picked.to_csv(folder / "test.csv", index=False)
+    pd.DataFrame({id_column: picked[id_column], target: 0}).to_csv(folder / sample_name, index=False)
+    return picked[id_column].tolist()
+
+
+@pytest.mark.parametrize("make,target,probabilities", [(_titanic_auc, "Survived", True),
+                                                       (_spaceship, "Transported", False)],
+                         ids=["titanic-auc", "spaceship"])
+def test_exported_predictor_writes_the_runs_submission_for_unseen_rows(tmp_path: Path, make, target: str,
+                                                                        probabilities: bool) -> None:
+    competition, id_column, sample_name = make(tmp_path / "competition")
+    ran = _cli("run", str(competition), "-w", str(tmp_path / "ws"), "--time-budget", BUDGET_S, "--json", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    workspace = tmp_path / "ws" / "competition"
+    record = json.loads((workspace / "solve/predictor/predictor.json").read_text())
+    assert record["exportable"] and record["check"]["max_abs_diff"] <= 1e-9, record
+
+    out = tmp_path / "away"
+    exported = _cli("export", str(workspace), str(out), cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    pins = (out / "requirements.txt").read_text().split()
+    assert any(p.startswith("numpy==") for p in pins) and any(p.startswith("pandas==") for p in pins)
+    # Nothing of the training data travels: no map, no raw file, no out-of-fold prediction.
+    assert not [p for p in out.rglob("*.csv")], "an export holds no table"
+
+    python = bare_python(tmp_path / "venv")
+    probe = subprocess.run([str(python), "-I", "-c", "import agentk"], capture_output=True, text=True, cwd=tmp_path)
+    assert probe.returncode != 0 and "No module named 'agentk'" in probe.stderr
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    ids = _unseen_tests(workspace, tmp_path / "unseen", id_column, sample_name, target, seed=3)
+    written = tmp_path / "unseen.csv"
+    predicted = subprocess.run([str(python), "-I", str(out / "predict.py"), str(tmp_path / "unseen"), str(written)],
+                               capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    assert predicted.returncode == 0, predicted.stderr[-3000:]
+
+    mine = pd.read_csv(written, dtype=str, keep_default_na=False)
+    assert mine[id_column].tolist() == ids  # the sample's order, each id once
+    runs = pd.read_csv(workspace / "submissions/submission.csv", dtype=str, keep_default_na=False).set_index(id_column)
+    assert list(mine.columns) == [id_column, *runs.columns]
+    theirs = runs.loc[ids, target]
+    if probabilities:
+        values = mine[target].astype(float).to_numpy()
+        assert not np.isin(values, [0.0, 1.0]).all(), "an AUC submission holds probabilities"
+        assert np.allclose(values, theirs.astype(float).to_numpy(), rtol=0, atol=1e-6)
+    else:
+        assert mine[target].tolist() == theirs.tolist()
+
+    # The same folder from the workspace: the same file.
+    again = tmp_path / "again.csv"
+    from_workspace = _cli("predict", str(workspace), str(tmp_path / "unseen"), "--out", str(again), cwd=tmp_path)
+    assert from_workspace.returncode == 0, from_workspace.stderr
+    assert again.read_bytes() == written.read_bytes()
+
+
+def test_export_and_predict_refuse_in_one_line(tmp_path: Path) -> None:
+    """A folder that is no run's workspace, and a test folder without the competition's files."""
+    (tmp_path / "ws" / "solve").mkdir(parents=True)
+    proc = _cli("export", str(tmp_path / "ws"), str(tmp_path / "out"), cwd=tmp_path)
+    assert proc.returncode != 0 and "holds no predictor" in proc.stderr
+    assert "Traceback" not in proc.stderr
