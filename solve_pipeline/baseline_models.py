@@ -9,7 +9,7 @@ The optional validation split only drives early stopping.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Protocol
 
 import numpy as np
@@ -270,6 +270,8 @@ def lightgbm_deadline(deadline: float) -> Callable:
 
 
 def _text_svd(features: FeatureSet, seed: int, components: int = 32) -> tuple | None:
+    """(train, test, the fitted TruncatedSVD) of the text block; fitted on train and test stacked,
+    then applied, so that unseen rows get the same map (transform, not fit_transform's U·Σ)."""
     if features.text_train is None or features.text_train.shape[1] < 3:
         return None
     from sklearn.decomposition import TruncatedSVD
@@ -278,8 +280,9 @@ def _text_svd(features: FeatureSet, seed: int, components: int = 32) -> tuple | 
     k = min(components, stacked.shape[1] - 1, stacked.shape[0] - 1)
     if k < 1:
         return None
-    reduced = TruncatedSVD(n_components=k, random_state=seed).fit_transform(stacked)
-    return reduced[: features.n_train], reduced[features.n_train:]
+    svd = TruncatedSVD(n_components=k, random_state=seed).fit(stacked)
+    reduced = svd.transform(stacked)
+    return reduced[: features.n_train], reduced[features.n_train:], svd
 
 
 def tree_matrices(features: FeatureSet, seed: int = 0) -> Matrices | None:
@@ -295,7 +298,7 @@ def tree_matrices(features: FeatureSet, seed: int = 0) -> Matrices | None:
     X_train = np.hstack(train).astype(np.float32)
     if X_train.shape[1] == 0:
         return None
-    replay = TreeReplay() if len(train) == 1 else None
+    replay = None if features.image_train is not None else TreeReplay(svd[2] if svd is not None else None)
     return Matrices(X_train, np.hstack(test).astype(np.float32), replay)
 
 
@@ -326,7 +329,7 @@ def linear_matrices(features: FeatureSet, seed: int = 0, power: bool = False) ->
     if features.text_train is not None:
         train.append(features.text_train)
         test.append(features.text_test)
-        replay = None
+        replay = replace(table, with_text=True)
     if features.image_train is not None:
         train.append(sparse.csr_matrix(features.image_train))
         test.append(sparse.csr_matrix(features.image_test))

@@ -59,6 +59,8 @@ class FeatureSet:
     # How the tabular block was made from the maps' rows (features.TableRecipe), for a predictor
     # that encodes unseen rows the same way; None without a tabular map.
     table: Any = None
+    # How the text block and style columns were made (text_features.TextRecipe); None without texts.
+    text_recipe: Any = None
 
     @property
     def categorical_indices(self) -> list[int]:

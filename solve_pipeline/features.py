@@ -127,8 +127,8 @@ def build_features(
         image_train=image.train,
         image_test=image.test,
         image_shape=image.shape,
-        raw_text_train=_joined(text.columns_train) if text.columns_train else None,
-        raw_text_test=_joined(text.columns_test) if text.columns_test else None,
+        raw_text_train=joined_texts(text.columns_train) if text.columns_train else None,
+        raw_text_test=joined_texts(text.columns_test) if text.columns_test else None,
         raw_text_columns_train=text.columns_train or None,
         raw_text_columns_test=text.columns_test or None,
         image_paths_train=image.paths_train,
@@ -136,8 +136,10 @@ def build_features(
         cache_dir=artifacts.workspace / "solve" / "cache",
         audio_note=audio_note,
         table=table,
+        text_recipe=text.recipe,
     )
 
 
-def _joined(columns: dict[str, list[str]]) -> list[str]:
+def joined_texts(columns: dict[str, list[str]]) -> list[str]:
+    """Each row's texts, its columns joined with " | " (FeatureSet.raw_text_*)."""
     return [" | ".join(part for part in parts if part) for parts in zip(*columns.values(), strict=True)]

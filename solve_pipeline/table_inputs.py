@@ -1,9 +1,9 @@
-"""The matrices the table families read, made by fitted maps: the unsupervised transforms are fitted
-on train and test stacked (as the race always did) and kept, so that a predictor can make the test
+"""The matrices the families read, made by fitted maps: the unsupervised transforms are fitted on
+train and test stacked (as the race always did) and kept, so that a predictor can make the test
 side of the same matrices from unseen rows (`InputReplay.test`), by the same code.
 
 `Matrices` is the (train, test) pair every family's inputs return, carrying its replay when the
-matrices come from the tabular block alone (None otherwise: text, images and sounds have fitted
+matrices come from the tabular block and the texts (None otherwise: images and sounds have fitted
 maps of their own that no replay keeps yet).
 """
 
@@ -30,19 +30,33 @@ class Matrices(tuple):
         return pair
 
 
-class InputReplay:
-    """Makes a family's test matrix from the tabular block of unseen rows."""
+@dataclass
+class Rows:
+    """Some rows' inputs as the families read them: the tabular block, the text block (every text
+    column's TF-IDF side by side), the raw texts joined per row; row i of each is the same row."""
 
-    def test(self, tab: np.ndarray) -> Any:
+    tab: np.ndarray
+    text: sparse.csr_matrix | None = None
+    joined: list[str] | None = None
+
+
+class InputReplay:
+    """Makes a family's test matrix from the inputs of unseen rows."""
+
+    def test(self, rows: Rows) -> Any:
         raise NotImplementedError
 
 
 @dataclass(frozen=True)
 class TreeReplay(InputReplay):
-    """The tree families read the tabular block as it is (category codes and NaN kept)."""
+    """The tree families read the tabular block as it is (category codes and NaN kept), beside an
+    SVD summary of the text block where there is one."""
 
-    def test(self, tab: np.ndarray) -> np.ndarray:
-        return np.hstack([tab]).astype(np.float32)
+    svd: Any = None  # the fitted TruncatedSVD
+
+    def test(self, rows: Rows) -> np.ndarray:
+        blocks = [rows.tab] if self.svd is None else [rows.tab, self.svd.transform(rows.text)]
+        return np.hstack(blocks).astype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -128,8 +142,30 @@ class LinearTable(InputReplay):
             blocks.append(self.encoder.transform(_levels(tab[:, self.categories])).tocsr())
         return blocks
 
-    def test(self, tab: np.ndarray) -> Any:
-        return sparse.hstack(self.blocks(tab)).tocsr()
+    with_text: bool = False  # the text block follows the table's
+
+    def test(self, rows: Rows) -> Any:
+        blocks = self.blocks(rows.tab) + ([rows.text] if self.with_text else [])
+        return sparse.hstack(blocks).tocsr()
+
+
+@dataclass(frozen=True)
+class ViewReplay(InputReplay):
+    """A text family's view: its fitted vectorizer over the joined texts (presence only, for
+    `binary`)."""
+
+    vectorizer: Any
+    binary: bool = False
+
+    def test(self, rows: Rows) -> Any:
+        matrix = self.vectorizer.transform(list(rows.joined or [])).tocsr()
+        return present(matrix) if self.binary else matrix
+
+
+def present(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
+    binary = matrix.copy()
+    binary.data = np.ones_like(binary.data)
+    return binary
 
 
 def _levels(codes: np.ndarray) -> np.ndarray:

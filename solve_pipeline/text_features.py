@@ -14,15 +14,16 @@ def _text_values(frame: pd.DataFrame, column: str) -> list[str]:
     return frame[column].fillna("").astype(str).tolist()
 
 
-def _tfidf_block(train_texts: list[str], test_texts: list[str], max_features: int) -> tuple:
-    """Word 1-2 grams + char_wb 2-5 grams for one text column (None if no vocabulary)."""
+def _fit_tfidf(train_texts: list[str], test_texts: list[str], max_features: int) -> list:
+    """Word 1-2 grams + char_wb 2-5 grams for one text column: the fitted vectorizers (none if no
+    vocabulary)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     # Fitted on train+test texts: vocabulary and IDF need no labels, and test-only words then
     # carry weight. This is the usual Kaggle choice; CV stays honest because nothing sees targets.
     corpus = train_texts + test_texts
     min_df = 2 if len(corpus) >= 50 else 1
-    blocks_train, blocks_test = [], []
+    fitted = []
     for kwargs in (
         {"analyzer": "word", "ngram_range": (1, 2), "token_pattern": r"(?u)\b\w+\b"},
         {"analyzer": "char_wb", "ngram_range": (2, 5)},
@@ -35,11 +36,36 @@ def _tfidf_block(train_texts: list[str], test_texts: list[str], max_features: in
             vectorizer.fit(corpus)
         except ValueError:  # empty vocabulary: every text empty or pruned away
             continue
-        blocks_train.append(vectorizer.transform(train_texts))
-        blocks_test.append(vectorizer.transform(test_texts))
-    if not blocks_train:
-        return None, None
-    return sparse.hstack(blocks_train).tocsr(), sparse.hstack(blocks_test).tocsr()
+        vectorizer.stop_words_ = None  # the pruned n-grams: large, and never read again
+        fitted.append(vectorizer)
+    return fitted
+
+
+def _tfidf(vectorizers: list, texts: list[str]) -> sparse.csr_matrix:
+    return sparse.hstack([v.transform(texts) for v in vectorizers]).tocsr()
+
+
+@dataclass(frozen=True)
+class TextRecipe:
+    """How the text block and the style columns were made from the text map's rows: per text
+    column, its fitted vectorizers (word and character TF-IDF; none when it had no vocabulary)."""
+
+    vectorizers: dict[str, list]
+
+    def texts(self, frame: pd.DataFrame) -> dict[str, list[str]]:
+        """The raw texts of a map's rows (aligned to the ids), column by column."""
+        return {column: _text_values(frame.reindex(columns=[column]), column) for column in self.vectorizers}
+
+    def block(self, texts: dict[str, list[str]]) -> sparse.csr_matrix | None:
+        blocks = [_tfidf(fitted, texts[column]) for column, fitted in self.vectorizers.items() if fitted]
+        return sparse.hstack(blocks).tocsr().astype(np.float32) if blocks else None
+
+    def stats(self, texts: dict[str, list[str]]) -> dict[str, pd.Series]:
+        found: dict[str, pd.Series] = {}
+        for column, values in texts.items():
+            for stat, series in style_stats(pd.Series(values, dtype="string")).items():
+                found[f"{column}__{stat}"] = series.astype(float).reset_index(drop=True)
+        return found
 
 
 # Marks whose counts tell writers apart (and say where each text model is to be trusted).
@@ -72,6 +98,7 @@ class TextBlocks:
     columns_train: dict[str, list[str]] = field(default_factory=dict)  # the raw texts, column by column
     columns_test: dict[str, list[str]] = field(default_factory=dict)
     stats: dict[str, pd.Series] = field(default_factory=dict)  # per column: style_stats, train then test
+    recipe: TextRecipe | None = None
 
 
 def text_blocks(train_txt: pd.DataFrame, test_txt: pd.DataFrame, max_text_features: int) -> TextBlocks:
@@ -79,18 +106,15 @@ def text_blocks(train_txt: pd.DataFrame, test_txt: pd.DataFrame, max_text_featur
     columns = [c for c in train_txt.columns if c in test_txt.columns]
     budget = max(max_text_features // max(len(columns), 1), 2)
     found = TextBlocks()
-    blocks_train, blocks_test = [], []
+    fitted: dict[str, list] = {}
     for column in columns:
         texts_train, texts_test = _text_values(train_txt, column), _text_values(test_txt, column)
         found.columns_train[column], found.columns_test[column] = texts_train, texts_test
-        block_train, block_test = _tfidf_block(texts_train, texts_test, budget)
-        if block_train is not None:
-            blocks_train.append(block_train)
-            blocks_test.append(block_test)
-        everything = pd.Series(texts_train + texts_test, dtype="string")
-        for stat, values in style_stats(everything).items():
-            found.stats[f"{column}__{stat}"] = values.astype(float).reset_index(drop=True)
-    if blocks_train:
-        found.train = sparse.hstack(blocks_train).tocsr().astype(np.float32)
-        found.test = sparse.hstack(blocks_test).tocsr().astype(np.float32)
+        fitted[column] = _fit_tfidf(texts_train, texts_test, budget)
+    recipe = TextRecipe(fitted)
+    found.recipe = recipe
+    # Train and test go through the recipe a predictor runs on unseen rows: the same code.
+    found.train, found.test = recipe.block(found.columns_train), recipe.block(found.columns_test)
+    both = {c: found.columns_train[c] + found.columns_test[c] for c in columns}
+    found.stats = recipe.stats(both)
     return found

@@ -1,6 +1,7 @@
-"""The predictor's recipes make every table family's test predictions again, from the test rows
-alone, in any order: each family fitted on real rows (titanic, house prices), its replay run on
-the test map as a predictor reads it, and compared with what the solve itself predicted."""
+"""The predictor's recipes make every table and text family's test predictions again, from the
+test rows alone, in any order: each family fitted on real rows (titanic, house prices, spooky),
+its replay run on the test maps as a predictor reads them, and compared with what the solve
+itself predicted."""
 
 from __future__ import annotations
 
@@ -16,26 +17,33 @@ from solve_pipeline.cv import finish_run, start_run
 from solve_pipeline.export.predictor import Predictor
 from solve_pipeline.registry import family_candidate
 from solve_pipeline.solve_inputs import SolveOptions, prepare
+from solve_pipeline.table_inputs import Rows
 from solve_pipeline.validation import RANDOM
-from solver_workspaces import house_workspace, titanic_workspace
+from solver_workspaces import house_workspace, spooky_workspace, titanic_workspace, tweets_workspace
 
-FAMILIES = ["linear", "linear_power", "lightgbm", "catboost", "extratrees", "random_forest"]
+TABLE_FAMILIES = ["linear", "linear_power", "lightgbm", "catboost", "extratrees", "random_forest"]
+TEXT_FAMILIES = ["linear", "lightgbm", "naive_bayes", "complement_nb", "nbsvm", "linear_chars"]
 
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.mark.parametrize("make", [titanic_workspace, house_workspace], ids=["binary", "regression"])
-def test_each_table_family_replays_its_test_predictions_on_shuffled_rows(tmp_path: Path, make, monkeypatch) -> None:
+@pytest.mark.parametrize("make,families", [(titanic_workspace, TABLE_FAMILIES), (house_workspace, TABLE_FAMILIES[:3]),
+                                           (lambda root: tweets_workspace(root, n=400), TEXT_FAMILIES),
+                                           (spooky_workspace, ["naive_bayes", "linear_chars"])],
+                         ids=["binary", "regression", "text", "text-multiclass"])
+def test_each_family_replays_its_test_predictions_on_shuffled_rows(tmp_path: Path, make, families: list[str],
+                                                                   monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     workspace = make(tmp_path / "ws")
     artifacts, ctx, _, _ = prepare(SolveOptions(workspace=workspace, folds=2, seed=0))
     assert ctx.keep_models
     features = ctx.features
-    frame = artifacts.test_maps["tab"]
+    frames = artifacts.test_maps
+    shuffled = {code: frame.sample(frac=1.0, random_state=1) for code, frame in frames.items()}
     ids = list(features.test_ids)
     order = np.random.default_rng(0).permutation(len(ids))[: len(ids) // 2]
-    for name in FAMILIES:
+    for name in families:
         run = start_run(family_candidate(name), ctx)
         assert run is not None and finish_run(run, ctx, None)
         calibrate_run(run, ctx)
@@ -43,11 +51,12 @@ def test_each_table_family_replays_its_test_predictions_on_shuffled_rows(tmp_pat
         assert all(r is not None for r in replays.values()), name
         predictor = Predictor(targets=list(ctx.targets), replays=replays,  # type: ignore[arg-type]
                               decoders=dict.fromkeys(replays), models=dict.fromkeys(replays, name),
-                              table=features.table, tab_names=list(features.tab_names), maps=["tab"])
+                              table=features.table, text=features.text_recipe, tab_names=list(features.tab_names),
+                              maps=list(frames))
         # Through a pickle, as the predictor travels; no training row goes with it.
         again = pickle.loads(pickle.dumps(predictor))
-        whole = again.predictions(frame, ids)
-        part = again.predictions(frame.sample(frac=1.0, random_state=1), [ids[i] for i in order])
+        whole = again.predictions(frames, ids)
+        part = again.predictions(shuffled, [ids[i] for i in order])
         for target, test in run.test.items():
             assert np.allclose(whole[target].test, test, rtol=0, atol=1e-9), name
             assert np.allclose(part[target].test, test[order], rtol=0, atol=1e-9), name
@@ -66,4 +75,4 @@ def test_a_bag_replays_the_mean_of_its_runs(tmp_path: Path, monkeypatch) -> None
     for target, test in combined.test.items():
         replay = combined.target_replay(target)
         assert replay is not None
-        assert np.allclose(replay.test(ctx.features.tab_test), test, rtol=0, atol=1e-9)
+        assert np.allclose(replay.test(Rows(ctx.features.tab_test)), test, rtol=0, atol=1e-9)

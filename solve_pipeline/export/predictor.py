@@ -35,9 +35,11 @@ from agentk.core.predictions import TargetSpec
 from solve_pipeline.cv import Predictions
 from solve_pipeline.decoding import Decoder
 from solve_pipeline.export.replay import TargetReplay
-from solve_pipeline.features import TableRecipe, aligned, tab_matrix
+from solve_pipeline.features import TableRecipe, aligned, joined_texts, tab_matrix
 from solve_pipeline.outputs import formatted_submission
 from solve_pipeline.setup_modules import load_setup_module
+from solve_pipeline.table_inputs import Rows
+from solve_pipeline.text_features import TextRecipe
 
 
 class PredictError(Exception):
@@ -52,22 +54,32 @@ class Predictor:
     replays: dict[str, TargetReplay]
     decoders: dict[str, Decoder | None]
     models: dict[str, str]  # target -> the solution's name, as the submission record names it
-    table: TableRecipe
-    tab_names: list[str]
-    maps: list[str]  # the map codes the setup writes for test rows ("tab")
+    table: TableRecipe | None  # how the tabular map's columns were encoded (None: no such map)
+    text: TextRecipe | None  # how the text map's columns were vectorised (None: no such map)
+    tab_names: list[str]  # the tabular block's columns, in the models' order
+    maps: list[str]  # the map codes the setup writes for test rows, in MAP_CODES order
 
-    def block(self, frame: pd.DataFrame, ids: Sequence[str]) -> np.ndarray:
-        """The tabular block of the rows of a test map, in `ids` order."""
-        rows = aligned(frame, ids).reindex(columns=list(self.table.columns)).reset_index(drop=True)
-        parts, _ = self.table.parts(rows, ids)
+    def rows(self, frames: dict[str, pd.DataFrame], ids: Sequence[str]) -> Rows:
+        """The inputs of the rows of the test maps, in `ids` order."""
+        parts: dict[str, pd.Series] = {}
+        if self.table is not None:
+            rows = aligned(frames["tab"], ids).reindex(columns=list(self.table.columns)).reset_index(drop=True)
+            parts.update(self.table.parts(rows, ids)[0])
+        texts = None
+        if self.text is not None:
+            texts = self.text.texts(aligned(frames["txt"], ids))
+            parts.update(self.text.stats(texts))
         missing = [name for name in self.tab_names if name not in parts]
         if missing:
-            raise PredictError(f"the test map gives no column {missing[0]!r} of the model's inputs")
-        return tab_matrix(parts, self.tab_names, len(ids))
+            raise PredictError(f"the test maps give no column {missing[0]!r} of the model's inputs")
+        tab = tab_matrix(parts, self.tab_names, len(ids))
+        if texts is None:
+            return Rows(tab)
+        return Rows(tab, self.text.block(texts), joined_texts(texts) if texts else None)  # type: ignore[union-attr]
 
-    def predictions(self, frame: pd.DataFrame, ids: Sequence[str]) -> dict[str, Predictions]:
-        block = self.block(frame, ids)
-        return {spec.column: Predictions(self.models[spec.column], np.empty(0), self.replays[spec.column].test(block),
+    def predictions(self, frames: dict[str, pd.DataFrame], ids: Sequence[str]) -> dict[str, Predictions]:
+        rows = self.rows(frames, ids)
+        return {spec.column: Predictions(self.models[spec.column], np.empty(0), self.replays[spec.column].test(rows),
                                          decoder=self.decoders[spec.column]) for spec in self.targets}
 
 
@@ -84,13 +96,14 @@ def load(path: Path) -> Predictor:
     return predictor
 
 
-def read_test_map(path: Path, table: TableRecipe) -> pd.DataFrame:
-    """A test map as the solver reads it, its text columns as text even where the rows at hand
-    hold only numbers (their encoding names text values)."""
+def read_test_map(path: Path, table: TableRecipe | None) -> pd.DataFrame:
+    """A test map as the solver reads it, a table's text columns as text even where the rows at
+    hand hold only numbers (their encoding names text values)."""
     frame = read_map(path)
     if frame.columns.empty or frame.columns[0] != "id":
         raise PredictError(f"{path.name}: the first column must be named 'id'")
-    text = [c for c in table.encoding.text_columns() if c in frame.columns and frame[c].dtype != object]
+    encoded = table.encoding.text_columns() if table is not None else []
+    text = [c for c in encoded if c in frame.columns and frame[c].dtype != object]
     if text:
         words = read_map(path, text=True)
         for column in text:
@@ -138,11 +151,12 @@ def predict_folder(bundle: Path, test_dir: Path, out: Path) -> pd.DataFrame:
 
         try:
             try:
-                frame = _test_map(setup, predictor)
+                frames = _test_maps(setup, predictor)
             except Exception as error:  # noqa: BLE001 - generated code: its failure is the folder's to fix
                 raise failed("test-map code", error) from error
-            ids = list(dict.fromkeys(frame["id"].tolist()))
-            predictions = predictor.predictions(frame, ids)
+            first = frames[predictor.maps[0]]  # the solver's test ids: the first map's, in MAP_CODES order
+            ids = list(dict.fromkeys(first["id"].tolist()))
+            predictions = predictor.predictions(frames, ids)
             artifacts = SimpleNamespace(
                 targets=predictor.targets,
                 transform=load_setup_module(setup / MODULE_FILES["transform"], "agentk_setup_transform"),
@@ -159,12 +173,15 @@ def predict_folder(bundle: Path, test_dir: Path, out: Path) -> pd.DataFrame:
     return submission
 
 
-def _test_map(setup: Path, predictor: Predictor) -> pd.DataFrame:
-    """The setup's test-map code run as its stage ran it (as a script in setup/), then read."""
-    if predictor.maps != ["tab"]:
-        raise PredictError(f"this predictor reads maps {predictor.maps}; only tables are replayed")
-    runpy.run_path(str(setup / SetupLayout.input_map_code_name("test", "tab")), run_name="__main__")
-    return read_test_map(SetupLayout(setup).input_map("test", "tab"), predictor.table)
+def _test_maps(setup: Path, predictor: Predictor) -> dict[str, pd.DataFrame]:
+    """The setup's test-map code run as its stages ran it (as scripts in setup/), each map read."""
+    if not predictor.maps or set(predictor.maps) - {"tab", "txt"}:
+        raise PredictError(f"this predictor reads maps {predictor.maps}; only tables and texts are replayed")
+    frames = {}
+    for code in predictor.maps:
+        runpy.run_path(str(setup / SetupLayout.input_map_code_name("test", code)), run_name="__main__")
+        frames[code] = read_test_map(SetupLayout(setup).input_map("test", code), predictor.table if code == "tab" else None)
+    return frames
 
 
 def main(bundle: Path, argv: Sequence[str]) -> int:

@@ -1,6 +1,6 @@
 """How a solution's test predictions are made again from unseen rows: the recipe each solution
 carries beside its test array (`Predictions.replay`), built by the solve as it goes, pickled
-into the predictor it leaves, and run by that predictor on a new tabular block.
+into the predictor it leaves, and run by that predictor on the inputs of new rows.
 
 Every step calls the code the solve itself ran on the test rows: the fold models' `predict`
 averaged over the folds (cv.predict), the temperature (temperature.tempered), the bag's mean, the
@@ -17,14 +17,14 @@ import numpy as np
 
 from agentk.core.predictions import TargetSpec
 from solve_pipeline.blending import _layout, as_class_matrix, blended_test
-from solve_pipeline.table_inputs import InputReplay
+from solve_pipeline.table_inputs import InputReplay, Rows
 from solve_pipeline.temperature import tempered
 
 
 class TargetReplay:
-    """One target's test predictions, in the solver's layout, from the tabular block of some rows."""
+    """One target's test predictions, in the solver's layout, from the inputs of some rows."""
 
-    def test(self, tab: np.ndarray) -> np.ndarray:
+    def test(self, rows: Rows) -> np.ndarray:
         raise NotImplementedError
 
 
@@ -38,10 +38,10 @@ class FoldModels(TargetReplay):
     n_folds: int
     temperature: float | None = None
 
-    def test(self, tab: np.ndarray) -> np.ndarray:
+    def test(self, rows: Rows) -> np.ndarray:
         from solve_pipeline.cv import predict  # lazy: cv carries these recipes (the predictor imports cv)
 
-        X = self.inputs.test(tab)
+        X = self.inputs.test(rows)
         width = (self.spec.n_classes,) if self.spec.is_classification else ()
         out = np.zeros((X.shape[0], *width))
         for model, floor in self.models:
@@ -55,8 +55,8 @@ class MeanReplay(TargetReplay):
 
     parts: list[TargetReplay]
 
-    def test(self, tab: np.ndarray) -> np.ndarray:
-        return np.mean([part.test(tab) for part in self.parts], axis=0)
+    def test(self, rows: Rows) -> np.ndarray:
+        return np.mean([part.test(rows) for part in self.parts], axis=0)
 
 
 def mean_replay(parts: list[TargetReplay | None]) -> MeanReplay | None:
@@ -76,10 +76,10 @@ class BlendReplay(TargetReplay):
     task: str
     with_table: bool = False
 
-    def test(self, tab: np.ndarray) -> np.ndarray:
+    def test(self, rows: Rows) -> np.ndarray:
         from solve_pipeline.cv import normalise_proba
 
-        tests = [_layout(part.test(tab), self.task) for part in self.parts if part is not None]  # type: ignore[arg-type]
-        table = np.asarray(tab, dtype=np.float64) if self.with_table else None
+        tests = [_layout(part.test(rows), self.task) for part in self.parts if part is not None]  # type: ignore[arg-type]
+        table = np.asarray(rows.tab, dtype=np.float64) if self.with_table else None
         test = as_class_matrix(blended_test(self.method, self.blender, tests, self.task, table), self.task)  # type: ignore[arg-type]
         return normalise_proba(test) if self.task != "regression" else test

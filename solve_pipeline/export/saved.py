@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from solve_pipeline.solve_state import Solver
 
 PREDICTIONS_TOLERANCE = 1e-9
+REPLAYED_MAPS = ("tab", "txt")  # in MAP_CODES order: the first present names the test ids
 
 
 def file_sha256(path: Path) -> str:
@@ -45,11 +46,11 @@ def _why_not(solver: Solver) -> str | None:
         return "the submission on disk is an earlier solve's file, whose models this solve does not hold"
     if not state.best or state.submission_path is None:
         return "the solve wrote no submission"
-    other = sorted(set(solver.artifacts.test_maps) - {"tab"})
+    other = sorted(set(solver.artifacts.test_maps) - set(REPLAYED_MAPS))
     if other:
-        return f"the setup also maps {', '.join(other)} inputs: exports replay tables only for now"
-    if features.table is None:
-        return "the setup writes no tabular map"
+        return f"the setup also maps {', '.join(other)} inputs: exports replay tables and texts only for now"
+    if features.table is None and features.text_recipe is None:
+        return "the setup writes no tabular or text map"
     if solver.ctx.forecast is not None:
         return "forecast features read the training targets of each series: not replayed yet"
     if not solver.ctx.keep_models:
@@ -68,16 +69,15 @@ def _predictor(solver: Solver) -> Predictor:
         decoders={t: p.decoder for t, p in best.items()},
         models={t: p.model for t, p in best.items()},
         table=features.table,
+        text=features.text_recipe,
         tab_names=list(features.tab_names),
-        maps=["tab"],
+        maps=[code for code in REPLAYED_MAPS if code in solver.artifacts.test_maps],
     )
 
 
 def _check(predictor: Predictor, solver: Solver) -> float:
     """The largest difference between the replayed test predictions and the solve's own."""
-    ids = list(solver.ctx.features.test_ids)
-    frame = solver.artifacts.test_maps["tab"]
-    replayed = predictor.predictions(frame, ids)
+    replayed = predictor.predictions(solver.artifacts.test_maps, list(solver.ctx.features.test_ids))
     worst = 0.0
     for target, prediction in solver.state.best.items():
         own = np.asarray(prediction.test, dtype=np.float64)
@@ -114,7 +114,7 @@ def save_predictor(solver: Solver) -> dict[str, Any]:
             "submission_sha256": file_sha256(solver.state.submission_path),
             "predictor_sha256": file_sha256(layout.model),
             "models": {t: p.model for t, p in solver.state.best.items()},
-            "maps": ["tab"],
+            "maps": [code for code in REPLAYED_MAPS if code in solver.artifacts.test_maps],
             "python": platform.python_version(),
         })
     else:
