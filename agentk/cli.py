@@ -343,12 +343,12 @@ def demo(
 @app.command(name="export")
 def export_command(
     workspace: Path = typer.Argument(..., help="A run's workspace (workspaces/NAME)."),
-    out: Optional[Path] = typer.Argument(None, help="The folder to write (default: WORKSPACE-predictor beside it)."),
+    out: Optional[Path] = typer.Argument(None, help="The folder to write (default: ./NAME-predictor, NAME the workspace's)."),
 ) -> None:
     """Write the run's submission as a predictor to take away: `python OUT/predict.py TEST_DIR SUB.csv`."""
     from solve_pipeline.export.bundle import export
 
-    target = out or workspace.resolve().with_name(workspace.resolve().name + "-predictor")
+    target = out or Path.cwd() / f"{workspace.resolve().name}-predictor"
     done = guard(lambda: export(workspace, target))
     console.print(f"{done.out}: {', '.join(f'{t}={m}' for t, m in done.models.items())}; "
                   f"run: python {done.out / 'predict.py'} TEST_DIR SUBMISSION.csv", soft_wrap=True, markup=False)

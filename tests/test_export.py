@@ -1,5 +1,5 @@
-"""A model to take away, end to end as a user does it: a real `agentk run` on small copies of two
-shared table competitions, `agentk export`, then the exported `predict.py` run by a Python that
+"""A model to take away, end to end as a user does it: a real `agentk run` on small copies of
+shared competitions (two tables, one text), `agentk export`, then the exported `predict.py` run by a Python that
 cannot import agentk (its packages only), outside the repository, on a test folder the run never
 saw: the public test rows resampled and shuffled, ids kept. Its submission must be the one the
 run wrote for those rows; `agentk predict` must write the same file from the workspace."""
@@ -65,6 +65,19 @@ def _spaceship(root: Path) -> tuple[Path, str, str]:
     return root, "PassengerId", "sample_submission.csv"
 
 
+def _tweets(root: Path) -> tuple[Path, str, str]:
+    """Disaster tweets' first rows: a text column beside keyword and location."""
+    data = root / "data"
+    data.mkdir(parents=True)
+    source = SHARED / "nlp-getting-started"
+    pd.read_csv(source / "data/train.csv", dtype=str, keep_default_na=False).iloc[:500].to_csv(data / "train.csv", index=False)
+    test = pd.read_csv(source / "data/test.csv", dtype=str, keep_default_na=False).iloc[:200]
+    test.to_csv(data / "test.csv", index=False)
+    pd.DataFrame({"id": test["id"], "target": 0}).to_csv(data / "sample_submission.csv", index=False)
+    (root / "description.md").write_text((source / "description.md").read_text(encoding="utf-8"), encoding="utf-8")
+    return root, "id", "sample_submission.csv"
+
+
 def bare_python(root: Path) -> Path:
     """A venv whose only packages are this one's third-party ones: agentk's own packages (and an
     editable install's finder) are left out, so `import agentk` fails there."""
@@ -95,8 +108,9 @@ def _unseen_tests(workspace: Path, folder: Path, id_column: str, sample_name: st
 
 
 @pytest.mark.parametrize("make,target,probabilities", [(_titanic_auc, "Survived", True),
-                                                       (_spaceship, "Transported", False)],
-                         ids=["titanic-auc", "spaceship"])
+                                                       (_spaceship, "Transported", False),
+                                                       (_tweets, "target", False)],
+                         ids=["titanic-auc", "spaceship", "tweets"])
 def test_exported_predictor_writes_the_runs_submission_for_unseen_rows(tmp_path: Path, make, target: str,
                                                                         probabilities: bool) -> None:
     competition, id_column, sample_name = make(tmp_path / "competition")
