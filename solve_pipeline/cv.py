@@ -196,17 +196,19 @@ class CandidateRun:
     n_folds: int = 0
     temperatures: dict[str, float] = field(default_factory=dict)
     replays: dict[str, TargetReplay | None] | None = None
-    candidate_specs: list[TargetSpec] = field(default_factory=list)
+    target_specs: list[TargetSpec] = field(default_factory=list)
 
     def complete(self, n_folds: int) -> bool:
         return len(self.done) == n_folds
 
     def target_replay(self, target: str) -> TargetReplay | None:
+        """How this run's test predictions of `target` are made again; None where they cannot be
+        (its matrices have no replay, its models were not kept, or a fold is missing)."""
         if self.replays is not None:
             return self.replays.get(target)
         if self.inputs is None or self.models is None or len(self.models.get(target, [])) != self.n_folds:
             return None
-        spec = next(s for s in self.candidate_specs if s.column == target)
+        spec = next(s for s in self.target_specs if s.column == target)
         return FoldModels(spec, self.inputs, list(self.models[target]), self.n_folds, self.temperatures.get(target))
 
     def predictions(self) -> dict[str, Predictions]:
@@ -224,7 +226,7 @@ def start_run(candidate: ModelCandidate, ctx: CVContext, name: str | None = None
         width = (spec.n_classes,) if spec.is_classification else ()
         oof[spec.column] = np.zeros((ctx.features.n_train, *width))
         test[spec.column] = np.zeros((X_test.shape[0], *width))
-    run = CandidateRun(name or candidate.name, candidate, X, X_test, oof, test, candidate_specs=list(ctx.targets))
+    run = CandidateRun(name or candidate.name, candidate, X, X_test, oof, test, target_specs=list(ctx.targets))
     if ctx.keep_models:
         run.inputs = getattr(matrices, "replay", None)
         run.models = {spec.column: [] for spec in ctx.targets} if run.inputs is not None else None

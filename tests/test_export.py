@@ -155,10 +155,14 @@ def test_exported_predictor_writes_the_runs_submission_for_unseen_rows(tmp_path:
     from_workspace = _cli("predict", str(workspace), str(tmp_path / "unseen"), "--out", str(again), cwd=tmp_path)
     assert from_workspace.returncode == 0, from_workspace.stderr
     assert again.read_bytes() == written.read_bytes()
+    # A folder without the competition's files: one line naming the files it should hold.
+    (tmp_path / "empty").mkdir()
+    refused = _cli("predict", str(workspace), str(tmp_path / "empty"), "--out", str(tmp_path / "no.csv"), cwd=tmp_path)
+    assert refused.returncode != 0 and "test.csv" in refused.stderr and "Traceback" not in refused.stderr
+    assert not (tmp_path / "no.csv").exists()
 
 
-def test_export_and_predict_refuse_in_one_line(tmp_path: Path) -> None:
-    """A folder that is no run's workspace, and a test folder without the competition's files."""
+def test_export_refuses_a_folder_without_a_predictor_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "ws" / "solve").mkdir(parents=True)
     proc = _cli("export", str(tmp_path / "ws"), str(tmp_path / "out"), cwd=tmp_path)
     assert proc.returncode != 0 and "holds no predictor" in proc.stderr
