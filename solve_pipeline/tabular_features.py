@@ -154,7 +154,7 @@ class _Dates:
 class _Categories:
     """A column of categories: codes into `levels` (a value outside them is missing) when `kind`
     is set; with `counts`, a frequency (a value never seen counts once) and, with `split`, the
-    pieces of a compound code (delimiter, width, one Piece each)."""
+    pieces of a compound code (delimiter, width, and per piece its `_Numbers`, its levels or None)."""
 
     levels: tuple[str, ...]
     kind: str | None

@@ -83,11 +83,6 @@ class Predictor:
                                          decoder=self.decoders[spec.column]) for spec in self.targets}
 
 
-def save(predictor: Predictor, path: Path) -> None:
-    with open(path, "wb") as handle:
-        pickle.dump(predictor, handle, protocol=5)
-
-
 def load(path: Path) -> Predictor:
     with open(path, "rb") as handle:
         predictor = pickle.load(handle)
