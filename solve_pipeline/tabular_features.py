@@ -180,7 +180,7 @@ class _Categories:
 
 def _ranks(values: pd.Series, levels: Sequence[str]) -> np.ndarray:
     """Each value's position among `levels`; NaN for a value outside them."""
-    rank = pd.Categorical(values, categories=list(levels)).codes.astype(np.float64)
+    rank = pd.Index(list(levels), dtype=object).get_indexer(values.astype(object)).astype(np.float64)
     rank[rank < 0] = np.nan
     return rank
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from solve_pipeline.dataset import CATEGORY, DATE_PART, FREQUENCY, NUMERIC
-from solve_pipeline.tabular_features import tabular_columns
+from solve_pipeline.tabular_features import fit_id_parts, fit_table, tabular_columns
 
 
 def _cell(value: object) -> str | None:
@@ -60,3 +60,31 @@ def test_compound_codes_split_cell_by_cell_with_frequencies() -> None:
     deck_levels = sorted(set(decks))
     expected = [float(deck_levels.index(v.split("/")[0])) if v else np.nan for v in cells]
     assert kinds["cabin__part0"] == CATEGORY and np.array_equal(columns["cabin__part0"].to_numpy(), expected, equal_nan=True)
+
+
+def test_unseen_rows_get_the_encoding_the_run_fitted() -> None:
+    """A predictor encodes any rows with the run's encoding: the run's rows in another order get
+    their own values back, and a value never seen is missing (a frequency counts it once)."""
+    frame = _frame()
+    encoding, columns, _ = fit_table(frame)
+    order = np.random.default_rng(0).permutation(len(frame))[:20]
+    again, _ = encoding.encode(frame.iloc[order].reset_index(drop=True))
+    assert list(again) == list(columns)
+    for key, values in columns.items():
+        assert np.array_equal(values.to_numpy(dtype=float)[order], again[key].to_numpy(dtype=float), equal_nan=True), key
+    unseen = pd.DataFrame({"amount": [7], "flag": ["TRUE"], "colour": ["purple"], "cabin": ["Z/99/Q"],
+                           "when": ["2023-01-01"]})
+    new, _ = encoding.encode(unseen)
+    assert new["amount"][0] == 7.0 and new["flag"][0] == 1.0
+    assert np.isnan(new["colour"][0]) and np.isnan(new["cabin__part0"][0])
+    assert new["cabin__freq"][0] == 1 / len(frame) and new["cabin__part1"][0] == 99.0
+    assert new["when__year"][0] == 2023.0
+
+
+def test_unseen_id_groups_count_their_own_rows() -> None:
+    ids = [f"{g:04d}_{m:02d}" for g in range(30) for m in range(1, 1 + g % 3 + 1)]
+    parts = fit_id_parts(ids)
+    assert parts is not None and parts.member
+    new = parts.encode(["0002_01", "9999_01", "9999_02"])
+    assert new["id__group_size"].tolist() == [3.0, 2.0, 2.0]
+    assert new["id__member"].tolist() == [1.0, 1.0, 2.0]
