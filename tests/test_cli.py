@@ -20,7 +20,7 @@ AGENTK = [sys.executable, "-m", "agentk.cli"]
 DEMO_BUDGET_S = "8"
 
 
-@pytest.mark.parametrize("command", [[], ["run"], ["grade"], ["bench"], ["demo"], ["submit"], ["leaderboard"]])
+@pytest.mark.parametrize("command", [[], ["run"], ["grade"], ["bench"], ["demo"], ["submit"], ["leaderboard"], ["export"], ["predict"]])
 def test_every_command_has_help(command: list[str]) -> None:
     proc = subprocess.run([*AGENTK, *command, "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
