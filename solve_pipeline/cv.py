@@ -23,7 +23,7 @@ from agentk.core.predictions import prediction_frame as build_prediction_frame
 from solve_pipeline.baseline_models import ModelCandidate, ModelOptions
 from solve_pipeline.dataset import FeatureSet
 from solve_pipeline.decoding import Decoder
-from solve_pipeline.export.replay import FoldModels, TargetReplay
+from solve_pipeline.export.replay import FoldModels, KeptModels, TargetReplay
 from solve_pipeline.setup_modules import SetupArtifacts, TargetSpec
 from solve_pipeline.table_inputs import InputReplay
 from solve_pipeline.temperature import fit_temperature, tempered
@@ -76,6 +76,7 @@ class CVContext:
     # Keep every fold's fitted models on its run, for the predictor the solve leaves (export/);
     # off for light solves and big tables, whose fold models would crowd the memory.
     keep_models: bool = False
+    kept: KeptModels = field(default_factory=KeptModels)  # shared by the contexts of one solve (replace)
 
     @property
     def targets(self) -> list[TargetSpec]:
@@ -251,6 +252,8 @@ def fit_fold(run: CandidateRun, fold: int, ctx: CVContext, deadline: float | Non
         if run.models is not None:
             run.models[spec.column].append((model, floor))
     run.n_folds = len(ctx.folds)
+    if run.models is not None and not ctx.kept.admit([m for m, _ in (pairs[-1] for pairs in run.models.values())]):
+        run.models = None  # past the memory the kept models may take: this run is not exportable
     run.done.append(fold)
     run.seconds += time.monotonic() - started
     score = _fold_score(ctx, valid_rows, outputs)

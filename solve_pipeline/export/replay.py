@@ -21,6 +21,48 @@ from solve_pipeline.table_inputs import InputReplay, Rows
 from solve_pipeline.temperature import tempered
 
 
+# What the fold models kept for the predictor may hold in memory over a solve, in all: forests
+# grow a node per couple of training rows in each of their trees (spaceship's 7,000 rows: about
+# 110 MB a fold), and every bag repeat keeps its own. Past it, a run keeps none (not exportable).
+KEPT_MODELS_BYTES = 1 << 30
+
+
+@dataclass
+class KeptModels:
+    """The bytes the solve's kept fold models hold (shared by every CV context of one solve)."""
+
+    bytes: int = 0
+
+    def admit(self, models: list[Any]) -> bool:
+        size = sum(model_bytes(m) for m in models)
+        if self.bytes + size > KEPT_MODELS_BYTES:
+            return False
+        self.bytes += size
+        return True
+
+
+def model_bytes(model: Any) -> int:
+    """A fitted model's size in memory where it can be large (scikit-learn's tree ensembles,
+    however deep they sit in wrappers); 0 for the compact ones (boosting, linear, naive Bayes)."""
+    seen: set[int] = set()
+    total, todo = 0, [model]
+    while todo:
+        item = todo.pop()
+        if item is None or id(item) in seen or not hasattr(item, "__dict__"):
+            continue
+        seen.add(id(item))
+        tree = getattr(item, "tree_", None)
+        if tree is not None and hasattr(tree, "node_count"):
+            total += int(tree.node_count) * (64 + int(np.prod(tree.value.shape[1:])) * 8)
+            continue
+        for name, value in vars(item).items():
+            if isinstance(value, list) and name == "estimators_":
+                todo.extend(value)
+            elif name.endswith("_") or name in ("inner", "model"):
+                todo.append(value)
+    return total
+
+
 class TargetReplay:
     """One target's test predictions, in the solver's layout, from the inputs of some rows."""
 
