@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from solve_pipeline.bagging import Bag, add_repeat
-from solve_pipeline.calibration import calibrate_run
-from solve_pipeline.cv import finish_run, start_run
+from solve_pipeline.race.bagging import Bag, add_repeat
+from solve_pipeline.race.calibration import calibrate_run
+from solve_pipeline.base.cv import finish_run, start_run
 from solve_pipeline.export.predictor import Predictor
-from solve_pipeline.registry import family_candidate
-from solve_pipeline.solve_inputs import SolveOptions, prepare
-from solve_pipeline.table_inputs import Rows
-from solve_pipeline.validation import RANDOM
+from solve_pipeline.race.registry import family_candidate
+from solve_pipeline.inputs.solve_inputs import SolveOptions, prepare
+from solve_pipeline.base.table_inputs import Rows
+from solve_pipeline.inputs.validation import RANDOM
 from solver_workspaces import house_workspace, spooky_workspace, titanic_workspace, tweets_workspace
 
 TABLE_FAMILIES = ["linear", "linear_power", "lightgbm", "catboost", "extratrees", "random_forest"]

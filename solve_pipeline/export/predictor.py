@@ -32,14 +32,14 @@ from agentk.core.artifacts import MODULE_FILES, SetupLayout
 from agentk.core.maps import read_map
 from agentk.core.predictor_layout import ExportLayout
 from agentk.core.predictions import TargetSpec
-from solve_pipeline.cv import Predictions
-from solve_pipeline.decoding import Decoder
+from solve_pipeline.base.cv import Predictions
+from solve_pipeline.base.decoding import Decoder
 from solve_pipeline.export.replay import TargetReplay
-from solve_pipeline.features import TableRecipe, aligned, joined_texts, tab_matrix
-from solve_pipeline.outputs import formatted_submission
-from solve_pipeline.setup_modules import load_setup_module
-from solve_pipeline.table_inputs import Rows
-from solve_pipeline.text_features import TextRecipe
+from solve_pipeline.inputs.features import TableRecipe, aligned, joined_texts, tab_matrix
+from solve_pipeline.phases.outputs import formatted_submission
+from solve_pipeline.base.setup_modules import load_setup_module
+from solve_pipeline.base.table_inputs import Rows
+from solve_pipeline.texts.text_features import TextRecipe
 
 
 class PredictError(Exception):

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from agentk.core.predictions import TargetSpec
-from solve_pipeline.blending import _layout, as_class_matrix, blended_test
-from solve_pipeline.table_inputs import InputReplay, Rows
-from solve_pipeline.temperature import tempered
+from solve_pipeline.blend.blending import _layout, as_class_matrix, blended_test
+from solve_pipeline.base.table_inputs import InputReplay, Rows
+from solve_pipeline.base.temperature import tempered
 
 
 # What the fold models kept for the predictor may hold in memory over a solve, in all: forests
@@ -81,7 +81,7 @@ class FoldModels(TargetReplay):
     temperature: float | None = None
 
     def test(self, rows: Rows) -> np.ndarray:
-        from solve_pipeline.cv import predict  # lazy: cv carries these recipes (the predictor imports cv)
+        from solve_pipeline.base.cv import predict  # lazy: cv carries these recipes (the predictor imports cv)
 
         X = self.inputs.test(rows)
         width = (self.spec.n_classes,) if self.spec.is_classification else ()
@@ -119,7 +119,7 @@ class BlendReplay(TargetReplay):
     with_table: bool = False
 
     def test(self, rows: Rows) -> np.ndarray:
-        from solve_pipeline.cv import normalise_proba
+        from solve_pipeline.base.cv import normalise_proba
 
         tests = [_layout(part.test(rows), self.task) for part in self.parts if part is not None]  # type: ignore[arg-type]
         table = np.asarray(rows.tab, dtype=np.float64) if self.with_table else None

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agentk.core.predictor_layout import PredictorLayout
-from agentk.core.workspace import atomic_write_json, replacing
-from solve_pipeline.cv import emit
+from agentk.core.records.workspace import atomic_write_json, replacing
+from solve_pipeline.base.cv import emit
 from solve_pipeline.export.predictor import Predictor
 
 if TYPE_CHECKING:
-    from solve_pipeline.solve_state import Solver
+    from solve_pipeline.phases.solve_state import Solver
 
 PREDICTIONS_TOLERANCE = 1e-9
 # The check's rows: the first test rows, enough to meet every step of the recipe, few enough that

@@ -12,9 +12,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from agentk.core.isolation import Mounts
+from agentk.core.sandbox.isolation import Mounts
 from agentk.core.predictor_layout import ExportLayout
-from agentk.core.sandbox import Limits, run_python
+from agentk.core.sandbox.sandbox import Limits, run_python
 from solve_pipeline.export.bundle import ExportError, export
 
 PREDICT_TIMEOUT_S = 3600.0
