@@ -25,8 +25,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import scipy.fft
-from scipy import signal
 from threadpoolctl import threadpool_limits
 
 from solve_pipeline.base.vector_cache import VectorCache, file_key
@@ -88,6 +86,7 @@ def _frames(rate: int) -> tuple[int, int]:
 def read_clip(path: str, plan: AudioPlan) -> tuple[np.ndarray, float]:
     """The clip as mono float samples at plan.rate, cut to plan.max_seconds, and its full duration."""
     import soundfile
+    from scipy import signal  # here, not at the top: scipy.signal costs every table's solve 2 s of CPU
 
     info = soundfile.info(path)
     frames = int(min(info.frames, plan.max_seconds * info.samplerate)) if info.frames > 0 else -1
@@ -102,6 +101,9 @@ def read_clip(path: str, plan: AudioPlan) -> tuple[np.ndarray, float]:
 
 def clip_features(samples: np.ndarray, rate: int, duration: float) -> np.ndarray:
     """The summary row of one clip (`feature_names()` order)."""
+    import scipy.fft
+    from scipy import signal
+
     n_fft, hop = _frames(rate)
     if samples.size < n_fft:
         samples = np.pad(samples, (0, n_fft - samples.size))
