@@ -78,3 +78,53 @@ def test_the_grader_ranks_a_rows_label_columns_together_for_lrap() -> None:
     facts = GradingFacts(metric="lrap", higher_is_better=True, id_column="fname", target_columns=tuple(labels))
     report = grade_submission(submission, answers, facts)
     assert report.valid and report.score == pytest.approx(label_ranking_average_precision_score(truth, scores.round(6)))
+
+
+def test_macro_auc_leaves_out_the_classes_no_row_holds() -> None:
+    """BirdCLEF's macro AUC: with every class present it is scikit-learn's one-vs-rest macro AUC;
+    a class no row holds is left out whatever its scores; each column is ranked on its own."""
+    from sklearn.metrics import roc_auc_score
+
+    from agentk.core.metrics.functions import macro_auc
+
+    rng = np.random.default_rng(6)
+    labels = rng.integers(0, 4, 200)
+    scores = rng.random((200, 4)) + 0.6 * np.eye(4)[labels]
+    proba = scores / scores.sum(axis=1, keepdims=True)
+    expected = roc_auc_score(labels, proba, multi_class="ovr", labels=[0, 1, 2, 3])
+    assert METRICS["auc"].fn(labels, proba) == pytest.approx(expected, abs=1e-12)
+    truth = np.eye(5, dtype=int)[labels]  # a fifth class no row holds
+    wide = np.column_stack([scores, rng.random(200)])
+    assert macro_auc(truth, wide) == pytest.approx(np.mean([roc_auc_score(truth[:, j], wide[:, j]) for j in range(4)]))
+    assert macro_auc(truth, np.column_stack([scores, -wide[:, 4]])) == macro_auc(truth, wide)
+    # A monotone change of one column's scores keeps every ranking, so the score.
+    assert macro_auc(truth, np.column_stack([np.exp(3 * scores[:, :1]), wide[:, 1:]])) == pytest.approx(macro_auc(truth, wide))
+    with pytest.raises(ValueError):
+        macro_auc(np.zeros((5, 2)), rng.random((5, 2)))
+
+
+def test_the_grader_skips_label_columns_without_both_classes_for_auc() -> None:
+    import pandas as pd
+
+    from agentk.core.errors import GradingError
+    from agentk.grading import grade_note, grade_submission
+    from agentk.sources.base import GradingFacts
+
+    truth, scores = _labelled_rows(7)
+    truth[:, 5] = 0  # a species never heard in the test
+    labels = [f"bird{i}" for i in range(truth.shape[1])]
+    ids = [f"soundscape_1_{5 * (i + 1)}" for i in range(len(truth))]
+    answers = pd.DataFrame(truth, columns=labels).assign(row_id=ids)
+    submission = pd.DataFrame(scores, columns=labels).assign(row_id=ids)
+    facts = GradingFacts(metric="auc", higher_is_better=True, id_column="row_id", target_columns=tuple(labels))
+    report = grade_submission(submission, answers, facts)
+    expected = np.mean([METRICS["auc"].fn(truth[:, j], scores[:, j]) for j in range(5)])
+    assert report.valid and report.score == pytest.approx(expected) and report.columns_skipped == 1
+    assert "1 label column(s) hold one class" in (grade_note(report) or "")
+    # Log loss scores a one-class column like any other.
+    loss = grade_submission(submission.assign(**{c: 0.5 for c in labels}), answers,
+                            GradingFacts(metric="logloss", higher_is_better=False, id_column="row_id",
+                                         target_columns=tuple(labels)))
+    assert loss.valid and loss.columns_skipped == 0 and loss.score == pytest.approx(np.log(2))
+    with pytest.raises(GradingError, match="holds both classes"):
+        grade_submission(submission, answers.assign(**{c: 0 for c in labels}), facts)

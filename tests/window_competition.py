@@ -57,10 +57,11 @@ def forest(rng: np.random.Generator, seconds: float) -> np.ndarray:
     return 0.02 * brown / max(1.0, np.abs(brown).std()) * 3 + rng.normal(0, 0.05, n)
 
 
-def sing(rng: np.random.Generator, audio: np.ndarray, species: str, start_s: float, end_s: float) -> None:
+def sing(rng: np.random.Generator, audio: np.ndarray, species: str, start_s: float, end_s: float,
+         loudness: tuple[float, float] = (0.15, 0.35)) -> None:
     """A few syllables of `species` between start_s and end_s, at a random loudness."""
     at = start_s + rng.uniform(0.1, 0.6)
-    loud = rng.uniform(0.15, 0.35)
+    loud = rng.uniform(*loudness)
     while at < end_s - 0.5:
         call = syllable(rng, species)
         i = int(at * RATE)
@@ -92,9 +93,11 @@ def make_window_competition(root: Path, per_species: int = 6, soundscapes: int =
     if metadata:
         pd.DataFrame(rows).sample(frac=1.0, random_state=seed).to_csv(data / "train_metadata.csv", index=False)
     windows = seconds // WINDOW_S
-    # Which species sings in each window: every species in several windows, a third of windows silent.
+    # Which species sing in each window: every species in several windows, a third of windows silent.
     total = soundscapes * windows
-    singing = [species[i % len(species)] if i < 2 * total // 3 else None for i in range(total)]
+    # Every sixth singing window holds a second species; birds in the field are often far away.
+    singing = [{species[i % len(species)], *([species[(i + 1) % len(species)]] if i % 6 == 5 else [])}
+               if i < 2 * total // 3 else set() for i in range(total)]
     order = rng.permutation(total)
     answers = []
     for s in range(soundscapes):
@@ -102,9 +105,9 @@ def make_window_competition(root: Path, per_species: int = 6, soundscapes: int =
         audio = forest(rng, seconds)
         for w in range(windows):
             who = singing[order[s * windows + w]]
-            if who is not None:
-                sing(rng, audio, who, w * WINDOW_S, (w + 1) * WINDOW_S)
-            answers.append({"row_id": f"{name}_{(w + 1) * WINDOW_S}", **{b: int(b == who) for b in species}})
+            for bird in sorted(who):
+                sing(rng, audio, bird, w * WINDOW_S, (w + 1) * WINDOW_S, loudness=(0.03, 0.2))
+            answers.append({"row_id": f"{name}_{(w + 1) * WINDOW_S}", **{b: int(b in who) for b in species}})
         write_clip(data / "test_soundscapes" / f"{name}.ogg", audio, RATE)
     truth = pd.DataFrame(answers)
     truth.assign(**{b: 1 / len(species) for b in species}).to_csv(data / "sample_submission.csv", index=False)

@@ -77,7 +77,8 @@ def clip_windows(duration: float, step: float, most: int = TRAIN_WINDOWS_PER_CLI
     """Up to `most` windows of `step` seconds inside a clip of `duration` seconds, spread evenly
     from its start; a clip shorter than one window is one window (read as far as it goes)."""
     whole = max(1, int(math.floor(duration / step + 1e-6)))
-    picks = sorted({round(i * (whole - 1) / max(1, most - 1)) for i in range(min(most, whole))})
+    taken = min(most, whole)
+    picks = sorted({(i * (whole - 1)) // max(1, taken - 1) for i in range(taken)})
     return [(k * step, (k + 1) * step) for k in picks]
 
 

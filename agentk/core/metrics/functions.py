@@ -151,8 +151,20 @@ def auc(y_true: Any, y_pred: Any) -> float:
         p = p[:, 1]
     if p.ndim == 1:
         return binary_auc(idx, p)
-    p = _proba_matrix(p)
-    return float(sk("roc_auc_score")(idx, p, multi_class="ovr", labels=list(range(n_classes))))
+    return macro_auc(np.eye(n_classes, dtype=bool)[idx], _proba_matrix(p))
+
+
+def macro_auc(truth: Any, scores: Any) -> float:
+    """The mean ROC AUC of the columns of a 0/1 matrix that hold both classes (one vs rest): a class
+    no row holds has no ranking to score and is left out, as BirdCLEF's macro AUC leaves it. With
+    every class present this is scikit-learn's one-vs-rest macro AUC."""
+    t, s = np.asarray(truth).astype(bool), np.asarray(scores, dtype=float)
+    if t.shape != s.shape or t.ndim != 2:
+        raise ValueError(f"truth {t.shape} and scores {s.shape} must be matrices of one shape")
+    present = [j for j in range(t.shape[1]) if 0 < int(t[:, j].sum()) < len(t)]
+    if not present:
+        raise ValueError("Only one class present in y_true in every column. ROC AUC score is not defined in that case.")
+    return float(np.mean([binary_auc(t[:, j], s[:, j]) for j in present]))
 
 
 def binary_auc(positive: np.ndarray, scores: np.ndarray) -> float:

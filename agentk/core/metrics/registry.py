@@ -111,6 +111,9 @@ _REGISTERED = (
        "box_average_precision_at_iou_thresholds rsnaobjectdetectionap box_map detection_map map_iou_boxes"),
 )
 METRICS: dict[str, Metric] = {m.name: m for m in _REGISTERED}
+# Rankings within a column: a label column whose answers hold one class has nothing to rank, so a
+# grade over several such columns leaves it out (BirdCLEF's macro AUC skips species never heard).
+COLUMN_RANKINGS: frozenset[str] = frozenset({"auc", "gini"})
 _LOOKUP: dict[str, Metric] = {key: m for m in _REGISTERED for key in (m.name, *m.aliases)}
 
 
