@@ -135,3 +135,40 @@ def test_windows_of_soundscapes_end_to_end(tmp_path: Path) -> None:
     events = (workspace / "logs" / "events.jsonl").read_text(encoding="utf-8")
     assert "windows of 28 recordings" in events
     shutil.rmtree(workspace / "solve" / "cache", ignore_errors=True)
+
+
+# ---- the training windows a budget affords --------------------------------------------------
+
+
+def test_windows_are_kept_balanced_over_classes_first_windows_first() -> None:
+    from solve_pipeline.audio_windows import balanced
+
+    # Class 0: three clips of three windows; class 1: one clip of two windows.
+    ids = [f"clip{c}_{5 * (w + 1)}" for c in range(3) for w in range(3)] + ["clip3_5", "clip3_10"]
+    classes = np.array([0] * 9 + [1] * 2)
+    kept = balanced(ids, classes, 5, np.random.default_rng(0))
+    assert kept == sorted(kept, key=ids.index) and len(kept) == 5
+    assert {"clip3_5", "clip3_10"} <= set(kept)  # the rare class keeps all it has
+    assert {"clip0_5", "clip1_5", "clip2_5"} == set(kept) - {"clip3_5", "clip3_10"}  # each clip's first window
+
+
+def test_a_small_budget_reads_fewer_training_windows(tmp_path: Path) -> None:
+    from solve_pipeline.audio_windows import MIN_PER_CLASS, affordable_windows
+    from solve_pipeline.setup_modules import SetupArtifacts
+
+    rng = np.random.default_rng(1)
+    write_clip(tmp_path / "setup" / "long.wav", rng.normal(0, 0.1, RATE * 30), RATE)
+    rows = [(f"clip{c}_{5 * (w + 1)}", "long.wav", 5.0 * w, 5.0 * (w + 1)) for c in range(10) for w in range(3)]
+    train = pd.DataFrame(rows, columns=["id", "audio_path", "start_s", "end_s"])
+    test = train.head(2).assign(id=["long_5", "long_10"])
+    artifacts = SetupArtifacts(workspace=tmp_path, setup_dir=tmp_path / "setup", train_maps={"aud": train},
+                               test_maps={"aud": test}, target_map=None, target_map_transformed=None, targets=[],
+                               target_info={})
+    labels = np.arange(30) // 15  # two classes
+    kept, note = affordable_windows(artifacts, train["id"].tolist(), labels, 1e-3, seed=0)
+    assert len(kept) == 2 * MIN_PER_CLASS and note is not None and f"{len(kept)} of 30 training windows" in note
+    assert sorted(set(labels[[train["id"].tolist().index(i) for i in kept]])) == [0, 1]
+    assert affordable_windows(artifacts, train["id"].tolist(), labels, 1e4, seed=0) == (train["id"].tolist(), None)
+    plain = train.drop(columns=["start_s", "end_s"])  # clips, not windows: nothing is left out
+    artifacts.train_maps["aud"] = plain
+    assert affordable_windows(artifacts, plain["id"].tolist(), labels, 1e-3, seed=0)[1] is None

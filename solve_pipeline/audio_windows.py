@@ -1,0 +1,67 @@
+"""Which training windows a windowed sound task (`agentk.core.sound_windows`) can afford to read.
+
+BirdCLEF's training set holds tens of thousands of clips, three windows each: far more than a CPU
+featurises in a run's budget, next to every test window, which must all be read. A timed probe
+of a few windows says how many fit; the training windows kept are then balanced over the classes
+(one class after another, each clip's first window before its later ones), so that a rare class
+keeps every window it has and a common one gives way. The test windows are never dropped: when
+they alone exceed the budget, every window is read shorter (`audio_features`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict, deque
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from agentk.core.sound_windows import START_COLUMN
+from solve_pipeline.audio_features import audio_blocks
+from solve_pipeline.features import aligned
+from solve_pipeline.setup_modules import SetupArtifacts
+
+PROBE_WINDOWS = 8
+MIN_PER_CLASS = 4  # training windows a class keeps whatever the budget
+
+
+def affordable_windows(artifacts: SetupArtifacts, ids: Sequence[str], labels: np.ndarray | None,
+                       seconds: float | None, seed: int) -> tuple[list[str], str | None]:
+    """The training ids to featurise within `seconds` (with every test window), and a note saying
+    what was left out; every id when the maps are not windows or everything fits."""
+    train = artifacts.train_maps.get("aud")
+    test = artifacts.test_maps.get("aud")
+    ids = list(ids)
+    if seconds is None or train is None or test is None or START_COLUMN not in train.columns or len(ids) <= PROBE_WINDOWS:
+        return ids, None
+    rng = np.random.default_rng(seed)
+    probe = [ids[i] for i in rng.choice(len(ids), PROBE_WINDOWS, replace=False)]
+    began = time.monotonic()
+    audio_blocks(aligned(train, probe), test.iloc[:0].set_index("id"), artifacts.setup_dir,
+                 cache_dir=artifacts.workspace / "solve" / "cache")
+    per_window = max((time.monotonic() - began) / PROBE_WINDOWS, 1e-4)
+    room = int(seconds / per_window) - len(test)
+    classes = labels if labels is not None else np.zeros(len(ids), dtype=int)
+    floor = MIN_PER_CLASS * len(np.unique(classes))
+    if room >= len(ids):
+        return ids, None
+    keep = balanced(ids, classes, max(room, floor), rng)
+    return keep, (f"windows: {len(keep)} of {len(ids)} training windows featurised (~{per_window * 1000:.0f} ms "
+                  f"each, {len(test)} test windows first), balanced over {len(np.unique(classes))} classes")
+
+
+def balanced(ids: Sequence[str], classes: np.ndarray, n: int, rng: np.random.Generator) -> list[str]:
+    """`n` of `ids` taken one class after another, each class's clips' first windows first (a
+    window id is `clip<k>_<end second>`, a clip's windows in order), in the order of `ids`."""
+    clips = [str(i).rsplit("_", 1)[0] for i in ids]
+    rank = pd.Series(clips).groupby(clips).cumcount().to_numpy()
+    queues: dict[object, deque[int]] = defaultdict(deque)
+    for i in sorted(range(len(ids)), key=lambda i: (int(rank[i]), rng.random())):
+        queues[classes[i]].append(i)
+    chosen: list[int] = []
+    while len(chosen) < n and any(queues.values()):
+        for queue in queues.values():
+            if queue and len(chosen) < n:
+                chosen.append(queue.popleft())
+    return [ids[i] for i in sorted(chosen)]
