@@ -172,3 +172,35 @@ def test_a_small_budget_reads_fewer_training_windows(tmp_path: Path) -> None:
     plain = train.drop(columns=["start_s", "end_s"])  # clips, not windows: nothing is left out
     artifacts.train_maps["aud"] = plain
     assert affordable_windows(artifacts, plain["id"].tolist(), labels, 1e-3, seed=0)[1] is None
+
+
+def test_a_table_of_labelled_spans_of_long_training_recordings(tmp_path: Path) -> None:
+    """Training recordings labelled span by span (`recording`, `t_start`, `t_end`, `bird`): each span
+    gives windows inside it (a short one, a window centred on it), named by the recording's stem."""
+    from agentk.core.readers import read_table
+    from agentk.core.sound_windows import find_sound, labelled_windows, sound_index, table_spans
+    from window_competition import make_span_competition
+
+    root = make_span_competition(tmp_path / "spans")
+    facts = inspect_competition(root)
+    shape = facts.windows
+    assert shape is not None and (shape.train_table, shape.file_column, shape.label_column) == (
+        "data/train_labels.csv", "recording", "bird")
+    assert (shape.start_column, shape.end_column) == ("t_start", "t_end") and shape.n_train_clips == 3
+    assert shape.trained_classes == list(SPECIES) and shape.train_dir == "data/train_soundscapes"
+    table = read_table(root / shape.train_table)
+    spans = table_spans(table, shape.start_column, shape.end_column, shape.window_s, shape.numbering)
+    index = sound_index((root / shape.train_dir).iterdir())
+    rows = labelled_windows([(find_sound(v, index), label, span) for v, label, span in
+                             zip(table["recording"], table["bird"], spans)], shape.window_s)
+    assert rows["id"].is_unique and set(rows["label"]) == set(SPECIES)
+    assert np.allclose(rows["end_s"] - rows["start_s"], 5.0)
+    for (start, end), row in zip(spans, table.itertuples()):
+        mine = rows[(rows["path"] == index[row.recording]) & (rows["label"] == row.bird)]
+        centre = (start + end) / 2
+        # Every span is covered: its centre lies in one of the windows of its recording and label.
+        assert ((mine["start_s"] <= centre) & (centre <= mine["end_s"])).any(), (row, mine)
+    # A table of one row per clip (coordinates, ratings) names no spans.
+    plain = make_window_competition(tmp_path / "clips", per_species=2, soundscapes=1, seconds=20)
+    clips = inspect_competition(plain).windows
+    assert clips is not None and (clips.start_column, clips.end_column) == (None, None)

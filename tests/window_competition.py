@@ -81,10 +81,9 @@ def make_window_competition(root: Path, per_species: int = 6, soundscapes: int =
     """The competition under `root` (data/, description.md, private/answers.csv, competition.toml)."""
     rng = np.random.default_rng(seed)
     data = root / "data"
-    species = list(SPECIES)
     rows = []
-    numbers = iter(rng.permutation(len(species) * per_species * 7) + 100000)
-    for label in species:
+    numbers = iter(rng.permutation(len(SPECIES) * per_species * 7) + 100000)
+    for label in SPECIES:
         for _ in range(per_species):
             name = f"XC{next(numbers)}.ogg"
             write_clip(data / "train_audio" / label / name, training_clip(rng, label), RATE)
@@ -92,6 +91,34 @@ def make_window_competition(root: Path, per_species: int = 6, soundscapes: int =
                          "latitude": round(float(rng.uniform(30, 45)), 4), "filename": f"{label}/{name}"})
     if metadata:
         pd.DataFrame(rows).sample(frac=1.0, random_state=seed).to_csv(data / "train_metadata.csv", index=False)
+    return _test_part(root, rng, soundscapes, seconds)
+
+
+def make_span_competition(root: Path, recordings: int = 3, seconds: int = 60, seed: int = 3) -> Path:
+    """Long training recordings (`train_soundscapes/site<k>.ogg`) labelled span by span by a table
+    (`recording`, `t_start`, `t_end`, `bird`: several rows per recording, spans of a few seconds),
+    and the test part of `make_window_competition`."""
+    rng = np.random.default_rng(seed)
+    data = root / "data"
+    rows = []
+    for k in range(recordings):
+        audio = forest(rng, seconds)
+        at = float(rng.uniform(0.5, 2.0))
+        while at < seconds - 4:
+            bird = list(SPECIES)[int(rng.integers(len(SPECIES)))]
+            length = float(rng.uniform(2.0, 7.0))
+            end = min(seconds - 0.5, at + length)
+            sing(rng, audio, bird, at, end)
+            rows.append({"recording": f"site{k}", "t_start": round(at, 2), "t_end": round(end, 2), "bird": bird})
+            at = end + float(rng.uniform(0.5, 3.0))
+        write_clip(data / "train_soundscapes" / f"site{k}.ogg", audio, RATE)
+    pd.DataFrame(rows).to_csv(data / "train_labels.csv", index=False)
+    return _test_part(root, rng, 2, 30)
+
+
+def _test_part(root: Path, rng: np.random.Generator, soundscapes: int, seconds: int) -> Path:
+    """Test soundscapes, the sample of their windows, the answers, the page and the grading facts."""
+    data, species = root / "data", list(SPECIES)
     windows = seconds // WINDOW_S
     # Which species sing in each window: every species in several windows, a third of windows silent.
     total = soundscapes * windows

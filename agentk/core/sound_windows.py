@@ -39,34 +39,29 @@ def window_bounds(second: int, step: float, numbering: Numbering) -> tuple[float
     return max(0.0, float(start)), float(start + step)
 
 
-def recording_index(paths: Iterable[Path]) -> dict[str, Path]:
-    """Each recording by its file stem (the first found of a repeated stem)."""
+def sound_index(paths: Iterable[Path]) -> dict[str, Path]:
+    """Each recording by every way a table or a row id names one: `<folder>/<file name>`, its file
+    name, its stem, and a leading part of its stem ending before a `_` that no other stem shares
+    (BirdCLEF 2021 wrote `7019_COR` and `7019` for the file `7019_COR_20190904.ogg`)."""
+    ordered = sorted(paths, key=lambda p: p.as_posix())
     index: dict[str, Path] = {}
-    for path in sorted(paths, key=lambda p: p.as_posix()):
-        index.setdefault(path.stem, path)
+    for path in ordered:
+        for key in (f"{path.parent.name}/{path.name}", path.name, path.stem):
+            index.setdefault(key, path)
+    prefixes: dict[str, set[Path]] = {}
+    for path in ordered:
+        parts = path.stem.split("_")
+        for k in range(1, len(parts)):
+            prefixes.setdefault("_".join(parts[:k]), set()).add(path)
+    for prefix, found in prefixes.items():
+        if len(found) == 1 and prefix not in index:
+            index[prefix] = next(iter(found))
     return index
 
 
-def find_recording(name: str, index: dict[str, Path]) -> Path | None:
-    """The recording a row id's name part names: its stem, or the one stem it begins (BirdCLEF 2021
-    wrote `<id>_<site>` for the file `<id>_<site>_<date>.ogg`)."""
-    if name in index:
-        return index[name]
-    longer = [stem for stem in index if stem.startswith(name + "_")]
-    return index[longer[0]] if len(longer) == 1 else None
-
-
-def clip_index(paths: Iterable[Path]) -> dict[str, Path]:
-    """Each clip by its file name and by `<folder>/<file name>`, the ways a training table names one."""
-    index: dict[str, Path] = {}
-    for path in sorted(paths, key=lambda p: p.as_posix()):
-        index.setdefault(f"{path.parent.name}/{path.name}", path)
-        index.setdefault(path.name, path)
-    return index
-
-
-def find_clip(cell: object, index: dict[str, Path]) -> Path | None:
-    """The clip a table cell names (`XC1234.ogg`, `<label>/XC1234.ogg`, `train_audio/<label>/XC1234.ogg`)."""
+def find_sound(cell: object, index: dict[str, Path]) -> Path | None:
+    """The recording a table cell or a row id's name part names (`XC1234.ogg`, `<label>/XC1234.ogg`,
+    `train_audio/<label>/XC1234.ogg`, `soundscape_12`), or None."""
     parts = Path(str(cell).strip()).parts
     if not parts:
         return None
@@ -82,41 +77,68 @@ def clip_windows(duration: float, step: float, most: int = TRAIN_WINDOWS_PER_CLI
     return [(k * step, (k + 1) * step) for k in picks]
 
 
+def span_windows(span: tuple[float, float], step: float, most: int = TRAIN_WINDOWS_PER_CLIP) -> list[tuple[float, float]]:
+    """Windows inside a labelled span of a recording: up to `most` spread over it, or, for a span
+    shorter than a window, one window centred on it (as long as a test window)."""
+    start, end = span
+    if end - start < step:
+        begin = max(0.0, (start + end - step) / 2)
+        return [(begin, begin + step)]
+    return [(start + a, start + b) for a, b in clip_windows(end - start, step, most)]
+
+
+def table_spans(table: pd.DataFrame, start_column: str | None, end_column: str | None, step: float,
+                numbering: Numbering) -> list[tuple[float, float] | None]:
+    """Each training table row's labelled span in seconds: its start and end columns, or the one
+    column of window numbers read as the sample reads its ids; None where the row names a whole clip."""
+    if start_column is None and end_column is None:
+        return [None] * len(table)
+    if start_column is not None and end_column is not None:
+        bounds = zip(pd.to_numeric(table[start_column], errors="coerce"), pd.to_numeric(table[end_column], errors="coerce"))
+        return [(float(a), float(b)) if b > a >= 0 else None for a, b in bounds]
+    seconds = pd.to_numeric(table[start_column or end_column], errors="coerce")
+    return [window_bounds(int(v), step, numbering) if v >= 0 else None for v in seconds]
+
+
 def window_name(clip: int, window: tuple[float, float]) -> str:
     """A training window's id, `clip<number>_<end second>`: the part before the first `_` names the
     clip whatever its file is called, so the solver's folds keep a clip's windows together."""
     return f"clip{clip}_{int(round(window[1]))}"
 
 
-def labelled_windows(clips: Iterable[tuple[Path, str]], step: float,
+def labelled_windows(rows: Iterable[tuple[Path, str, tuple[float, float] | None]], step: float,
                      most: int = TRAIN_WINDOWS_PER_CLIP) -> pd.DataFrame:
-    """A row per training window (`id`, `path`, `start_s`, `end_s`, `label`) of each labelled clip,
-    its duration read from its header; a clip listed twice counts once, an unreadable one not at all."""
+    """A row per training window (`id`, `path`, `start_s`, `end_s`, `label`) of each labelled clip
+    (span None: up to `most` windows over its whole length, read from its header) or labelled span
+    of a recording; a window listed twice counts once, an unreadable clip not at all."""
     import soundfile
 
-    rows, seen = [], set()
-    for path, label in clips:
-        if path in seen:
-            continue
-        seen.add(path)
-        try:
-            duration = soundfile.info(str(path)).duration
-        except (RuntimeError, OSError):  # a broken clip costs its windows, not the map
-            continue
-        number = len(seen) - 1
-        for window in clip_windows(duration, step, most):
-            rows.append((window_name(number, window), path, *window, label))
-    return pd.DataFrame(rows, columns=["id", "path", START_COLUMN, END_COLUMN, "label"])
+    out, numbers, seen = [], {}, set()
+    for path, label, span in rows:
+        if span is None:
+            try:
+                windows = clip_windows(soundfile.info(str(path)).duration, step, most)
+            except (RuntimeError, OSError):  # a broken clip costs its windows, not the map
+                continue
+        else:
+            windows = span_windows(span, step, most)
+        number = numbers.setdefault(path, len(numbers))
+        for window in windows:
+            name = window_name(number, window)
+            if name not in seen:
+                seen.add(name)
+                out.append((name, path, *window, label))
+    return pd.DataFrame(out, columns=["id", "path", START_COLUMN, END_COLUMN, "label"])
 
 
 def sample_windows(ids: Iterable[str], recordings: Iterable[Path], step: float, numbering: Numbering) -> pd.DataFrame:
     """A row per window a sample lists (`id`, `path`, `start_s`, `end_s`), in its order; ValueError
     when an id is not a window of one of the recordings."""
-    index = recording_index(recordings)
+    index = sound_index(recordings)
     rows, unknown = [], []
     for value in ids:
         parts = split_window_id(value)
-        path = find_recording(parts[0], index) if parts else None
+        path = find_sound(parts[0], index) if parts else None
         if parts is None or path is None:
             unknown.append(value)
             continue

@@ -23,7 +23,8 @@ def _training_windows(shape: WindowShape) -> str:
     head = (
         "from agentk.core.readers import read_table\n"
         "from agentk.core.sound_files import is_audio\n"
-        "from agentk.core.sound_windows import END_COLUMN, START_COLUMN, clip_index, find_clip, labelled_windows\n\n"
+        "from agentk.core.sound_windows import END_COLUMN, START_COLUMN, find_sound, labelled_windows, sound_index, "
+        "table_spans\n\n"
         f"CLASSES = set({shape.trained_classes!r})\n"
         f"STEP = {shape.window_s!r}  # seconds per window\n\n\n"
         "def build_map() -> pd.DataFrame:\n"
@@ -32,15 +33,17 @@ def _training_windows(shape: WindowShape) -> str:
     )
     if shape.train_table is None:
         return head + (
-            "    labelled = [(p, p.parent.name) for p in clips if p.parent.name in CLASSES]  # the folder is the class\n"
+            "    labelled = [(p, p.parent.name, None) for p in clips if p.parent.name in CLASSES]  # the folder is the class\n"
             "    rows = labelled_windows(labelled, STEP)\n"
         )
     return head + (
         f"    table = read_table(RAW / {shape.train_table!r})\n"
-        "    index = clip_index(clips)\n"
-        f"    cells = zip(table[{shape.file_column!r}], table[{shape.label_column!r}].astype(str).str.strip())\n"
-        "    labelled = [(find_clip(v, index), label) for v, label in cells]\n"
-        "    rows = labelled_windows([(p, label) for p, label in labelled if p is not None and label in CLASSES], STEP)\n"
+        "    index = sound_index(clips)\n"
+        f"    # None: the row labels its whole clip; else the span of its recording it labels, in seconds.\n"
+        f"    spans = table_spans(table, {shape.start_column!r}, {shape.end_column!r}, STEP, {shape.numbering!r})\n"
+        f"    cells = zip(table[{shape.file_column!r}], table[{shape.label_column!r}].astype(str).str.strip(), spans)\n"
+        "    labelled = [(find_sound(v, index), label, span) for v, label, span in cells if label in CLASSES]\n"
+        "    rows = labelled_windows([row for row in labelled if row[0] is not None], STEP)\n"
     )
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
-from agentk.core.sound_windows import clip_index, find_clip, find_recording, recording_index, split_window_id
+from agentk.core.sound_windows import find_sound, sound_index, split_window_id
 
 _PARSED = 0.95  # of a sample's ids spelt `<recording>_<number>`
 _FOUND = 0.9  # of its recordings found in one folder; of the training clips labelled by a class
@@ -41,6 +41,8 @@ class WindowShape(BaseModel):
     train_table: str | None = None  # clip file -> label; None: the clip's folder is its label
     file_column: str | None = None
     label_column: str | None = None
+    start_column: str | None = None  # a table labelling spans of recordings: their bounds in seconds
+    end_column: str | None = None
     trained_classes: list[str] = []  # the classes some training clip carries
 
     def describe(self) -> str:
@@ -101,23 +103,58 @@ def _durations_agree(recordings: dict[str, Path], counts: pd.Series, step: int, 
 
 
 def _label_table(tables: list, clips: list[Path], classes: set[str], skip: str) -> tuple | None:
-    """(table, file column, label column, {clip: label}) of a table naming training clips and their classes."""
-    index = clip_index(clips)
+    """(table, file column, label column, [(clip, label) per row]) of a table naming training clips
+    (or recordings) and their classes."""
+    index = sound_index(clips)
     for table in tables:
         frame: pd.DataFrame = table.frame
         if table.path.as_posix() == skip or frame.empty:
             continue
         head = frame.head(2000)
         files = [c for c in frame.columns
-                 if sum(find_clip(v, index) is not None for v in head[c]) >= _FOUND * len(head)]
+                 if sum(find_sound(v, index) is not None for v in head[c]) >= _FOUND * len(head)]
         labels = [c for c in frame.columns if c not in files
                   and frame[c].astype(str).str.strip().isin(classes).mean() >= _FOUND]
         if files and labels:
-            cells = zip(frame[files[0]], frame[labels[0]].astype(str).str.strip())
-            pairs = {clip: label for clip, label in ((find_clip(v, index), label) for v, label in cells)
-                     if clip is not None and label in classes}
-            return table, str(files[0]), str(labels[0]), pairs
+            rows = [(find_sound(v, index), label.strip()) for v, label in zip(frame[files[0]], frame[labels[0]].astype(str))]
+            return table, str(files[0]), str(labels[0]), rows
     return None
+
+
+def _span_columns(frame: pd.DataFrame, taken: set[str], rows: list[tuple], step: int,
+                  numbering: str) -> tuple[str | None, str | None]:
+    """(start, end) columns of a table whose rows label spans of their recordings (several rows per
+    recording): two columns of seconds, the second after the first, or one of window numbers
+    stepping like the sample's; every span inside its recording (checked on a few headers)."""
+    import soundfile
+
+    recordings = {p for p, _ in rows if p is not None}
+    if len(rows) < 1.5 * len(recordings):
+        return None, None  # a row per clip: its metadata (coordinates, ratings), not spans of it
+    numbers = {c: pd.to_numeric(frame[c], errors="coerce") for c in frame.columns if c not in taken}
+    numbers = {c: v for c, v in numbers.items() if v.notna().mean() >= _PARSED and (v >= 0).mean() >= _PARSED}
+    if not numbers:
+        return None, None
+    sampled = list(dict.fromkeys(p for p, _ in rows if p is not None))[:_CHECKED]
+    lengths = {}
+    for path in sampled:
+        try:
+            lengths[path] = soundfile.info(str(path)).duration
+        except (RuntimeError, OSError):
+            continue
+    checked = [i for i, (p, _) in enumerate(rows) if p in lengths]
+
+    def inside(ends: pd.Series) -> bool:
+        return bool(checked) and all(ends.iloc[i] <= lengths[rows[i][0]] + 1 for i in checked)
+
+    for a, b in ((a, b) for a in numbers for b in numbers if a != b):
+        if (numbers[b] > numbers[a]).mean() >= _PARSED and inside(numbers[b]):
+            return a, b
+    for column, values in numbers.items():
+        steps = (values > 0) & (values % step == 0)
+        if steps.mean() >= _PARSED and values.nunique() >= 2 and inside(values + (step if numbering == "start" else 0)):
+            return (None, column) if numbering == "end" else (column, None)
+    return None, None
 
 
 def _common_folder(paths: list[Path], raw: Path) -> str:
@@ -137,8 +174,8 @@ def find_windows(raw: Path, audio: list[Path], tables: list, notes: list[str]) -
         id_column, rows = found
         names = rows["recording"].unique()
         for folder, paths in sorted(folders.items(), key=lambda f: -len(f[1])):
-            index = recording_index(paths)
-            located = {n: find_recording(n, index) for n in names}
+            index = sound_index(paths)
+            located = {n: find_sound(n, index) for n in names}
             if sum(p is not None for p in located.values()) < _FOUND * len(names):
                 continue
             shape = _step(rows)
@@ -164,22 +201,29 @@ def _with_training(raw: Path, tables: list, clips: list[Path], shape: WindowShap
     classes = set(shape.classes)
     labelled = _label_table(tables, clips, classes, shape.sample) if clips else None
     if labelled is not None:
-        table, file_column, label_column, pairs = labelled
-        update = {"train_table": table.path.as_posix(), "file_column": file_column, "label_column": label_column}
+        table, file_column, label_column, rows = labelled
+        rows = [(p, label) for p, label in rows if p is not None and label in classes]
+        start, end = _span_columns(table.frame, {file_column, label_column}, labelled[3], shape.window_s,
+                                   shape.numbering)
+        update = {"train_table": table.path.as_posix(), "file_column": file_column, "label_column": label_column,
+                  "start_column": start, "end_column": end}
         how = f"{table.path.as_posix()} names each clip ({file_column!r}) and its class ({label_column!r})"
+        if start or end:
+            how += f", the span labelled in seconds ({', '.join(repr(c) for c in (start, end) if c)})"
     else:
-        pairs = {p: p.parent.name for p in clips if p.parent.name in classes}
-        if len(set(pairs.values())) < max(2, len(classes) / 2):
+        rows = [(p, p.parent.name) for p in clips if p.parent.name in classes]
+        if len({label for _, label in rows}) < max(2, len(classes) / 2):
             notes.append(f"{shape.sample} lists windows of the recordings in {shape.test_dir}/, but no training "
                          "clips are labelled by its classes (no table names them, no folder is named by a class)")
             return None
         update, how = {}, "each clip's folder is its class"
-    trained = sorted(set(pairs.values()), key=shape.classes.index)
-    shape = shape.model_copy(update={**update, "train_dir": _common_folder(list(pairs), raw),
-                                     "n_train_clips": len(pairs), "trained_classes": trained})
+    trained = sorted({label for _, label in rows}, key=shape.classes.index)
+    labelled = list(dict.fromkeys(p for p, _ in rows))
+    shape = shape.model_copy(update={**update, "train_dir": _common_folder(labelled, raw),
+                                     "n_train_clips": len(labelled), "trained_classes": trained})
     notes.append(f"{shape.describe()}: {shape.sample} has one row per window ('<recording>_<{shape.numbering} "
                  f"second>', {shape.n_rows} rows) of the recordings in {shape.test_dir}/ and a probability per "
                  f"class; {shape.n_train_clips} training clips under {shape.train_dir}/ ({how}), "
                  f"{len(trained)} classes among them, cut into {shape.window_s}-second windows that carry "
-                 "their clip's class")
+                 "their label")
     return shape
