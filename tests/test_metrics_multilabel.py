@@ -128,3 +128,35 @@ def test_the_grader_skips_label_columns_without_both_classes_for_auc() -> None:
     assert loss.valid and loss.columns_skipped == 0 and loss.score == pytest.approx(np.log(2))
     with pytest.raises(GradingError, match="holds both classes"):
         grade_submission(submission, answers.assign(**{c: 0 for c in labels}), facts)
+
+
+def test_padded_cmap_is_birdclefs_and_the_grader_averages_it_over_columns() -> None:
+    """BirdCLEF 2023's reference: five rows of ones padded under truth and submission, then
+    scikit-learn's macro average precision; a class no row holds still scores (its padding)."""
+    import pandas as pd
+    from sklearn.metrics import average_precision_score
+
+    from agentk.core.metrics import infer_metric
+    from agentk.grading import grade_submission
+    from agentk.sources.base import GradingFacts
+
+    truth, scores = _labelled_rows(8)
+    truth[:, 2] = 0
+    reference = average_precision_score(np.vstack([truth, np.ones((5, 6))]), np.vstack([scores, np.ones((5, 6))]),
+                                        average="macro")
+    labels = [f"bird{i}" for i in range(6)]
+    facts = GradingFacts(metric="padded_cmap", higher_is_better=True, id_column="row_id", target_columns=tuple(labels))
+    ids = [f"s_{5 * (i + 1)}" for i in range(len(truth))]
+    report = grade_submission(pd.DataFrame(scores, columns=labels).assign(row_id=ids),
+                              pd.DataFrame(truth, columns=labels).assign(row_id=ids), facts)
+    assert report.valid and report.score == pytest.approx(reference) and report.columns_skipped == 0
+    assert METRICS["padded_cmap"].fn(truth[:, 0], scores[:, 0]) == pytest.approx(
+        average_precision_score(np.r_[truth[:, 0], [1] * 5], np.r_[scores[:, 0], [1.0] * 5]))
+    # One class per row (the solver's windows): the matrix form one-hot encodes the truth.
+    classes = np.argmax(scores + np.random.default_rng(0).random(scores.shape), axis=1)
+    onehot = np.eye(6, dtype=int)[classes]
+    assert METRICS["padded_cmap"].fn(classes, scores) == pytest.approx(average_precision_score(
+        np.vstack([onehot, np.ones((5, 6))]), np.vstack([scores, np.ones((5, 6))]), average="macro"))
+    assert METRICS["padded_cmap"].fn(classes, onehot + 0.0) == pytest.approx(1.0)
+    page = "## Evaluation\nThe evaluation metric for this contest is padded cmAP, a derivative of the macro-averaged average precision score."
+    assert infer_metric(page).name == "padded_cmap"

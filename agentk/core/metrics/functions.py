@@ -194,6 +194,24 @@ def gini(y_true: Any, y_pred: Any) -> float:
     return 2 * auc(y_true, y_pred) - 1
 
 
+def padded_cmap(y_true: Any, y_pred: Any, padding: int = 5) -> float:
+    """BirdCLEF 2023's padded cmAP: scikit-learn's macro average precision over the class columns
+    after `padding` rows that hold every class, scored 1, are added to truth and predictions alike,
+    so a class no row holds still scores and a rare one is penalised less. A 1-D prediction is one
+    column (P of the positive class); a grade over several columns averages them, the same macro."""
+    p = np.asarray(y_pred, dtype=float)
+    if p.ndim == 2 and p.shape[1] == 2:
+        p = p[:, 1]
+    k = 1 if p.ndim == 1 else p.shape[1]
+    idx = class_indices(y_true, 2 if k == 1 else k)
+    truth = idx[:, None] if k == 1 else np.eye(k, dtype=int)[idx]
+    if not np.isfinite(p).all():
+        raise ValueError("Input contains NaN or infinity.")
+    truth = np.vstack([truth, np.ones((padding, k), dtype=int)])
+    scores = np.vstack([p.reshape(len(idx), k), np.ones((padding, k))])
+    return float(sk("average_precision_score")(truth, scores, average="macro"))
+
+
 def brier(y_true: Any, y_pred: Any) -> float:
     """Mean squared error of the probabilities; with K columns, summed over classes per row
     (Brier's original definition), so the binary case is not double-counted."""
