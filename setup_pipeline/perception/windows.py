@@ -51,10 +51,15 @@ class WindowShape(BaseModel):
 
 
 def _sample_windows(frame: pd.DataFrame) -> tuple[str, pd.DataFrame] | None:
-    """(id column, frame of recording and second per row) when the first column holds window ids."""
+    """(id column, frame of recording and second per row) when the first column holds window ids
+    and every other a number per row (a probability per class, a placeholder in the sample)."""
     if frame.shape[1] < 2 or frame.empty:
         return None
-    id_column = str(frame.columns[0])
+    id_column, head = str(frame.columns[0]), frame.head(1000)
+    if sum(split_window_id(v) is not None for v in head[id_column]) < _PARSED * len(head):
+        return None  # most tables are told at a glance, without parsing a million ids
+    if any(pd.to_numeric(head[c], errors="coerce").notna().mean() < _PARSED for c in frame.columns[1:]):
+        return None
     parts = [split_window_id(v) for v in frame[id_column]]
     if sum(p is not None for p in parts) < _PARSED * len(parts):
         return None
@@ -218,9 +223,9 @@ def _with_training(raw: Path, tables: list, clips: list[Path], shape: WindowShap
             return None
         update, how = {}, "each clip's folder is its class"
     trained = sorted({label for _, label in rows}, key=shape.classes.index)
-    labelled = list(dict.fromkeys(p for p, _ in rows))
-    shape = shape.model_copy(update={**update, "train_dir": _common_folder(labelled, raw),
-                                     "n_train_clips": len(labelled), "trained_classes": trained})
+    recordings = list(dict.fromkeys(p for p, _ in rows))
+    shape = shape.model_copy(update={**update, "train_dir": _common_folder(recordings, raw),
+                                     "n_train_clips": len(recordings), "trained_classes": trained})
     notes.append(f"{shape.describe()}: {shape.sample} has one row per window ('<recording>_<{shape.numbering} "
                  f"second>', {shape.n_rows} rows) of the recordings in {shape.test_dir}/ and a probability per "
                  f"class; {shape.n_train_clips} training clips under {shape.train_dir}/ ({how}), "
