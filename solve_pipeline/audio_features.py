@@ -203,16 +203,30 @@ def audio_blocks(train_aud: pd.DataFrame, test_aud: pd.DataFrame, base: Path, *,
         return _audio_blocks(train_aud, test_aud, base, seconds, cache_dir)
 
 
+def _set_keys(train_aud: pd.DataFrame, test_aud: pd.DataFrame, base: Path) -> tuple[list[str], list[Window | None],
+                                                                                   AudioPlan, list[str]]:
+    """Every row's path, window, the plan the set is read with, and each row's cache key (train first)."""
+    paths = _paths(train_aud, base) + _paths(test_aud, base)
+    windows = _windows(train_aud) + _windows(test_aud)
+    plan = _plan(list(dict.fromkeys(p for p in paths if p)))
+    keys = [file_key(p) + (f"@{w[0]:g}-{w[1]:g}" if w else "") if p else "" for p, w in zip(paths, windows)]
+    return paths, windows, plan, keys
+
+
+def cached_rows(train_aud: pd.DataFrame, test_aud: pd.DataFrame, base: Path, cache_dir: Path | None) -> np.ndarray:
+    """Whether the cache already holds each row of both maps (train first), as `audio_blocks` would read them."""
+    _, _, plan, keys = _set_keys(train_aud, test_aud, base)
+    vectors = VectorCache(cache_dir, plan.label).vectors
+    return np.array([bool(k) and k in vectors for k in keys], dtype=bool)
+
+
 def _audio_blocks(train_aud: pd.DataFrame, test_aud: pd.DataFrame, base: Path, seconds: float | None,
                   cache_dir: Path | None) -> AudioBlocks:
     if "audio_path" not in train_aud.columns or "audio_path" not in test_aud.columns:
         return AudioBlocks()
-    paths = _paths(train_aud, base) + _paths(test_aud, base)
-    windows = _windows(train_aud) + _windows(test_aud)
-    plan = _plan(list(dict.fromkeys(p for p in paths if p)))
+    paths, windows, plan, keys = _set_keys(train_aud, test_aud, base)
     began = time.monotonic()
     cache = VectorCache(cache_dir, plan.label)
-    keys = [file_key(p) + (f"@{w[0]:g}-{w[1]:g}" if w else "") if p else "" for p, w in zip(paths, windows)]
     todo = [i for i, k in enumerate(keys) if k and k not in cache.vectors]
     rows: dict[int, np.ndarray] = {}
     cut = None

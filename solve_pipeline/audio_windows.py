@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from agentk.core.sound_windows import START_COLUMN
-from solve_pipeline.audio_features import audio_blocks
+from solve_pipeline.audio_features import audio_blocks, cached_rows
 from solve_pipeline.features import aligned
 from solve_pipeline.setup_modules import SetupArtifacts
 
@@ -30,25 +30,28 @@ def affordable_windows(artifacts: SetupArtifacts, ids: Sequence[str], labels: np
                        seconds: float | None, seed: int) -> tuple[list[str], str | None]:
     """The training ids to featurise within `seconds` (with every test window), and a note saying
     what was left out; every id when the maps are not windows or everything fits."""
-    train = artifacts.train_maps.get("aud")
-    test = artifacts.test_maps.get("aud")
-    ids = list(ids)
-    if seconds is None or train is None or test is None or START_COLUMN not in train.columns or len(ids) <= PROBE_WINDOWS:
+    train, test, ids = artifacts.train_maps.get("aud"), artifacts.test_maps.get("aud"), list(ids)
+    if seconds is None or train is None or test is None or START_COLUMN not in train.columns:
+        return ids, None
+    cache_dir = artifacts.workspace / "solve" / "cache"
+    test = test.drop_duplicates("id").set_index("id")
+    done = cached_rows(aligned(train, ids), test, artifacts.setup_dir, cache_dir)  # read before: free now
+    fresh = [i for i, cached in zip(ids, done) if not cached]
+    if len(fresh) <= PROBE_WINDOWS:
         return ids, None
     rng = np.random.default_rng(seed)
-    probe = [ids[i] for i in rng.choice(len(ids), PROBE_WINDOWS, replace=False)]
+    probe = [fresh[i] for i in rng.choice(len(fresh), PROBE_WINDOWS, replace=False)]
     began = time.monotonic()
-    audio_blocks(aligned(train, probe), test.iloc[:0].set_index("id"), artifacts.setup_dir,
-                 cache_dir=artifacts.workspace / "solve" / "cache")
+    audio_blocks(aligned(train, probe), test.iloc[:0], artifacts.setup_dir, cache_dir=cache_dir)
     per_window = max((time.monotonic() - began) / PROBE_WINDOWS, 1e-4)
-    room = int(seconds / per_window) - len(test)
+    room = int(seconds / per_window) - int((~done[len(ids):]).sum())
+    if room >= len(fresh):
+        return ids, None
     classes = labels if labels is not None else np.zeros(len(ids), dtype=int)
     floor = MIN_PER_CLASS * len(np.unique(classes))
-    if room >= len(ids):
-        return ids, None
-    keep = balanced(ids, classes, max(room, floor), rng)
+    keep = balanced(ids, classes, max(room + len(ids) - len(fresh), floor), rng)
     return keep, (f"windows: {len(keep)} of {len(ids)} training windows featurised (~{per_window * 1000:.0f} ms "
-                  f"each, {len(test)} test windows first), balanced over {len(np.unique(classes))} classes")
+                  f"each, every test window first), balanced over {len(np.unique(classes))} classes")
 
 
 def balanced(ids: Sequence[str], classes: np.ndarray, n: int, rng: np.random.Generator) -> list[str]:

@@ -169,6 +169,9 @@ def test_a_small_budget_reads_fewer_training_windows(tmp_path: Path) -> None:
     assert len(kept) == 2 * MIN_PER_CLASS and note is not None and f"{len(kept)} of 30 training windows" in note
     assert sorted(set(labels[[train["id"].tolist().index(i) for i in kept]])) == [0, 1]
     assert affordable_windows(artifacts, train["id"].tolist(), labels, 1e4, seed=0) == (train["id"].tolist(), None)
+    # Windows read before (the cache holds them) cost nothing: all are kept on the smallest budget.
+    audio_blocks(train.set_index("id"), test.set_index("id"), artifacts.setup_dir, cache_dir=tmp_path / "solve" / "cache")
+    assert affordable_windows(artifacts, train["id"].tolist(), labels, 1e-3, seed=0) == (train["id"].tolist(), None)
     plain = train.drop(columns=["start_s", "end_s"])  # clips, not windows: nothing is left out
     artifacts.train_maps["aud"] = plain
     assert affordable_windows(artifacts, plain["id"].tolist(), labels, 1e-3, seed=0)[1] is None
