@@ -6,7 +6,7 @@ each test recording, `<recording>_<second>` (the window's end second, or its sta
 probability per class. Every map stays one row per window: the audio maps name the recording
 (`audio_path`) and the window inside it (`start_s`, `end_s`, in seconds), so the solver reads each
 window as a clip of its own; training clips are cut into windows the same way, each window carrying
-its clip's label.
+its clip's label, and so are the labelled spans of long training recordings a table may list.
 """
 
 from __future__ import annotations

@@ -12,13 +12,12 @@ import math
 import os
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
-from agentk.core.sound_windows import find_sound, sound_index, split_window_id
+from agentk.core.sound_windows import Numbering, find_sound, sound_index, split_window_id
 
 _PARSED = 0.95  # of a sample's ids spelt `<recording>_<number>`
 _FOUND = 0.9  # of its recordings found in one folder; of the training clips labelled by a class
@@ -35,7 +34,7 @@ class WindowShape(BaseModel):
     n_recordings: int
     n_rows: int
     window_s: int  # the step between windows, and each window's length
-    numbering: Literal["end", "start"]  # what the number of a row id is: the window's end second or start
+    numbering: Numbering  # what the number of a row id is: the window's end second or start
     train_dir: str  # the folder holding every training clip
     n_train_clips: int
     train_table: str | None = None  # clip file -> label; None: the clip's folder is its label
@@ -67,7 +66,7 @@ def _sample_windows(frame: pd.DataFrame) -> tuple[str, pd.DataFrame] | None:
     return id_column, rows
 
 
-def _step(rows: pd.DataFrame) -> tuple[int, Literal["end", "start"]] | None:
+def _step(rows: pd.DataFrame) -> tuple[int, Numbering] | None:
     """The even step between a recording's window numbers, and whether they count ends or starts."""
     steps: Counter = Counter()
     firsts: Counter = Counter()
