@@ -26,8 +26,8 @@ PROBE_WINDOWS = 8
 MIN_PER_CLASS = 4  # training windows a class keeps whatever the budget
 
 
-def affordable_windows(artifacts: SetupArtifacts, ids: Sequence[str], labels: np.ndarray | None,
-                       seconds: float | None, seed: int) -> tuple[list[str], str | None]:
+def affordable_windows(artifacts: SetupArtifacts, ids: Sequence[str], seconds: float | None,
+                       seed: int) -> tuple[list[str], str | None]:
     """The training ids to featurise within `seconds` (with every test window), and a note saying
     what was left out; every id when the maps are not windows or everything fits."""
     train, test, ids = artifacts.train_maps.get("aud"), artifacts.test_maps.get("aud"), list(ids)
@@ -47,11 +47,20 @@ def affordable_windows(artifacts: SetupArtifacts, ids: Sequence[str], labels: np
     room = int(seconds / per_window) - int((~done[len(ids):]).sum())
     if room >= len(fresh):
         return ids, None
-    classes = labels if labels is not None else np.zeros(len(ids), dtype=int)
+    classes = _labels(artifacts, ids)
     floor = MIN_PER_CLASS * len(np.unique(classes))
     keep = balanced(ids, classes, max(room + len(ids) - len(fresh), floor), rng)
     return keep, (f"windows: {len(keep)} of {len(ids)} training windows featurised (~{per_window * 1000:.0f} ms "
                   f"each, every test window first), balanced over {len(np.unique(classes))} classes")
+
+
+def _labels(artifacts: SetupArtifacts, ids: list[str]) -> np.ndarray:
+    """Each window's class (the first class target's), or one class for all when there is none."""
+    spec = next((s for s in artifacts.targets if s.is_classification), None)
+    if spec is None or artifacts.target_map_transformed is None:
+        return np.zeros(len(ids), dtype=int)
+    frame = artifacts.target_map_transformed.drop_duplicates("id").set_index("id")
+    return frame[spec.column].reindex(ids).to_numpy()
 
 
 def balanced(ids: Sequence[str], classes: np.ndarray, n: int, rng: np.random.Generator) -> list[str]:

@@ -111,9 +111,7 @@ def prepare(options: SolveOptions) -> tuple[SetupArtifacts, CVContext, int, Vali
         keep = np.sort(rng.choice(len(ids), LIGHT_MAX_ROWS, replace=False))
         ids = [ids[i] for i in keep]
     # A windowed sound task (BirdCLEF) keeps the training windows the budget can read.
-    first = next((s.column for s in artifacts.targets if s.is_classification), None)
-    ids, window_note = affordable_windows(artifacts, ids, _targets(artifacts, ids)[first] if first else None,
-                                          _audio_seconds(options), options.seed)
+    ids, window_note = affordable_windows(artifacts, ids, _audio_seconds(options), options.seed)
     if window_note:
         emit("audio", message=window_note)
     features = build_features(artifacts, train_ids=ids,

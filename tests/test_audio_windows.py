@@ -153,6 +153,7 @@ def test_windows_are_kept_balanced_over_classes_first_windows_first() -> None:
 
 
 def test_a_small_budget_reads_fewer_training_windows(tmp_path: Path) -> None:
+    from agentk.core.predictions import TargetSpec
     from solve_pipeline.audio_windows import MIN_PER_CLASS, affordable_windows
     from solve_pipeline.setup_modules import SetupArtifacts
 
@@ -161,20 +162,21 @@ def test_a_small_budget_reads_fewer_training_windows(tmp_path: Path) -> None:
     rows = [(f"clip{c}_{5 * (w + 1)}", "long.wav", 5.0 * w, 5.0 * (w + 1)) for c in range(10) for w in range(3)]
     train = pd.DataFrame(rows, columns=["id", "audio_path", "start_s", "end_s"])
     test = train.head(2).assign(id=["long_5", "long_10"])
-    artifacts = SetupArtifacts(workspace=tmp_path, setup_dir=tmp_path / "setup", train_maps={"aud": train},
-                               test_maps={"aud": test}, target_map=None, target_map_transformed=None, targets=[],
-                               target_info={})
     labels = np.arange(30) // 15  # two classes
-    kept, note = affordable_windows(artifacts, train["id"].tolist(), labels, 1e-3, seed=0)
+    artifacts = SetupArtifacts(workspace=tmp_path, setup_dir=tmp_path / "setup", train_maps={"aud": train},
+                               test_maps={"aud": test}, target_map=None,
+                               target_map_transformed=pd.DataFrame({"id": train["id"], "label": labels}),
+                               targets=[TargetSpec("label", "multiclass", ["a", "b"])], target_info={})
+    kept, note = affordable_windows(artifacts, train["id"].tolist(), 1e-3, seed=0)
     assert len(kept) == 2 * MIN_PER_CLASS and note is not None and f"{len(kept)} of 30 training windows" in note
     assert sorted(set(labels[[train["id"].tolist().index(i) for i in kept]])) == [0, 1]
-    assert affordable_windows(artifacts, train["id"].tolist(), labels, 1e4, seed=0) == (train["id"].tolist(), None)
+    assert affordable_windows(artifacts, train["id"].tolist(), 1e4, seed=0) == (train["id"].tolist(), None)
     # Windows read before (the cache holds them) cost nothing: all are kept on the smallest budget.
     audio_blocks(train.set_index("id"), test.set_index("id"), artifacts.setup_dir, cache_dir=tmp_path / "solve" / "cache")
-    assert affordable_windows(artifacts, train["id"].tolist(), labels, 1e-3, seed=0) == (train["id"].tolist(), None)
+    assert affordable_windows(artifacts, train["id"].tolist(), 1e-3, seed=0) == (train["id"].tolist(), None)
     plain = train.drop(columns=["start_s", "end_s"])  # clips, not windows: nothing is left out
     artifacts.train_maps["aud"] = plain
-    assert affordable_windows(artifacts, plain["id"].tolist(), labels, 1e-3, seed=0)[1] is None
+    assert affordable_windows(artifacts, plain["id"].tolist(), 1e-3, seed=0)[1] is None
 
 
 def test_a_table_of_labelled_spans_of_long_training_recordings(tmp_path: Path) -> None:
