@@ -241,7 +241,8 @@ def _audio_blocks(train_aud: pd.DataFrame, test_aud: pd.DataFrame, base: Path, s
             longest = max((float(rows[i][_DURATION]) for i in rows), default=plan.max_seconds)
             shorter = max(MIN_SECONDS, min(plan.max_seconds, float(longest)) * seconds / projected)
             if shorter < min(plan.max_seconds, float(longest)):
-                cut = (f"the {len(todo)} clips would take ~{projected:.0f} s to featurise, over the {seconds:.0f} s "
+                unit = "windows" if any(windows) else "clips"
+                cut = (f"the {len(todo)} {unit} would take ~{projected:.0f} s to featurise, over the {seconds:.0f} s "
                        f"allowed: each is read up to {shorter:.1f} s")
                 plan = AudioPlan(plan.rate, round(shorter, 1))
                 cache = VectorCache(cache_dir, plan.label)
