@@ -25,8 +25,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import scipy.fft
-from scipy import signal
 from threadpoolctl import threadpool_limits
 
 from agentk.core.sound_windows import END_COLUMN, START_COLUMN
@@ -92,6 +90,7 @@ def read_clip(path: str, plan: AudioPlan, window: Window | None = None) -> tuple
     plan.max_seconds, and its full duration (a window's: its nominal length, even where the
     recording ends sooner, so that a short training clip reads as long as a test window)."""
     import soundfile
+    from scipy import signal  # here, not at the top: scipy.signal costs every table's solve 2 s of CPU
 
     info = soundfile.info(path)
     start = int(window[0] * info.samplerate) if window else 0
@@ -112,6 +111,9 @@ def read_clip(path: str, plan: AudioPlan, window: Window | None = None) -> tuple
 
 def clip_features(samples: np.ndarray, rate: int, duration: float) -> np.ndarray:
     """The summary row of one clip (`feature_names()` order)."""
+    import scipy.fft
+    from scipy import signal
+
     n_fft, hop = _frames(rate)
     if samples.size < n_fft:
         samples = np.pad(samples, (0, n_fft - samples.size))
