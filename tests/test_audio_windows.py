@@ -141,7 +141,7 @@ def test_windows_of_soundscapes_end_to_end(tmp_path: Path) -> None:
 
 
 def test_windows_are_kept_balanced_over_classes_first_windows_first() -> None:
-    from solve_pipeline.sound.audio_windows import balanced
+    from solve_pipeline.inputs.audio_windows import balanced
 
     # Class 0: three clips of three windows; class 1: one clip of two windows.
     ids = [f"clip{c}_{5 * (w + 1)}" for c in range(3) for w in range(3)] + ["clip3_5", "clip3_10"]
@@ -154,7 +154,7 @@ def test_windows_are_kept_balanced_over_classes_first_windows_first() -> None:
 
 def test_a_small_budget_reads_fewer_training_windows(tmp_path: Path) -> None:
     from agentk.core.predictions import TargetSpec
-    from solve_pipeline.sound.audio_windows import MIN_PER_CLASS, affordable_windows
+    from solve_pipeline.inputs.audio_windows import MIN_PER_CLASS, affordable_windows
     from solve_pipeline.base.setup_modules import SetupArtifacts
 
     rng = np.random.default_rng(1)

@@ -14,7 +14,7 @@ import pandas as pd
 
 from agentk.core.artifacts import SetupLayout
 from agentk.core.records.config import Device, Fusion, SolveSettings, WarmStart
-from solve_pipeline.sound.audio_windows import affordable_windows
+from solve_pipeline.inputs.audio_windows import affordable_windows
 from solve_pipeline.base.cv import CVContext, Predictions, emit, normalise_proba
 from solve_pipeline.base.dataset import BIG_FOLDS
 from solve_pipeline.inputs.features import build_features
