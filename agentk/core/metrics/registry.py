@@ -69,6 +69,7 @@ _REGISTERED = (
     # Probabilities
     _m("auc", True, "proba", F.auc,
        "roc_auc auroc roc_auc_score area_under_curve roc mean_columnwise_auc sklearn_roc_auc_score"),
+    _m("padded_cmap", True, "proba", F.padded_cmap, "padded_cmap5 padded_class_wise_map"),
     _m("gini", True, "proba", F.gini, "normalized_gini normalised_gini gini_coefficient normalized_gini_index"),
     _m("logloss", False, "proba", F.log_loss,
        "log_loss binary_logloss binary_log_loss binary_crossentropy cross_entropy"),
@@ -111,6 +112,9 @@ _REGISTERED = (
        "box_average_precision_at_iou_thresholds rsnaobjectdetectionap box_map detection_map map_iou_boxes"),
 )
 METRICS: dict[str, Metric] = {m.name: m for m in _REGISTERED}
+# Rankings within a column: a label column whose answers hold one class has nothing to rank, so a
+# grade over several such columns leaves it out (BirdCLEF's macro AUC skips species never heard).
+COLUMN_RANKINGS: frozenset[str] = frozenset({"auc", "gini"})
 _LOOKUP: dict[str, Metric] = {key: m for m in _REGISTERED for key in (m.name, *m.aliases)}
 
 
