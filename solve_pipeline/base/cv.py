@@ -23,7 +23,7 @@ from agentk.core.predictions import prediction_frame as build_prediction_frame
 from solve_pipeline.base.baseline_models import ModelCandidate, ModelOptions
 from solve_pipeline.base.dataset import FeatureSet
 from solve_pipeline.base.decoding import Decoder
-from solve_pipeline.export.replay import FoldModels, KeptModels, TargetReplay
+from solve_pipeline.base.replay import FoldModels, KeptModels, TargetReplay
 from solve_pipeline.base.setup_modules import SetupArtifacts, TargetSpec
 from solve_pipeline.base.table_inputs import InputReplay
 from solve_pipeline.base.temperature import fit_temperature, tempered

@@ -34,7 +34,7 @@ from agentk.core.predictor_layout import ExportLayout
 from agentk.core.predictions import TargetSpec
 from solve_pipeline.base.cv import Predictions
 from solve_pipeline.base.decoding import Decoder
-from solve_pipeline.export.replay import TargetReplay
+from solve_pipeline.base.replay import TargetReplay
 from solve_pipeline.inputs.features import TableRecipe, aligned, joined_texts, tab_matrix
 from solve_pipeline.phases.outputs import formatted_submission
 from solve_pipeline.base.setup_modules import load_setup_module

@@ -10,7 +10,7 @@ import numpy as np
 from solve_pipeline.blend import blending, stackers
 from solve_pipeline.base.cv import Predictions, emit, normalise_proba, score_outputs
 from solve_pipeline.phases.decode_phase import decode_reserve
-from solve_pipeline.export.replay import BlendReplay
+from solve_pipeline.blend.blend_replay import BlendReplay
 
 if TYPE_CHECKING:
     from solve_pipeline.phases.solve_state import Solver

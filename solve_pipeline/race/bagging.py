@@ -17,7 +17,7 @@ import numpy as np
 
 from solve_pipeline.race.calibration import calibrate_run
 from solve_pipeline.base.cv import CandidateRun, CVContext, cv_score, finish_run, start_run
-from solve_pipeline.export.replay import mean_replay
+from solve_pipeline.base.replay import mean_replay
 
 # seed -> a fresh partition of the train rows, of the solve's validation kind.
 FoldMaker = Callable[[int], list[tuple]]

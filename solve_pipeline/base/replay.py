@@ -3,8 +3,8 @@ carries beside its test array (`Predictions.replay`), built by the solve as it g
 into the predictor it leaves, and run by that predictor on the inputs of new rows.
 
 Every step calls the code the solve itself ran on the test rows: the fold models' `predict`
-averaged over the folds (cv.predict), the temperature (temperature.tempered), the bag's mean, the
-blender's test side (blending.blended_test). None of it holds a training row: the models, the
+averaged over the folds (cv.predict), the temperature (temperature.tempered), the bag's mean; the
+blender's test side lives with the blender (blend/blend_replay.py). None of it holds a training row: the models, the
 fitted maps and the blend's weights or stacker only.
 """
 
@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from agentk.core.predictions import TargetSpec
-from solve_pipeline.blend.blending import _layout, as_class_matrix, blended_test
 from solve_pipeline.base.table_inputs import InputReplay, Rows
 from solve_pipeline.base.temperature import tempered
 
@@ -105,23 +104,3 @@ def mean_replay(parts: list[TargetReplay | None]) -> MeanReplay | None:
     """None when any part cannot be replayed."""
     kept = [p for p in parts if p is not None]
     return MeanReplay(kept) if len(kept) == len(parts) and kept else None
-
-
-@dataclass
-class BlendReplay(TargetReplay):
-    """A blend of solutions: the fitted blender over their test predictions (and the table's
-    columns, where it read them), back in the solver's layout."""
-
-    method: str
-    blender: Any
-    parts: list[TargetReplay | None]
-    task: str
-    with_table: bool = False
-
-    def test(self, rows: Rows) -> np.ndarray:
-        from solve_pipeline.base.cv import normalise_proba
-
-        tests = [_layout(part.test(rows), self.task) for part in self.parts if part is not None]  # type: ignore[arg-type]
-        table = np.asarray(rows.tab, dtype=np.float64) if self.with_table else None
-        test = as_class_matrix(blended_test(self.method, self.blender, tests, self.task, table), self.task)  # type: ignore[arg-type]
-        return normalise_proba(test) if self.task != "regression" else test
