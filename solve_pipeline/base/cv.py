@@ -49,7 +49,7 @@ class Predictions:
     oof: np.ndarray
     test: np.ndarray | None
     decoder: Decoder | None = None  # classification: how probabilities become labels (None: argmax)
-    # How `test` is made again from unseen rows (export/replay.py); None where it cannot be.
+    # How `test` is made again from unseen rows (base/replay.py); None where it cannot be.
     replay: TargetReplay | None = None
 
 
