@@ -69,6 +69,7 @@ def run(
     folds: Optional[int] = typer.Option(None, "--folds", help=f"Cross-validation folds (default: {default_of(SolveSettings, 'folds')})."),
     fusion: Optional[str] = typer.Option(None, "--fusion", help=f"Late-fusion net: auto (text/image inputs only), on (tables too), off (default: {default_of(SolveSettings, 'fusion')})."),
     no_tune: bool = typer.Option(False, "--no-tune", help="Skip HEBO tuning."),
+    setup_deadline: Optional[float] = typer.Option(None, "--setup-deadline", help="Seconds setup may take from the run's start; past it the run hands in the sample submission (default: twice --time-budget, at least 180)."),
     device: Optional[str] = typer.Option(None, "--device", help=f"Where images, text and the fusion net run: auto (a CUDA GPU when there is one), cpu, cuda (default: {default_of(SolveSettings, 'device')})."),
     seed: Optional[int] = typer.Option(None, "--seed", help=f"(default: {default_of(SolveSettings, 'seed')})"),
     image_backbone: Optional[str] = ImageBackbone,
@@ -97,7 +98,7 @@ def run(
     # The switches' False means "not given" too: only a set switch changes the config.
     config = RunConfig(**given(
         workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, seed=seed, quiet=quiet or None,
-        fusion=chosen_fusion, tune=False if no_tune else None, device=choice(Device, "--device", device),
+        setup_deadline_s=setup_deadline, fusion=chosen_fusion, tune=False if no_tune else None, device=choice(Device, "--device", device),
         submit=submit or None, force_submit=force_submit or None, submit_top_k=top_k, submit_poll_s=submit_poll,
         policy=chosen_policy, llm_base_url=llm, llm_model=model, llm_token_budget=token_budget,
         credit_assignment=False if no_credit_assignment else None, unsafe_no_sandbox=unsafe_no_sandbox or None,

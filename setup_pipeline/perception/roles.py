@@ -105,8 +105,9 @@ class _Decider(TableIndex):
             if key is not None:
                 keys = self.values(sample, key)
                 prediction = [c for c in sample.columns if c != key]
+                least = MATCH * len(self.distinct(sample, key))  # what can_agree asks of a column at least
                 for table in [t for t in rest if not self.labels_every_row(t, prediction)]:
-                    for column in self.columns_with(table, keys):
+                    for column in self.columns_with(table, keys, least):
                         if not self.can_agree(sample, key, table, column):
                             continue
                         share = self.share(sample, key, table, column)
