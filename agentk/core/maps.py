@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +16,6 @@ import pyarrow.csv as pa_csv
 WIDE_MAP_COLUMNS = 1000
 # Cells per slice of rows a writer converts at once: bounds its memory, not its pace.
 _WRITE_CELLS = 2_000_000
-# A cell Python's csv writer (pandas' own, QUOTE_MINIMAL, CRLF records) quotes.
-_NEEDS_QUOTES = r'[,"\r\n]'
 
 
 class MapError(ValueError):
@@ -109,7 +108,7 @@ def write_map(frame: pd.DataFrame, path: Path) -> None:
     """
     path = Path(path)
     if frame.shape[1] > WIDE_MAP_COLUMNS and _text_columns(frame):
-        _write_wide_text(frame, path)
+        write_text_csv(frame, path, "\r\n")
         return
     if _all_text(frame):
         try:
@@ -138,29 +137,32 @@ def _text_columns(frame: pd.DataFrame) -> bool:
             and all(isinstance(t, pd.StringDtype) for t in frame.dtypes))
 
 
-def _write_wide_text(frame: pd.DataFrame, path: Path) -> None:
-    """The bytes pandas' `to_csv` writes (QUOTE_MINIMAL, CRLF records, a missing cell empty), made
-    by Arrow a slice of rows at a time: the cells needing quotes are found in one pass over every
-    column, and each slice's records are joined across all columns at once. pandas converts every
-    column once per chunk of a few rows, which took minutes at 10,000 columns."""
+def write_text_csv(frame: pd.DataFrame, path: Path, lineterminator: str) -> None:
+    """A frame of text columns as Python's csv writer writes it (pandas' own: QUOTE_MINIMAL, a
+    missing cell empty), byte for byte, made by Arrow a slice of rows at a time: the cells needing
+    quotes are found in one pass over every column, and each slice's records are joined across all
+    columns at once. pandas and the csv writer convert every column once per chunk of a few rows,
+    which took minutes at 10,000 columns."""
+    # What the csv writer quotes: the delimiter, the quote, and the characters of the line end.
+    specials = [",", '"', *dict.fromkeys(lineterminator)]
     text = pa.large_string()
     columns = [_arrow_cells(series).cast(text) for _, series in frame.items()]
     every = pa.chunked_array([chunk for column in columns for chunk in column.chunks], type=text)
     needs = np.zeros(len(every), dtype=bool)
-    for special in (",", '"', "\r", "\n"):
+    for special in specials:
         needs |= pc.fill_null(pc.match_substring(every, special), False).to_numpy()
     # Whether any cell of a column needs them: a sum over each column's run of cells.
     starts = np.cumsum([0] + [len(column) for column in columns[:-1]])
     quoted = set(np.flatnonzero(np.add.reduceat(needs, starts) > 0).tolist()) if len(frame) else set()
-    columns = [_quoted(column) if i in quoted else column for i, column in enumerate(columns)]
+    columns = [_quoted(column, specials) if i in quoted else column for i, column in enumerate(columns)]
     step = max(1, _WRITE_CELLS // len(columns))
     comma = pa.scalar(",", text)
     with open(path, "w", newline="", encoding="utf-8") as handle:
-        csv.writer(handle, lineterminator="\r\n").writerow(list(frame.columns))
+        csv.writer(handle, lineterminator=lineterminator).writerow(list(frame.columns))
         for start in range(0, len(frame), step):
             records = pc.binary_join_element_wise(*(c.slice(start, step) for c in columns), comma,
                                                   null_handling="replace", null_replacement="")
-            handle.write("".join(f"{record}\r\n" for record in records.to_pylist()))
+            handle.write("".join(f"{record}{lineterminator}" for record in records.to_pylist()))
 
 
 def _arrow_cells(series: pd.Series) -> pa.ChunkedArray:
@@ -170,10 +172,10 @@ def _arrow_cells(series: pd.Series) -> pa.ChunkedArray:
     return arrow if isinstance(arrow, pa.ChunkedArray) else pa.chunked_array([arrow])
 
 
-def _quoted(cells: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
-    """Cells as the csv writer spells them: in quotes, their quotes doubled, where they hold a
-    comma, a quote or a line break; as they are otherwise."""
-    needs = pc.match_substring_regex(cells, _NEEDS_QUOTES)
+def _quoted(cells: pa.ChunkedArray, specials: list[str]) -> pa.ChunkedArray:
+    """Cells as the csv writer spells them: in quotes, their quotes doubled, where they hold one
+    of `specials`; as they are otherwise."""
+    needs = pc.match_substring_regex(cells, "[" + "".join(re.escape(c) for c in specials) + "]")
     doubled = pc.replace_substring(cells, pattern='"', replacement='""')
     quote = pa.scalar('"', pa.large_string())
     wrapped = pc.binary_join_element_wise(quote, doubled, quote, pa.scalar("", pa.large_string()))

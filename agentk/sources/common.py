@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from agentk.core.errors import SourceError
 from agentk.core import readers
+from agentk.core.maps import WIDE_MAP_COLUMNS, write_text_csv
 from agentk.core.readers import UnreadableTable, read_csv_text
 from agentk.core.markdown import headings
 from agentk.core.metrics import get_metric
@@ -64,6 +65,9 @@ def write_csv_exact(df: pd.DataFrame, path: Path) -> None:
     chunks shrink as the table widens (5 rows at 20,000 columns: minutes for one file)."""
     if not all(isinstance(dtype, pd.StringDtype) for dtype in df.dtypes):
         df.to_csv(path, index=False, lineterminator="\n")
+        return
+    if df.shape[1] > WIDE_MAP_COLUMNS and all(isinstance(c, str) for c in df.columns):
+        write_text_csv(df, path, "\n")  # the same bytes, made by Arrow across all columns at once
         return
     columns = [pa.array(column) for _, column in df.items()]
     step = max(1, _WRITE_CELLS // max(1, len(columns)))

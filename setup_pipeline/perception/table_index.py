@@ -46,6 +46,7 @@ class TableIndex:
         self._distinct_cache: dict[tuple[int, str], pa.Array] = {}
         self._profile_cache: dict[tuple[int, str], tuple[int, bool]] = {}
         self._profiles_cache: dict[int, dict[str, ColumnProfile]] = {}
+        self._text_cache: dict[tuple[int, str], pa.Array] = {}
         # Per-row files, images or sound clips: a table whose key names them lists the examples.
         media = catalogue.images + catalogue.audio
         self.image_names = {p.stem for p in media} | {p.name for p in media}
@@ -82,7 +83,14 @@ class TableIndex:
         # no copy of the frame's cells into Python objects (both took minutes at 20,000 columns).
         wanted = pa.array(sorted(values), type=pa.large_string())
         return [name for name in table.columns if profiles[name].distinct >= least
-                and pc.any(pc.is_in(_arrow_text(table.frame[name]), value_set=wanted)).as_py()]
+                and pc.any(pc.is_in(self._text(table, name), value_set=wanted)).as_py()]
+
+    def _text(self, table: Logical, column: str) -> pa.Array:
+        """A column's cells as written, in Arrow, made once: a wide table's columns are asked again."""
+        key = (id(table), column)
+        if key not in self._text_cache:
+            self._text_cache[key] = _arrow_text(table.frame[column])
+        return self._text_cache[key]
 
     def _profiles(self, table: Logical) -> dict[str, ColumnProfile]:
         """Every column's profile (column_profile.py), computed once per table."""
@@ -164,9 +172,14 @@ class TableIndex:
         if len(other.columns) > WIDE_COLUMNS and self._profiles(other)[theirs].distinct < need * len(mine):
             return False  # fewer distinct cells as written, hence stripped, than the share asks for
         if need == 1.0 and (id(other), theirs) not in self._profile_cache:
-            cells = pa.array(other.frame[theirs].astype(str))
-            stripped = _spelled(pc.utf8_trim_whitespace(cells))  # as pandas' str.strip() strips Arrow text
-            if not all(pc.any(pc.equal(stripped, value)).as_py() for value in mine[:_PROBES].to_pylist()):
+            probes = mine[:_PROBES].to_pylist()
+            written = self._text(other, theirs)
+            # A cell that reads as a value holds it as written (stripping and spelling cut only
+            # around it): a column without each value written somewhere holds none of them.
+            if not all(pc.any(pc.match_substring(written, value)).as_py() for value in probes):
+                return False
+            stripped = _spelled(pc.utf8_trim_whitespace(written))  # as pandas' str.strip() strips Arrow text
+            if not all(pc.any(pc.equal(stripped, value)).as_py() for value in probes):
                 return False
         return self._profile(other, theirs)[0] / len(mine) >= need
 

@@ -1,9 +1,11 @@
 """A wide table and a short budget: setup has a deadline derived from the run's budget, and a run
 that reaches it still ends with a valid submission (the sample's), said in one line and recorded.
-The wide map is written by Arrow byte for byte as pandas writes it. Tables are made here."""
+Wide maps and split files are written by Arrow byte for byte as pandas and the csv module write
+them, and a header is read from its first record. Tables are made here."""
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -14,6 +16,8 @@ import pandas as pd
 import pytest
 
 from agentk.core.maps import WIDE_MAP_COLUMNS, read_map, write_map
+from agentk.core.record_bounds import read_csv_header
+from agentk.sources.common import write_csv_exact
 
 AGENTK = [sys.executable, "-m", "agentk.cli"]
 PAGE = "# Wide\n\n## Evaluation\n\nSubmissions are evaluated on accuracy.\n"
@@ -33,6 +37,28 @@ def test_a_wide_map_is_written_as_pandas_writes_it(tmp_path: Path) -> None:
     frame.to_csv(tmp_path / "pandas.csv", index=False, lineterminator="\r\n")
     assert (tmp_path / "fast.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
     assert read_map(tmp_path / "fast.csv", text=True).shape == frame.shape
+
+
+def test_a_wide_split_file_is_written_as_the_csv_module_writes_it(tmp_path: Path) -> None:
+    """With newline records a lone carriage return needs no quotes (the csv module's rule)."""
+    cells = ["a", "", "b,c", 'say "hi"', "x\ny", "r\rs", None, "1.0"]
+    rng = np.random.default_rng(1)
+    columns = {f"c{j}": [cells[i] for i in rng.integers(0, len(cells), 20)] for j in range(WIDE_MAP_COLUMNS + 5)}
+    frame = pd.DataFrame(columns).astype("string[pyarrow]")
+    write_csv_exact(frame, tmp_path / "fast.csv")
+    with open(tmp_path / "module.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(frame.columns)
+        writer.writerows(frame.astype(object).where(frame.notna(), None).itertuples(index=False))
+    assert (tmp_path / "fast.csv").read_bytes() == (tmp_path / "module.csv").read_bytes()
+
+
+@pytest.mark.parametrize("head", ['\ufeffid,"a, b","line\nbreak",c\n1,2,3,4\n', "x,y\r\n1,2\r\n", "\nlate,header\n1,2\n",
+                                  "a,a,,b\n1,2,3,4\n"])
+def test_a_header_is_named_as_pandas_names_it(tmp_path: Path, head: str) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text(head, encoding="utf-8", newline="")
+    assert read_csv_header(path) == list(pd.read_csv(path, dtype=str, nrows=0).columns)
 
 
 def _wide_competition(root: Path, extra: int) -> Path:
