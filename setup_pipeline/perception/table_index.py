@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from agentk.core.metrics import normalise_labels
 from setup_pipeline.perception.catalogue import Catalogue
-from setup_pipeline.perception.column_profile import ColumnProfile, column_profiles
+from setup_pipeline.perception.column_profile import ColumnProfile, arrow_text, profiles_of
 from setup_pipeline.perception.tables import MATCH, Logical, blank_for, group_parts, keys_agree, overlap
 
 # Wider tables look for keys in one vectorised pass (columns_with).
@@ -21,12 +21,6 @@ WIDE_COLUMNS = 1000
 _HEAD_ROWS = 1000
 # Values looked up one by one before a column is hashed whole, where every value must be found.
 _PROBES = 3
-
-
-def _arrow_text(column: pd.Series) -> pa.Array:
-    """A column of text cells as Arrow text, without a copy when it is Arrow-backed already."""
-    cells = pa.array(column if isinstance(column.dtype, pd.StringDtype) else column.astype(str))
-    return cells.cast(pa.large_string()) if cells.type != pa.large_string() else cells
 
 
 def _spelled(cells: pa.Array) -> pa.Array:
@@ -46,7 +40,7 @@ class TableIndex:
         self._distinct_cache: dict[tuple[int, str], pa.Array] = {}
         self._profile_cache: dict[tuple[int, str], tuple[int, bool]] = {}
         self._profiles_cache: dict[int, dict[str, ColumnProfile]] = {}
-        self._text_cache: dict[tuple[int, str], pa.Array] = {}
+        self._text_cache: dict[tuple[int, str], pa.Array | pa.ChunkedArray] = {}
         # Per-row files, images or sound clips: a table whose key names them lists the examples.
         media = catalogue.images + catalogue.audio
         self.image_names = {p.stem for p in media} | {p.name for p in media}
@@ -85,18 +79,21 @@ class TableIndex:
         return [name for name in table.columns if profiles[name].distinct >= least
                 and pc.any(pc.is_in(self._text(table, name), value_set=wanted)).as_py()]
 
-    def _text(self, table: Logical, column: str) -> pa.Array:
+    def _text(self, table: Logical, column: str) -> pa.Array | pa.ChunkedArray:
         """A column's cells as written, in Arrow, made once: a wide table's columns are asked again."""
         key = (id(table), column)
         if key not in self._text_cache:
-            self._text_cache[key] = _arrow_text(table.frame[column])
+            self._text_cache[key] = arrow_text(table.frame[column])
         return self._text_cache[key]
 
     def _profiles(self, table: Logical) -> dict[str, ColumnProfile]:
         """Every column's profile (column_profile.py), computed once per table."""
         key = id(table)
         if key not in self._profiles_cache:
-            self._profiles_cache[key] = column_profiles(table.frame)
+            # Each column's Arrow text is kept for the lookups that follow: one pass over the frame.
+            texts = {str(name): arrow_text(column) for name, column in table.frame.items()}
+            self._profiles_cache[key] = profiles_of(texts)
+            self._text_cache.update({(key, name): cells for name, cells in texts.items()})
         return self._profiles_cache[key]
 
     def _repeating(self, table: Logical) -> set[str]:
