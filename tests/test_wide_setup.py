@@ -15,9 +15,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from agentk.core.config import SetupBudget
+from agentk.core.events import EventLog
 from agentk.core.maps import WIDE_MAP_COLUMNS, read_map, write_map
 from agentk.core.record_bounds import read_csv_header
+from agentk.core.workspace import Workspace
+from agentk.sources import load_competition
 from agentk.sources.common import write_csv_exact
+from setup_pipeline.deadline import Deadline, SetupDeadline, setup_deadline_s
+from setup_pipeline.expert.expert_policy import ExpertPolicy
+from setup_pipeline.mdp import SetupMDP
 
 AGENTK = [sys.executable, "-m", "agentk.cli"]
 PAGE = "# Wide\n\n## Evaluation\n\nSubmissions are evaluated on accuracy.\n"
@@ -59,6 +66,40 @@ def test_a_header_is_named_as_pandas_names_it(tmp_path: Path, head: str) -> None
     path = tmp_path / "t.csv"
     path.write_text(head, encoding="utf-8", newline="")
     assert read_csv_header(path) == list(pd.read_csv(path, dtype=str, nrows=0).columns)
+
+
+def test_the_deadline_caps_every_step_and_stops_setup_between_stages(tmp_path: Path) -> None:
+    """Twice the solver's budget, at least the floor, or the run's own; each sandboxed step gets
+    at most the time left; setup stops before the next stage once the deadline has passed, having
+    recorded where, and keeps what passed."""
+    assert setup_deadline_s(SetupBudget(), 20) == 180 and setup_deadline_s(SetupBudget(), 600) == 1200
+    assert setup_deadline_s(SetupBudget(setup_deadline_s=7), 600) == 7
+    capped = Deadline.starting(30).capped(SetupBudget())
+    assert 25 < capped.stage_timeout_s <= 30 and 25 < capped.light_solve_timeout_s <= 30
+    assert Deadline.starting(1, started=0).capped(SetupBudget()).probe_timeout_s == 5  # a step's least
+
+    source = _wide_competition(tmp_path / "wide-mdp", 10)
+    workspace = Workspace(tmp_path / "ws")
+    workspace.create()
+    load_competition(source).prepare(workspace.raw)
+    events = EventLog(workspace.logs / "events.jsonl", quiet=True)
+
+    class LateAfterSummary(ExpertPolicy):
+        """The expert, whose first stage takes the rest of setup's time."""
+
+        def act(self, spec, ctx):  # type: ignore[no-untyped-def]
+            action = super().act(spec, ctx)
+            if spec.name == "summarise":
+                mdp.deadline = Deadline.starting(0.0, started=0)  # spent: the next step is past it
+            return action
+
+    mdp = SetupMDP(workspace, LateAfterSummary(), events, deadline=Deadline.starting(3600))
+    state = workspace.load_state()
+    with pytest.raises(SetupDeadline, match="before 'modalities'"):
+        mdp.run(state, workspace.save_state)
+    assert state.stages["summarise"].passed and state.stage("modalities").attempts == 0
+    recorded = [json.loads(line) for line in (workspace.logs / "events.jsonl").read_text().splitlines()]
+    assert [(e["outcome"], e["before"]) for e in recorded if e["event"] == "setup_deadline"] == [("reached", "modalities")]
 
 
 def _wide_competition(root: Path, extra: int) -> Path:
