@@ -18,6 +18,7 @@ import pytest
 from agentk.core.config import SetupBudget
 from agentk.core.events import EventLog
 from agentk.core.maps import WIDE_MAP_COLUMNS, read_map, write_map
+from agentk.core.readers import read_table, table_columns
 from agentk.core.record_bounds import read_csv_header
 from agentk.core.workspace import Workspace
 from agentk.sources import load_competition
@@ -100,6 +101,15 @@ def test_the_deadline_caps_every_step_and_stops_setup_between_stages(tmp_path: P
     assert state.stages["summarise"].passed and state.stage("modalities").attempts == 0
     recorded = [json.loads(line) for line in (workspace.logs / "events.jsonl").read_text().splitlines()]
     assert [(e["outcome"], e["before"]) for e in recorded if e["event"] == "setup_deadline"] == [("reached", "modalities")]
+
+
+@pytest.mark.parametrize("content", ['\ufeffid, name ,"a, b"\n1,x,2\n2,y,3\n', "a;b;c\n1,5;2;3\n4;5,5;6\n",
+                                     "a\tb\n1\t2\n3\t4\n", "a,a,b\n1,2,3\n4,5,6\n", ",x,y\n1,2,3\n4,5,6\n",
+                                     "only\n1\n2\n", '"q ""w""",e\n1,2\n3,4\n'])
+def test_a_tables_columns_are_read_from_its_header_as_read_table_names_them(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text(content, encoding="utf-8", newline="")
+    assert table_columns(path) == list(read_table(path).columns)
 
 
 def _wide_competition(root: Path, extra: int) -> Path:
