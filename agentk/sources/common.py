@@ -40,12 +40,13 @@ _WRITE_CELLS = 1_000_000
 _UNREADABLE = (UnreadableTable, pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError)
 
 
-def read_csv_exact(path: Path, shown: str) -> pd.DataFrame:
+def read_csv_exact(path: Path, shown: str, columns: list[str] | None = None) -> pd.DataFrame:
     """Read every cell as the text in the file: no TRUE→True, 1→1.0 or empty→NaN conversions,
     so whatever the harness writes back is what Kaggle shipped. The agent's bounded reader: a
-    record longer than any table's is refused before parsing (SourceError, one line)."""
+    record longer than any table's is refused before parsing (SourceError, one line). `columns`:
+    only those."""
     try:
-        return read_csv_text(path)  # Arrow for a large file, cell for cell what pandas reads
+        return read_csv_text(path, columns=columns)  # Arrow for a large file, cell for cell what pandas reads
     except _UNREADABLE as exc:
         raise SourceError(f"cannot read {shown}: {_one_line(exc)}") from exc
 

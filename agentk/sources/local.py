@@ -191,9 +191,9 @@ def _description_bytes(root: Path) -> bytes:
 
 def _split_rows(split: _Split, columns: list[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train's rows kept and held out; of `columns` alone when given (the answers need two of a
-    table's 20,000, and taking rows costs per column)."""
+    table's 20,000, and reading and taking rows cost per column)."""
     shown = f"data/{split.train.name}"
-    df = common.read_csv_exact(split.train, shown)
+    df = common.read_csv_exact(split.train, shown, columns)
     if len(df) < 2:
         raise SourceError(f"{shown} has {len(df)} rows: too few to hold any out for grading")
     return held_out_split(df if columns is None else df[columns], split.fraction, split.seed)
