@@ -103,6 +103,9 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
                 SetupMDP(workspace, policy, events, config.setup, on_solver_line=_solver_printer(events), blame=blame,
                          deadline=deadline).run(state, save)
             except SetupDeadline as exc:
+                # A step the deadline cut short failed for want of time, not of a fix: nothing the
+                # experience memory should learn from (and embedding it costs the run seconds).
+                memory = None
                 _hand_in_at_deadline(workspace, events, exc)
                 state.phase = "done"
                 save(state)
