@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentk.core.artifacts import SetupLayout
-from agentk.core.config import SetupBudget
+from agentk.core.records.config import SetupBudget
 from agentk.core.errors import SetupFailed
-from agentk.core.workspace import Workspace, read_json_object
-from solve_pipeline.submission_record import SubmissionRecord, adopt_submission
+from agentk.core.records.workspace import Workspace, read_json_object
+from solve_pipeline.base.submission_record import SubmissionRecord, adopt_submission
 from unit_tests_setup.files import find_sample_submission
 from unit_tests_setup.submission_rules import validate_against_setup
 

@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentk.core.config import SetupBudget
-from agentk.core.events import EventLog
+from agentk.core.records.config import SetupBudget
+from agentk.core.records.events import EventLog
 from agentk.core.maps import WIDE_MAP_COLUMNS, read_map, write_map
 from agentk.core.readers import read_table, table_columns
-from agentk.core.record_bounds import read_csv_header
-from agentk.core.workspace import Workspace
+from agentk.core.reading.record_bounds import read_csv_header
+from agentk.core.records.workspace import Workspace
 from agentk.sources import load_competition
 from agentk.sources.common import write_csv_exact
 from setup_pipeline.deadline import Deadline, SetupDeadline, setup_deadline_s

@@ -19,7 +19,7 @@ from agentk.core.errors import SourceError
 from agentk.core import readers
 from agentk.core.maps import WIDE_MAP_COLUMNS, write_text_csv
 from agentk.core.readers import UnreadableTable, read_csv_text
-from agentk.core.markdown import headings
+from agentk.core.reading.markdown import headings
 from agentk.core.metrics import get_metric
 from agentk.sources.base import GradingFacts
 
