@@ -14,6 +14,7 @@ import pandas as pd
 
 from agentk.core.artifacts import SetupLayout
 from agentk.core.config import Device, Fusion, SolveSettings, WarmStart
+from solve_pipeline.choice_rule import DEFAULT_RULE, RuleName
 from solve_pipeline.cv import CVContext, Predictions, emit, normalise_proba
 from solve_pipeline.dataset import BIG_FOLDS
 from solve_pipeline.features import build_features
@@ -53,6 +54,8 @@ class SolveOptions:
     # Ask the runner's LLM at the decision points (llm_loop.py); off: the expert's schedule alone.
     llm_solve: bool = False  # the runner resolved config.json's unset value before the solver started
     image_backbone: str | None = _DEFAULTS.image_backbone  # the user's own image model (a folder or repo id)
+    # How the submission is chosen among candidates (choice_rule.py): the best CV, or within noise.
+    choice: RuleName = DEFAULT_RULE
 
 
 
