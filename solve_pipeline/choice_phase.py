@@ -17,7 +17,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
-from solve_pipeline.choice_rule import Evidence, Kind, within_noise
+from solve_pipeline.choice_rule import MIN_FOLDS, Evidence, Kind, within_noise
 from solve_pipeline.cv import Predictions, emit, score_outputs
 
 if TYPE_CHECKING:
@@ -32,9 +32,22 @@ def family_of(name: str) -> str:
 
 
 def collects(solver: Solver) -> bool:
-    """Whether this solve gathers evidence for the rule: a full solve of one target on data small
-    enough to keep every candidate's predictions (on a big table noise is small and memory dear)."""
-    return not solver.options.light and not solver.ctx.features.big and len(solver.ctx.targets) == 1
+    """Whether this solve gathers evidence for the rule (see `_unjudged`)."""
+    return _unjudged(solver) is None
+
+
+def _unjudged(solver: Solver) -> str | None:
+    """Why the rule cannot judge this solve: a light solve, several targets, a big table (noise is
+    small there and every candidate's predictions dear to keep), or too few folds; None when it can."""
+    if solver.options.light:
+        return "a light solve"
+    if len(solver.ctx.targets) != 1:
+        return "several targets: the best is adopted target by target"
+    if solver.ctx.features.big:
+        return "a big table: noise is small and every candidate's predictions dear to keep"
+    if len(solver.ctx.folds) < MIN_FOLDS:
+        return f"{len(solver.ctx.folds)} folds are too few to judge noise"
+    return None
 
 
 def record(solver: Solver, name: str, predictions: dict[str, Predictions], score: float, kind: Kind,
@@ -53,8 +66,9 @@ def record(solver: Solver, name: str, predictions: dict[str, Predictions], score
 def choose(solver: Solver) -> dict[str, Any]:
     """Apply the solve's rule; the record of what decided, the margins and the evidence."""
     rule = solver.options.choice
-    if not collects(solver):
-        return {"skipped": "light solve, several targets or a big table: the best CV stands", "rule": "max_cv"}
+    unjudged = _unjudged(solver)
+    if unjudged is not None:
+        return {"skipped": f"{unjudged}: the best CV stands", "rule": "max_cv"}
     if solver.state.kept is not None:
         return {"skipped": "an earlier solve's submission still beats this one", "rule": "max_cv"}
     evidence = list(solver.evidence.values())

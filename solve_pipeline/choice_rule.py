@@ -29,6 +29,8 @@ DEFAULT_RULE: RuleName = "within_noise"
 # A candidate is within noise when the leader's paired mean gain, less its search's extra optimism,
 # is at most this many standard errors of the paired differences (the one-standard-error rule).
 Z = 1.0
+# Fewer folds give a standard error of one or no degree of freedom: too crude to call anything noise.
+MIN_FOLDS = 3
 Kind = Literal["model", "tuned", "bag", "blend", "constant", "other"]
 
 
@@ -108,7 +110,7 @@ def leader_of(evidence: list[Evidence], higher: bool) -> Evidence | None:
 def margin(leader: Evidence, other: Evidence, higher: bool, z: float = Z) -> Margin | None:
     """`other` against `leader` on paired fold differences; None when their folds do not pair."""
     a, b = np.asarray(leader.fold_scores, dtype=float), np.asarray(other.fold_scores, dtype=float)
-    if len(a) < 2 or len(a) != len(b) or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+    if len(a) < MIN_FOLDS or len(a) != len(b) or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         return None
     diff = (a - b) if higher else (b - a)  # > 0: the leader scores better on that fold
     gain = float(diff.mean())
@@ -135,7 +137,7 @@ def within_noise(evidence: list[Evidence], higher: bool, z: float = Z, blend_fir
     pool = [leader] + [e for e in evidence if e.name in near]
     chosen = min(pool, key=lambda e: _preference(e, higher, blend_first))
     if chosen is leader:
-        reason = "no simpler candidate or blend is within noise of the best CV" if near else \
+        reason = f"the best CV is also the rule's first preference among the {len(near) + 1} within noise" if near else \
             "no other candidate is within noise of the best CV"
         return Choice("max_cv", leader.name, leader.name, reason, margins)
     m = next(m for m in margins if m.name == chosen.name)
