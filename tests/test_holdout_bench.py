@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -80,3 +82,10 @@ def test_lower_is_better_orients_the_difference() -> None:
     rows = {r["rule"]: r for r in summarise([record])}
     assert picks(record)["max_cv"] == "lightgbm_tuned" and picks(record)["within_noise"] == "random_forest"
     assert rows["within_noise"]["vs_max_cv"] == pytest.approx(0.1)
+
+
+def test_holdout_repeats_refuse_splits_seeds_and_rivals(tmp_path: Path) -> None:
+    completed = subprocess.run([sys.executable, "-m", "agentk.cli", "bench", str(tmp_path), "--holdout-repeats", "2",
+                                "--splits", "2", "-w", str(tmp_path / "ws")],
+                               capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[1])
+    assert completed.returncode != 0 and "--holdout-repeats makes its own splits" in completed.stdout + completed.stderr
