@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from solve_pipeline.solve_state import Solver
 
 _SUFFIXES = re.compile(r"(_tuned)?(_bag\d+)?$")
+# The candidates' predictions kept for the rule stop here (wide class probabilities on many rows):
+# later candidates are then not weighed, and the record says how many were left out.
+POOL_MAX_BYTES = 1 << 30
 
 
 def family_of(name: str) -> str:
@@ -55,12 +58,16 @@ def record(solver: Solver, name: str, predictions: dict[str, Predictions], score
     """Keep a considered candidate's evidence (its score on each of the solve's folds) and predictions."""
     if not collects(solver) or not math.isfinite(score):
         return
+    size = sum(p.oof.nbytes + (p.test.nbytes if p.test is not None else 0) for p in predictions.values())
+    if sum(solver.pool_bytes.values()) + size - solver.pool_bytes.get(name, 0) > POOL_MAX_BYTES:
+        solver.unweighed.append(name)
+        return
     ctx = solver.ctx
     decoders = {t: p.decoder for t, p in predictions.items()}
     folds = tuple(score_outputs(ctx, rows, {t: p.oof[rows] for t, p in predictions.items()}, decoders)
                   for _, rows in ctx.folds)
     solver.evidence[name] = Evidence(name, score, folds, kind, configs, families or (family_of(name),))
-    solver.pool[name] = dict(predictions)
+    solver.pool[name], solver.pool_bytes[name] = dict(predictions), size
 
 
 def choose(solver: Solver) -> dict[str, Any]:
@@ -78,6 +85,8 @@ def choose(solver: Solver) -> dict[str, Any]:
         return {"skipped": f"the best so far ({', '.join(sorted(best))}) is not a candidate the rule can weigh",
                 "rule": "max_cv", "evidence": [e.to_json() for e in evidence]}
     report: dict[str, Any] = {**decision.to_json(), "applied": rule, "evidence": [e.to_json() for e in evidence]}
+    if solver.unweighed:
+        report["unweighed"] = {"models": solver.unweighed, "why": f"their predictions would pass {POOL_MAX_BYTES >> 20} MB"}
     if decision.rule == "within_noise" and rule != "within_noise":
         report.update(rule="max_cv", would_choose=decision.chosen, chosen=decision.leader,
                       reason=f"the solve's rule is {rule}; within_noise would choose {decision.chosen}: {decision.reason}")

@@ -83,6 +83,8 @@ class Solver:
         # and the configurations each tuned run's search tried (by run name).
         self.evidence: dict[str, Evidence] = {}
         self.pool: dict[str, dict[str, Predictions]] = {}
+        self.pool_bytes: dict[str, int] = {}
+        self.unweighed: list[str] = []  # candidates left out of the rule: the pool was full
         self.searched: dict[str, int] = {}
         warm = options.warm_start if not options.light else None
         self.warm, self.warm_report = warm, (WarmReport(sources=list(warm.sources)) if warm is not None else None)
