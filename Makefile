@@ -23,7 +23,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q --no-deps "hebo==0.3.6"
 	touch $(STAMP)
 
-# Generated code runs inside bubblewrap (agentk/core/isolation.py): Debian's package, installed here when
+# Generated code runs inside bubblewrap (agentk/core/sandbox/isolation.py): Debian's package, installed here when
 # we may (root with apt); otherwise the run says, loudly, that it has no sandbox.
 sandbox:
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \

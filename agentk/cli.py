@@ -11,12 +11,12 @@ import typer
 from rich.table import Table
 
 from agentk.cli_common import choice, console, fail, fmt, given, guard
-from agentk.core.config import Device, Fusion, PolicyName, RunConfig, SolveSettings, deep_merge, default_of
+from agentk.core.records.config import Device, Fusion, PolicyName, RunConfig, SolveSettings, deep_merge, default_of
 from agentk.core.errors import AgentKError
-from agentk.core.workspace import Workspace
+from agentk.core.records.workspace import Workspace
 
 if TYPE_CHECKING:
-    from agentk.core.results import RunResult
+    from agentk.core.records.results import RunResult
 
 # Each command imports what it runs inside its body: the runner, grader and bench pull in pandas
 # and scipy (about 2.5 s on 2 cores), which `agentk --help` and a mistyped flag should not wait for.
@@ -163,7 +163,7 @@ def submit(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Submit a locally validated file to Kaggle, wait for its score and place it on the leaderboard."""
-    from agentk.core.workspace_lock import workspace_lock
+    from agentk.core.records.workspace_lock import workspace_lock
     from agentk.kaggle.reference import parse_competition_reference
     from agentk.publish import submit_run
 
@@ -197,7 +197,7 @@ def leaderboard(
 ) -> None:
     """Download the public leaderboard and place a score on it (rank, percentile, medal)."""
     from agentk.core.metrics.direction import Direction
-    from agentk.core.results import RunResult
+    from agentk.core.records.results import RunResult
     from agentk.grading import leaderboard_position
     from agentk.kaggle.client import KaggleClient
     from agentk.kaggle.reference import parse_competition_reference
@@ -376,8 +376,8 @@ def report(
 def _report_kind(path: Path) -> str:
     """bench: the folder holds a bench's bench.json, or is named campaign-bench and holds campaign
     folders; campaign: its state.json lists tasks (a run's never does); else a run."""
-    from agentk.core.campaign_record import BENCH_DIR, BENCH_JSON
-    from agentk.core.workspace import read_json_object
+    from agentk.core.records.campaign_record import BENCH_DIR, BENCH_JSON
+    from agentk.core.records.workspace import read_json_object
 
     def is_campaign(folder: Path) -> bool:
         return "tasks" in read_json_object(folder / "state.json")

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from agentk.core.artifacts import SetupLayout
 from agentk.core.errors import AgentKError
 from agentk.core.metrics.direction import Direction
-from agentk.core.results import RunResult, SolveResult
-from agentk.core.workspace import Workspace, read_json_object
+from agentk.core.records.results import RunResult, SolveResult
+from agentk.core.records.workspace import Workspace, read_json_object
 from agentk.grading import leaderboard_position
 from agentk.kaggle.client import KaggleClient
 from agentk.kaggle.errors import DailyLimitReached, DuplicateSubmission
@@ -27,8 +27,8 @@ from agentk.kaggle.submit import (
 from unit_tests_setup.submission_rules import validate_against_setup
 
 if TYPE_CHECKING:
-    from agentk.core.config import RunConfig
-    from agentk.core.events import EventLog
+    from agentk.core.records.config import RunConfig
+    from agentk.core.records.events import EventLog
 
 
 def ledger_for(workspace: Workspace) -> SubmissionLedger:

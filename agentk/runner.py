@@ -15,16 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from agentk.core.artifacts import SetupLayout
-from agentk.core.config import CONFIG_FILE, Device, PolicyName, RunConfig
-from agentk.core.disk_quota import quota_mb
+from agentk.core.records.config import CONFIG_FILE, Device, PolicyName, RunConfig
+from agentk.core.sandbox.disk_quota import quota_mb
 from agentk.core.errors import AgentKError, SolveFailed
-from agentk.core.events import EventLog
-from agentk.core.isolation import Mounts, gpu_device_files, isolation_status
+from agentk.core.records.events import EventLog
+from agentk.core.sandbox.isolation import Mounts, gpu_device_files, isolation_status
 from agentk.core.local_image_models import solver_env, solver_mounts
-from agentk.core.results import LeaderboardPlace, MetaRecord, RunResult, SolveResult, StageRecord, run_direction
-from agentk.core.sandbox import Limits, data_room_mb, run_python
-from agentk.core.workspace import RunState, Workspace, atomic_write_json, read_json_object, workspace_for
-from agentk.core.workspace_lock import workspace_lock
+from agentk.core.records.results import LeaderboardPlace, MetaRecord, RunResult, SolveResult, StageRecord, run_direction
+from agentk.core.sandbox.sandbox import Limits, data_room_mb, run_python
+from agentk.core.records.workspace import RunState, Workspace, atomic_write_json, read_json_object, workspace_for
+from agentk.core.records.workspace_lock import workspace_lock
 from agentk.grading import LeaderboardPosition, grade_run
 from agentk.llm import LLMConfig, make_client
 from agentk.llm.config import llm_configured

@@ -20,10 +20,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentk.core.config import RunConfig
-from agentk.core.events import EventLog
-from agentk.core.results import SolveResult
-from agentk.core.solve_decisions import (
+from agentk.core.records.config import RunConfig
+from agentk.core.records.events import EventLog
+from agentk.core.records.results import SolveResult
+from agentk.core.records.solve_decisions import (
     ACTIONS,
     DecisionReply,
     DecisionRequest,
@@ -32,7 +32,7 @@ from agentk.core.solve_decisions import (
     reply_path,
     request_path,
 )
-from agentk.core.workspace import atomic_write_json
+from agentk.core.records.workspace import atomic_write_json
 from agentk.llm import LLMClient, LLMConfig, LLMError, MalformedJSON, NoCodeInReply, make_client, system, user
 from agentk.llm.parsing import extract_code, extract_json
 from curriculum.feature_memory import remember_features, similar_features, task_text

@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agentk.core.secrets import redact
-from agentk.core.workspace import json_lines
+from agentk.core.records.workspace import json_lines
 from curriculum.lance import connect, sql_literal
 from curriculum.embedding import Embedder, MiniLMEmbedder
 

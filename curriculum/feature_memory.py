@@ -1,7 +1,7 @@
 """Feature code that earned its place, kept in the experience memory for later, similar tasks.
 
 The LLM solve policy keeps a feature block only when it improves the best family's CV beyond noise
-(solve_pipeline/feature_trial.py). Such a block is stored as an experience of its own stage
+(solve_pipeline/llm/feature_trial.py). Such a block is stored as an experience of its own stage
 (`solve_feature`), found again by the task's shape in words (metric, targets, columns and their
 types), and offered in a later task's solve prompt with the gain it had.
 """

@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from agentk.core.markdown import headings
-from agentk.core.results import SolvedSummary
+from agentk.core.reading.markdown import headings
+from agentk.core.records.results import SolvedSummary
 from curriculum.lance import connect, sql_literal
 from curriculum.embedding import Embedder, MiniLMEmbedder
 

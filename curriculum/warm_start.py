@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentk.core.config import WarmStart
+from agentk.core.records.config import WarmStart
 from curriculum.task_memory import MemoryEntry
 
 

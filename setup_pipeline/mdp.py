@@ -13,14 +13,14 @@ import time
 from typing import Callable
 
 from agentk.core.artifacts import SetupLayout
-from agentk.core.config import SetupBudget
-from agentk.core.disk_quota import quota_mb
+from agentk.core.records.config import SetupBudget
+from agentk.core.sandbox.disk_quota import quota_mb
 from agentk.core.errors import SetupFailed
-from agentk.core.events import EventLog
-from agentk.core.isolation import Mounts
-from agentk.core.sandbox import Limits, run_python
+from agentk.core.records.events import EventLog
+from agentk.core.sandbox.isolation import Mounts
+from agentk.core.sandbox.sandbox import Limits, run_python
 from agentk.core.secrets import redact, redact_obj
-from agentk.core.workspace import RunState, Workspace, atomic_write_text
+from agentk.core.records.workspace import RunState, Workspace, atomic_write_text
 from setup_pipeline.policy import Decline, Fill, Policy, StageContext, Verdict
 from setup_pipeline.stages import MetaCheckSpec, StageSpec, build_sequence
 from unit_tests_setup.context import CheckContext

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, Union
 
-from agentk.core.workspace import Workspace
+from agentk.core.records.workspace import Workspace
 
 if TYPE_CHECKING:
     from setup_pipeline.stages import StageSpec

@@ -33,19 +33,21 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
-from agentk.core.config import Device, Fusion, saved_config
-from agentk.core.results import SolveResult
-from agentk.core.workspace import atomic_write_json
-from solve_pipeline import blend_phase, choice_phase, decode_phase, device, finetune_phase, llm_loop
-from solve_pipeline.choice_rule import DEFAULT_RULE, RULES
-from solve_pipeline.cv import emit
-from solve_pipeline.join_selection import select_joins
-from solve_pipeline.outputs import clear_candidates, ranked_candidates
+from agentk.core.records.config import Device, Fusion, saved_config
+from agentk.core.records.results import SolveResult
+from agentk.core.records.workspace import atomic_write_json
+from solve_pipeline.phases import blend_phase, choice_phase, decode_phase, finetune_phase
+from solve_pipeline.networks import device
+from solve_pipeline.llm import llm_loop
+from solve_pipeline.base.choice_rule import DEFAULT_RULE, RULES
+from solve_pipeline.base.cv import emit
+from solve_pipeline.inputs.join_selection import select_joins
+from solve_pipeline.phases.outputs import clear_candidates, ranked_candidates
 from solve_pipeline.pixels.solve import picture_target, solve_pictures
-from solve_pipeline.solve_inputs import SolveOptions, prepare, read_plan
-from solve_pipeline.solve_state import Solver
+from solve_pipeline.inputs.solve_inputs import SolveOptions, prepare, read_plan
+from solve_pipeline.phases.solve_state import Solver
 from solve_pipeline.text_to_text.solve import solve_texts, text_target
-from solve_pipeline.warm_start import ignore_configs
+from solve_pipeline.race.warm_start import ignore_configs
 
 
 def solve(options: SolveOptions) -> dict:
@@ -61,7 +63,7 @@ def solve(options: SolveOptions) -> dict:
     device.configure(options.device, say=lambda line: emit("device", message=line))
     artifacts, ctx, n_total, validation = prepare(options)
     if options.image_backbone is not None and ctx.features.image_paths_train is not None:
-        from solve_pipeline import image_backbones_local  # lazy: torch, which a tabular solve never loads
+        from solve_pipeline.images import image_backbones_local  # lazy: torch, which a tabular solve never loads
 
         image_backbones_local.configure(options.image_backbone, prewarm=True)
     out = options.out or artifacts.workspace / "submissions" / "submission.csv"
@@ -163,7 +165,7 @@ def solve(options: SolveOptions) -> dict:
 def _image_backbone_summary() -> dict[str, Any] | None:
     """What the user's own image models did, where images were embedded (only then is the module
     loaded: a tabular solve never imports torch)."""
-    local = sys.modules.get("solve_pipeline.image_backbones_local")
+    local = sys.modules.get("solve_pipeline.images.image_backbones_local")
     return None if local is None else local.summary()
 
 

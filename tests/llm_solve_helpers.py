@@ -13,9 +13,9 @@ import pandas as pd
 from llm_server import Reply, ScriptedLLMServer
 from solver_workspaces import ACCURACY_METRIC, LABEL_FORMAT, PYTHON, REPO, write_workspace
 
-from agentk.core.config import CONFIG_FILE, RunConfig, SolveSettings
-from agentk.core.events import EventLog
-from agentk.core.solve_decisions import DecisionRequest, request_path
+from agentk.core.records.config import CONFIG_FILE, RunConfig, SolveSettings
+from agentk.core.records.events import EventLog
+from agentk.core.records.solve_decisions import DecisionRequest, request_path
 from agentk.llm import LLMConfig, make_client
 from agentk.solve_advisor import SolveAdvisor
 

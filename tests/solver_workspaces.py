@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
-from solve_pipeline.setup_modules import load_setup_module
-from solve_pipeline.submission_check import validate_submission
+from solve_pipeline.base.setup_modules import load_setup_module
+from solve_pipeline.base.submission_check import validate_submission
 
 COMPETITIONS = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 REPO = Path(__file__).resolve().parents[1]

@@ -13,7 +13,7 @@ from agentk.core.artifacts import SetupLayout
 from agentk.core.maps import MapError, read_map, write_map
 from agentk.core.metrics import Direction
 from agentk.core.predictions import TargetSpec, prediction_frame
-from agentk.core.results import RunResult, SolveResult, run_direction
+from agentk.core.records.results import RunResult, SolveResult, run_direction
 
 
 def test_layout_names_the_setup_files(tmp_path: Path) -> None:

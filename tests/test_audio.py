@@ -20,7 +20,7 @@ from audio_competition import (KINDS, chirp, kind_clip, make_class_folder_compet
 from setup_pipeline.expert.codegen import audio_map, target_map
 from setup_pipeline.expert.inspect import inspect_competition
 from setup_pipeline.perception.catalogue import build_catalogue
-from solve_pipeline.audio_features import (BAND_STATS, MEL_BANDS, audio_blocks, band_centres, clip_features,
+from solve_pipeline.sound.audio_features import (BAND_STATS, MEL_BANDS, audio_blocks, band_centres, clip_features,
                                            feature_names)
 from test_end_to_end import Run, assert_solved, run_agentk, run_cli
 from unit_tests_setup.context import CheckContext
@@ -200,7 +200,7 @@ def test_a_flat_folder_beside_a_labels_table(tmp_path: Path) -> None:
 
 
 def test_the_audio_map_check_wants_existing_sound_files(tmp_path: Path) -> None:
-    from agentk.core.workspace import Workspace
+    from agentk.core.records.workspace import Workspace
 
     workspace = Workspace(tmp_path / "ws")
     workspace.setup.mkdir(parents=True)

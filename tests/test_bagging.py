@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from solve_pipeline.bagging import Bag
-from solve_pipeline.baseline_models import constant_candidate
-from solve_pipeline.cv import CandidateRun
+from solve_pipeline.race.bagging import Bag
+from solve_pipeline.base.baseline_models import constant_candidate
+from solve_pipeline.base.cv import CandidateRun
 
 
 def _run(name: str, oof: float, test: float) -> CandidateRun:

@@ -16,11 +16,11 @@ from bs4 import BeautifulSoup
 from test_campaign_bench import T0, attempt, saved, warm_and_cold
 
 from agentk.bench.campaign_bench import warm_vs_cold
-from agentk.core.campaign_record import COLD, CampaignBench, figure14
+from agentk.core.records.campaign_record import COLD, CampaignBench, figure14
 from agentk.campaign.state import CampaignState, TaskState, TaskStatus
-from agentk.core.campaign_record import BENCH_DIR, BENCH_JSON
+from agentk.core.records.campaign_record import BENCH_DIR, BENCH_JSON
 from agentk.core.errors import AgentKError
-from agentk.core.workspace import atomic_write_json
+from agentk.core.records.workspace import atomic_write_json
 from agentk.report import campaign_figures
 from agentk.report.bench_report import bench_context, write_bench_report
 from agentk.report.campaign_report import write_campaign_report

@@ -21,10 +21,10 @@ from agentk.bench.rivals.common import NOT_INSTALLED, NOT_TABULAR, SystemResult,
 from agentk.bench.rivals.memory import PeakRss
 from agentk.core.errors import AgentKError
 from agentk.grading import grade_file
-from agentk.core.isolation import Mounts
-from agentk.core.sandbox import run_python
+from agentk.core.sandbox.isolation import Mounts
+from agentk.core.sandbox.sandbox import run_python
 from agentk.sources import load_competition
-from agentk.core.workspace import Workspace
+from agentk.core.records.workspace import Workspace
 
 pytestmark = pytest.mark.integration
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import solve_pipeline.blending as blending
-from solve_pipeline.blending import Solution, blend
-from solve_pipeline.folds import make_folds
+import solve_pipeline.blend.blending as blending
+from solve_pipeline.blend.blending import Solution, blend
+from solve_pipeline.base.folds import make_folds
 
 
 def _rmse(y: np.ndarray, pred: np.ndarray) -> float:

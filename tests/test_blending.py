@@ -22,7 +22,7 @@ from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from solve_pipeline.blending import Solution, blend, fit_weights
+from solve_pipeline.blend.blending import Solution, blend, fit_weights
 
 pytestmark = pytest.mark.integration
 
@@ -156,7 +156,7 @@ def test_mismatched_shapes_rejected(cancer) -> None:
 
 def test_blender_is_scored_out_of_fold() -> None:
     """On pure noise an in-sample MLP looks good; the nested score must stay near chance."""
-    from solve_pipeline.stackers import MLPBlender, stack_features
+    from solve_pipeline.blend.stackers import MLPBlender, stack_features
 
     rng = np.random.default_rng(1)
     y = rng.integers(0, 2, size=150)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from agentk.core.metrics.functions import class_log_loss, log_loss
-from solve_pipeline import blending
-from solve_pipeline.blending import Solution, blend
-from solve_pipeline.folds import make_folds
+from solve_pipeline.blend import blending
+from solve_pipeline.blend.blending import Solution, blend
+from solve_pipeline.base.folds import make_folds
 
 
 RNG = np.random.default_rng(0)

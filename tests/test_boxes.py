@@ -26,7 +26,7 @@ from box_competition import make_box_cell_competition, make_box_columns_competit
 from setup_pipeline.expert.inspect import inspect_competition
 from solve_pipeline.pixels.boxes import SHRINK, BoxPost, BoxScorer, search
 from solve_pipeline.pixels.scale import factor, reduced, resampled
-from solve_pipeline.submission_check import validate_submission
+from solve_pipeline.base.submission_check import validate_submission
 
 AGENTK = [sys.executable, "-m", "agentk.cli"]
 

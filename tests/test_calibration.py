@@ -7,8 +7,8 @@ import pytest
 from sklearn.metrics import accuracy_score, log_loss
 
 from agentk.core.metrics.direction import Direction
-from solve_pipeline.calibration import calibrate_target, cross_fitted, fit_temperature, tempered
-from solve_pipeline.folds import make_folds
+from solve_pipeline.race.calibration import calibrate_target, cross_fitted, fit_temperature, tempered
+from solve_pipeline.base.folds import make_folds
 
 
 def _timid(n: int = 600, k: int = 4, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

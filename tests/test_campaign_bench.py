@@ -14,11 +14,11 @@ import pytest
 from rich.console import Console
 
 from agentk.bench.campaign_bench import parse_orders, render_figure14, render_warm_cold, warm_vs_cold
-from agentk.core.campaign_record import BENCH_JSON, CampaignBench, figure14, figure14_row, success_area, success_curves
+from agentk.core.records.campaign_record import BENCH_JSON, CampaignBench, figure14, figure14_row, success_area, success_curves
 from agentk.campaign.state import CampaignFolder, CampaignState, TaskAttempt, TaskState, TaskStatus
 from agentk.core.errors import AgentKError
-from agentk.core.results import SolveResult
-from agentk.core.workspace import atomic_write_json
+from agentk.core.records.results import SolveResult
+from agentk.core.records.workspace import atomic_write_json
 from agentk.sources.demo import make_demo_competition
 from curriculum.selection import Order
 

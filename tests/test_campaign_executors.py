@@ -21,9 +21,9 @@ from agentk.campaign.executors import (
     available_cores,
     run_task,
 )
-from agentk.core.config import RunConfig, WarmStart
+from agentk.core.records.config import RunConfig, WarmStart
 from agentk.core.errors import AgentKError
-from agentk.core.workspace_lock import LOCK_NAME, workspace_lock
+from agentk.core.records.workspace_lock import LOCK_NAME, workspace_lock
 from agentk.sources import load_competition
 from agentk.sources.demo import make_demo_competition
 

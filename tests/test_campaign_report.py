@@ -17,9 +17,9 @@ from agentk.campaign.driver import CampaignDriver
 from agentk.campaign.options import CampaignOptions
 from agentk.campaign.state import CampaignFolder, CampaignState, TaskAttempt, TaskState, TaskStatus
 from agentk.campaign.status import render_status
-from agentk.core.events import EventLog
-from agentk.core.results import MetaRecord, RunResult, SolveResult, StageRecord
-from agentk.core.workspace import atomic_write_json
+from agentk.core.records.events import EventLog
+from agentk.core.records.results import MetaRecord, RunResult, SolveResult, StageRecord
+from agentk.core.records.workspace import atomic_write_json
 from agentk.report import campaign_data
 from agentk.report.campaign_data import (
     order_curves,

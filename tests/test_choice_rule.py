@@ -4,7 +4,7 @@ with the search's optimism charged to the tuned."""
 
 from __future__ import annotations
 
-from solve_pipeline.choice_rule import (
+from solve_pipeline.base.choice_rule import (
     Evidence,
     best_single_family,
     expected_max,

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from solver_workspaces import run_solver, titanic_workspace
 
-from agentk.core.results import SolveResult
+from agentk.core.records.results import SolveResult
 from agentk.report.run_selection import read_selection
-from solve_pipeline.choice_rule import Evidence, leader_of, within_noise
+from solve_pipeline.base.choice_rule import Evidence, leader_of, within_noise
 
 pytestmark = pytest.mark.integration
 

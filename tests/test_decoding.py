@@ -14,7 +14,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score
 from sklearn.model_selection import cross_val_predict
 
-from solve_pipeline.decoding import ARGMAX, Decoder, choose_decoder, numeric_classes
+from solve_pipeline.base.decoding import ARGMAX, Decoder, choose_decoder, numeric_classes
 
 pytestmark = pytest.mark.integration
 

@@ -10,9 +10,9 @@ import torch
 from typer.testing import CliRunner
 
 from agentk.cli import app
-from agentk.core.config import Device, RunConfig
-from agentk.core.isolation import Mounts, bwrap_argv, gpu_device_files
-from solve_pipeline import device
+from agentk.core.records.config import Device, RunConfig
+from agentk.core.sandbox.isolation import Mounts, bwrap_argv, gpu_device_files
+from solve_pipeline.networks import device
 
 needs_no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without a GPU")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentk.sources import load_competition
-from agentk.core.workspace import Workspace
+from agentk.core.records.workspace import Workspace
 from curriculum.experience import (
     Experience,
     ExperienceStore,

@@ -12,14 +12,14 @@ import pandas as pd
 import pytest
 from sklearn.metrics import accuracy_score, log_loss
 
-from solve_pipeline.baseline_models import ConstantModel, ModelOptions
-from solve_pipeline.families import (
+from solve_pipeline.base.baseline_models import ConstantModel, ModelOptions
+from solve_pipeline.tables.families import (
     CatBoostModel,
     ExtraTreesModel,
     RandomForestModel,
 )
-from solve_pipeline.registry import CATBOOST_SPACE
-from solve_pipeline.setup_modules import TargetSpec
+from solve_pipeline.race.registry import CATBOOST_SPACE
+from solve_pipeline.base.setup_modules import TargetSpec
 
 pytestmark = pytest.mark.integration
 

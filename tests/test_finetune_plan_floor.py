@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solve_pipeline import text_finetune
-from solve_pipeline.dataset import FeatureSet
-from solve_pipeline.finetune_plan import finetune_options
+from solve_pipeline.texts import text_finetune
+from solve_pipeline.base.dataset import FeatureSet
+from solve_pipeline.phases.finetune_plan import finetune_options
 
 
 def _texts(n: int) -> FeatureSet:
@@ -65,8 +65,8 @@ def test_cpu_fine_tuning_is_planned_with_room_to_spare(monkeypatch: pytest.Monke
 def test_text_promise_is_the_frozen_familys_share_of_the_leaders_gain() -> None:
     from types import SimpleNamespace
 
-    from solve_pipeline.automl import RaceEntry, RaceOutcome
-    from solve_pipeline.finetune_phase import text_promise
+    from solve_pipeline.race.automl import RaceEntry, RaceOutcome
+    from solve_pipeline.phases.finetune_phase import text_promise
 
     def solver(higher: bool, constant: float, images: object = None) -> SimpleNamespace:
         features = SimpleNamespace(image_paths_train=images)

@@ -16,8 +16,8 @@ import pytest
 from agentk.core.series import SeriesShape
 from forecast_competition import baseline_scores, make_forecast_competition, make_series
 from setup_pipeline.perception.series import find_series
-from solve_pipeline.forecast_features import PREFIX, forecast_block, level_columns
-from solve_pipeline.target_scale import Log1pTarget
+from solve_pipeline.inputs.forecast_features import PREFIX, forecast_block, level_columns
+from solve_pipeline.tables.target_scale import Log1pTarget
 
 AGENTK = [sys.executable, "-m", "agentk.cli"]
 

@@ -17,13 +17,13 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics import accuracy_score, log_loss
 
 from curriculum.embedding import MINILM_DIM
-from solve_pipeline.baseline_models import ConstantModel, ModelOptions
-from solve_pipeline.dataset import CATEGORY, NUMERIC, FeatureSet
-from solve_pipeline.fusion import FusionModel
-from solve_pipeline.fusion_defaults import FUSION_DEFAULTS
-from solve_pipeline.fusion_inputs import ModalityBlocks, fusion_matrices
-from solve_pipeline.registry import FUSION_SPACE, NN_SPACE, family_candidate
-from solve_pipeline.setup_modules import TargetSpec
+from solve_pipeline.base.baseline_models import ConstantModel, ModelOptions
+from solve_pipeline.base.dataset import CATEGORY, NUMERIC, FeatureSet
+from solve_pipeline.fusion.fusion import FusionModel
+from solve_pipeline.fusion.fusion_defaults import FUSION_DEFAULTS
+from solve_pipeline.fusion.fusion_inputs import ModalityBlocks, fusion_matrices
+from solve_pipeline.race.registry import FUSION_SPACE, NN_SPACE, family_candidate
+from solve_pipeline.base.setup_modules import TargetSpec
 
 pytestmark = pytest.mark.integration
 

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 
-from solve_pipeline.hebo_tool import (
+from solve_pipeline.race.hebo_tool import (
     HeboConfig,
     SearchParam,
     Trial,
     hebo_missing,
     tune,
 )
-from solve_pipeline.registry import NN_SPACE
+from solve_pipeline.race.registry import NN_SPACE
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ from scipy.stats import t
 from agentk.bench.holdout import ORACLE, Repeat, picks, summarise
 from agentk.bench.rivals.splits import split_source
 from agentk.sources import load_competition
-from solve_pipeline.choice_rule import Evidence
+from solve_pipeline.base.choice_rule import Evidence
 
 TOML = """[competition]
 id = "tiny"

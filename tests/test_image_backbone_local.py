@@ -17,11 +17,11 @@ import pandas as pd
 import pytest
 import torch
 
-from agentk.core.config import RunConfig
+from agentk.core.records.config import RunConfig
 from agentk.core.local_image_models import PUBLISHED_TOP1, named_setting
 from helpers import monkey_photos
-from solve_pipeline import image_backbones_local as local
-from solve_pipeline.image_embedding import embed_images, plan_embedding
+from solve_pipeline.images import image_backbones_local as local
+from solve_pipeline.images.image_embedding import embed_images, plan_embedding
 from solve_pipeline.solver import parse_args
 
 pytestmark = pytest.mark.integration
@@ -95,7 +95,7 @@ def test_a_named_model_is_priced_by_its_own_probe_and_embeds_photos_with_its_nor
     # image normalised by hand (the pooler was trained: a base model's checkpoint holds it).
     from transformers import ViTModel
 
-    from solve_pipeline.image_embedding import load_rgb
+    from solve_pipeline.images.image_embedding import load_rgb
 
     rgb = torch.from_numpy(np.stack([load_rgb(p, 64) for p in paths[:2]]))  # type: ignore[misc]
     by_hand = (rgb - torch.tensor(MEAN).view(1, 3, 1, 1)) / torch.tensor(STD).view(1, 3, 1, 1)

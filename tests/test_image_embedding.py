@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from solve_pipeline import image_embedding
-from solve_pipeline.features import build_features
-from solve_pipeline.image_backbones import available_backbones, cheapest, torchvision_usable
-from solve_pipeline.image_embedding import (
+from solve_pipeline.images import image_embedding
+from solve_pipeline.inputs.features import build_features
+from solve_pipeline.images.image_backbones import available_backbones, cheapest, torchvision_usable
+from solve_pipeline.images.image_embedding import (
     ImagePlan, TooSlow, embed_images, load_rgb, native_px, partial_plan, plan_embedding, split_head,
 )
-from solve_pipeline.pretrained_features import _priority, pretrained_features, pretrained_matrices
-from solve_pipeline.setup_modules import SetupArtifacts
+from solve_pipeline.fusion.pretrained_features import _priority, pretrained_features, pretrained_matrices
+from solve_pipeline.base.setup_modules import SetupArtifacts
 from helpers import monkey_photos
 from solver_workspaces import shapes_workspace
 

@@ -23,8 +23,8 @@ from agentk.sources import load_competition
 from picture_files import blob, make_dicom_competition, make_stacked_competition, write_dicom
 from setup_pipeline.expert.inspect import inspect_competition
 from setup_pipeline.perception.catalogue import build_catalogue
-from solve_pipeline.image_embedding import load_rgb, native_px
-from solve_pipeline.image_features import _load_image
+from solve_pipeline.images.image_embedding import load_rgb, native_px
+from solve_pipeline.images.image_features import _load_image
 
 
 def ramp(h: int = 16, w: int = 20) -> np.ndarray:
@@ -233,7 +233,7 @@ def test_dicom_named_by_its_uid_alone_is_found_by_content(tmp_path: Path) -> Non
     """No extension, and a name whose last dot is no extension: the layout, the generated test map
     and the map's check all find the pictures by content."""
     from agentk.core.artifacts import SetupLayout
-    from agentk.core.workspace import Workspace
+    from agentk.core.records.workspace import Workspace
     from setup_pipeline.expert import codegen
     from setup_pipeline.stages import _map_stage
     from unit_tests_setup.stage_checks import _image_path_problems

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 import torch
 
-from solve_pipeline import image_maps
-from solve_pipeline.baseline_models import ConstantModel, ModelOptions
-from solve_pipeline.dataset import FeatureSet
-from solve_pipeline.image_backbones import available_backbones, cheapest
-from solve_pipeline.image_embedding import ImagePlan
-from solve_pipeline.image_finetune import ImageFinetuneModel, estimate_finetune_seconds
-from solve_pipeline.image_maps import FinetuneInputs, image_finetune_matrices, maps_megabytes, trunk_maps
-from solve_pipeline.setup_modules import TargetSpec
+from solve_pipeline.images import image_maps
+from solve_pipeline.base.baseline_models import ConstantModel, ModelOptions
+from solve_pipeline.base.dataset import FeatureSet
+from solve_pipeline.images.image_backbones import available_backbones, cheapest
+from solve_pipeline.images.image_embedding import ImagePlan
+from solve_pipeline.images.image_finetune import ImageFinetuneModel, estimate_finetune_seconds
+from solve_pipeline.images.image_maps import FinetuneInputs, image_finetune_matrices, maps_megabytes, trunk_maps
+from solve_pipeline.base.setup_modules import TargetSpec
 from helpers import monkey_photos
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentk.core.results import SolveResult
+from agentk.core.records.results import SolveResult
 from agentk.report.page import NotAvailable, fmt
 from agentk.report.run_joins import read_joins
 

@@ -153,7 +153,7 @@ def test_run_stops_cleanly_at_the_daily_limit(fake_kaggle, solved_titanic: Path,
 def test_submit_waits_for_no_one_while_a_run_holds_the_workspace(fake_kaggle, solved_titanic: Path, tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """`agentk submit` takes the workspace's lock: while a run holds it, one line and nothing sent."""
-    from agentk.core.workspace_lock import workspace_lock
+    from agentk.core.records.workspace_lock import workspace_lock
 
     monkeypatch.chdir(tmp_path)
     with workspace_lock(solved_titanic / "titanic"):

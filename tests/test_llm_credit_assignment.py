@@ -26,8 +26,8 @@ from test_llm_policy import (
     workspace_for,
 )
 
-from agentk.core.events import EventLog
-from agentk.core.workspace import Workspace
+from agentk.core.records.events import EventLog
+from agentk.core.records.workspace import Workspace
 from setup_pipeline.llm_policy import LLMPolicy, assign_blame
 from setup_pipeline.mdp import Blame, SetupMDP
 

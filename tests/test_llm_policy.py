@@ -11,10 +11,10 @@ import pytest
 
 from llm_server import Reply, ScriptedLLMServer
 
-from agentk.core.events import EventLog
+from agentk.core.records.events import EventLog
 from agentk.llm import LLMConfig, make_client
 from agentk.sources import load_competition
-from agentk.core.workspace import Workspace
+from agentk.core.records.workspace import Workspace
 from setup_pipeline.expert.expert_policy import ExpertPolicy
 from setup_pipeline.llm_policy.policy import HybridPolicy, LLMPolicy
 from setup_pipeline.mdp import SetupBudget, SetupMDP

@@ -11,7 +11,7 @@ from llm_server import Reply, ScriptedLLMServer
 
 from agentk.llm import LLMConfig, make_client
 from agentk.sources import load_competition
-from agentk.core.workspace import Workspace
+from agentk.core.records.workspace import Workspace
 from setup_pipeline.llm_policy.credit_assignment import assign_blame, judge_stages
 from setup_pipeline.llm_policy.data_view import build_data_view
 from setup_pipeline.llm_policy.policy import HybridPolicy, LLMPolicy

@@ -20,9 +20,9 @@ from llm_server import Reply, ScriptedLLMServer
 from llm_solve_helpers import MODEL, model_reply
 
 from agentk.core.maps import read_map
-from agentk.core.solve_decisions import DecisionRequest
+from agentk.core.records.solve_decisions import DecisionRequest
 from agentk.llm.parsing import extract_json
-from solve_pipeline.feature_code import check_feature_code
+from solve_pipeline.llm.feature_code import check_feature_code
 
 pytestmark = pytest.mark.integration
 

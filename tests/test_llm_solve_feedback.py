@@ -15,11 +15,11 @@ from solver_workspaces import check_solved, shapes_workspace
 from typer.testing import CliRunner
 
 from agentk.cli import app
-from agentk.core.config import CONFIG_FILE, RunConfig, SolveSettings
-from agentk.core.solve_decisions import Ablation
+from agentk.core.records.config import CONFIG_FILE, RunConfig, SolveSettings
+from agentk.core.records.solve_decisions import Ablation
 from agentk.report.run_report import render_run_report
 from agentk.runner import _with_llm_solve
-from solve_pipeline.llm_summary import finetunable
+from solve_pipeline.llm.llm_summary import finetunable
 
 LLM = {"llm_base_url": "http://127.0.0.1:9/v1", "llm_model": "qwen2.5-coder-7b"}
 
@@ -114,7 +114,7 @@ def test_later_requests_carry_the_ablation_and_a_table_offers_no_finetune(tmp_pa
 
 
 def test_finetune_is_offered_only_for_a_planned_network_that_fits_the_time_left() -> None:
-    from solve_pipeline.finetune_plan import FinetuneOption, _minilm_finetune
+    from solve_pipeline.phases.finetune_plan import FinetuneOption, _minilm_finetune
 
     planned = [FinetuneOption(_minilm_finetune(2), seconds=40.0, epochs=2)]
     assert finetunable(planned, 60.0) == {"minilm_finetune": 40.0}

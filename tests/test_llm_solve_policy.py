@@ -26,9 +26,9 @@ from llm_solve_helpers import (
 )
 from solver_workspaces import check_solved, run_solver
 
-from agentk.core.config import SolveSettings
-from agentk.core.events import EventLog
-from agentk.core.solve_decisions import (
+from agentk.core.records.config import SolveSettings
+from agentk.core.records.events import EventLog
+from agentk.core.records.solve_decisions import (
     DecisionRecord,
     DecisionReply,
     DecisionRequest,
@@ -39,11 +39,11 @@ from agentk.core.solve_decisions import (
     reply_path,
     request_path,
 )
-from agentk.core.workspace import atomic_write_json
+from agentk.core.records.workspace import atomic_write_json
 from agentk.llm import LLMConfig, MalformedJSON, NoCodeInReply, make_client
 from agentk.report.run_report import render_run_report
 from agentk.solve_advisor import SolveAdvisor, parse_action
-from solve_pipeline.feature_code import check_feature_code
+from solve_pipeline.llm.feature_code import check_feature_code
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 SETTINGS = SolveSettings(folds=3, seed=0, time_budget_s=60, fusion="off", blend_after=2, llm_solve=True)

@@ -1,8 +1,8 @@
-"""What counts as a heading or a code fence in markdown (agentk/core/markdown.py)."""
+"""What counts as a heading or a code fence in markdown (agentk/core/reading/markdown.py)."""
 
 from __future__ import annotations
 
-from agentk.core.markdown import Heading, fenced_lines, fences, heading_lines, headings
+from agentk.core.reading.markdown import Heading, fenced_lines, fences, heading_lines, headings
 
 PAGE = """# Title #
 Intro with a #hashtag and ####NoSpace.

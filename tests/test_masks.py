@@ -24,7 +24,7 @@ from mask_competition import make_mask_files_competition, make_rle_table_competi
 from setup_pipeline.expert import mask_codegen
 from setup_pipeline.expert.inspect import inspect_competition
 from solve_pipeline.pixels.mask_post import MaskScorer, PostProcess, area_grid, search
-from solve_pipeline.submission_check import validate_submission
+from solve_pipeline.base.submission_check import validate_submission
 
 AGENTK = [sys.executable, "-m", "agentk.cli"]
 

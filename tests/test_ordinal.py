@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from solve_pipeline.baseline_models import ModelOptions
-from solve_pipeline.decoding import Decoder
-from solve_pipeline.ordinal import SMOOTHING, OrdinalRegressionModel, grade_probabilities
-from solve_pipeline.setup_modules import TargetSpec
+from solve_pipeline.base.baseline_models import ModelOptions
+from solve_pipeline.base.decoding import Decoder
+from solve_pipeline.tables.ordinal import SMOOTHING, OrdinalRegressionModel, grade_probabilities
+from solve_pipeline.base.setup_modules import TargetSpec
 
 
 def test_the_probabilities_carry_the_value_as_their_expected_grade() -> None:
@@ -45,8 +45,8 @@ def _discs(root: Path, n: int) -> tuple[list[str], np.ndarray]:
 def test_a_ridge_on_real_embeddings_reads_the_grade(tmp_path: Path) -> None:
     from scipy.stats import spearmanr
 
-    from solve_pipeline.image_backbones import available_backbones, cheapest
-    from solve_pipeline.image_embedding import ImagePlan, embed_images
+    from solve_pipeline.images.image_backbones import available_backbones, cheapest
+    from solve_pipeline.images.image_embedding import ImagePlan, embed_images
 
     paths, grades = _discs(tmp_path, 40)
     vectors = embed_images(paths, ImagePlan(cheapest(available_backbones()), 96, False, 0.0))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from solve_pipeline.hebo_tool import HEBO_INSTALL, hebo_missing
+from solve_pipeline.race.hebo_tool import HEBO_INSTALL, hebo_missing
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("agentk", "setup_pipeline", "unit_tests_setup", "solve_pipeline", "curriculum")

@@ -16,7 +16,7 @@ import pytest
 
 from agentk.bench.baselines import constant_score
 from agentk.core.pictures import load_picture
-from agentk.core.workspace import Workspace
+from agentk.core.records.workspace import Workspace
 from agentk.sources import Competition, load_competition
 from picture_cell_files import SIDE, as_cell, draw, make_keypoint_cells_competition, make_shape_cells_competition
 from setup_pipeline.expert.inspect import inspect_competition

@@ -1,4 +1,4 @@
-"""The process table (agentk/core/processes.py): trees, groups and zombies as psutil reports them."""
+"""The process table (agentk/core/sandbox/processes.py): trees, groups and zombies as psutil reports them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from agentk.core.processes import group_alive, process_table
+from agentk.core.sandbox.processes import group_alive, process_table
 
 
 def test_a_child_is_in_the_table_with_its_parent_group_and_memory() -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from solve_pipeline.automl import race, revive
-from solve_pipeline.baseline_models import ConstantModel, ModelCandidate
-from solve_pipeline.registry import family_candidate
-from solve_pipeline.solve_inputs import SolveOptions, prepare
+from solve_pipeline.race.automl import race, revive
+from solve_pipeline.base.baseline_models import ConstantModel, ModelCandidate
+from solve_pipeline.race.registry import family_candidate
+from solve_pipeline.inputs.solve_inputs import SolveOptions, prepare
 from solver_workspaces import titanic_workspace
 
 pytestmark = pytest.mark.integration
@@ -67,7 +67,7 @@ def test_a_survivor_stopped_by_the_deadline_is_revived(tmp_path: Path, monkeypat
 
 def test_a_big_table_gets_fewer_folds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The big-data switch forced on titanic: 3 folds whatever was asked (5 here)."""
-    import solve_pipeline.dataset as dataset
+    import solve_pipeline.base.dataset as dataset
 
     monkeypatch.setattr(dataset, "BIG_ROWS", 100)
     monkeypatch.chdir(tmp_path)
@@ -77,7 +77,7 @@ def test_a_big_table_gets_fewer_folds(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_survivors_stopped_by_the_deadline_finish_before_tuning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from solve_pipeline.automl import finish_survivors
+    from solve_pipeline.race.automl import finish_survivors
 
     ctx = _context(tmp_path, monkeypatch)
     linear = family_candidate("linear")

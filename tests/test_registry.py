@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from solve_pipeline.dataset import CATEGORY, NUMERIC, TEXT_STAT, FeatureSet
-from solve_pipeline.registry import (
+from solve_pipeline.base.dataset import CATEGORY, NUMERIC, TEXT_STAT, FeatureSet
+from solve_pipeline.race.registry import (
     FAMILIES,
     LIGHTGBM_DEFAULTS,
     family_candidate,
     race_candidates,
     tunable_for,
 )
-from solve_pipeline.setup_modules import TargetSpec
+from solve_pipeline.base.setup_modules import TargetSpec
 
 TABLE_ONLY = ["linear", "lightgbm", "catboost", "extratrees", "random_forest"]
 
@@ -101,9 +101,9 @@ def test_a_candidate_reads_its_family_matrices() -> None:
 def test_big_tables_let_boosting_lead(monkeypatch: pytest.MonkeyPatch) -> None:
     """The big-data switches, forced on a tiny table: boosting sets the race's pace, with in-fold
     target encoding when a key of many levels exists, and learns at the faster rate."""
-    import solve_pipeline.baseline_models as baseline_models
-    import solve_pipeline.dataset as dataset
-    from solve_pipeline.baseline_models import LightGBMModel
+    import solve_pipeline.base.baseline_models as baseline_models
+    import solve_pipeline.base.dataset as dataset
+    from solve_pipeline.base.baseline_models import LightGBMModel
 
     table, keyed = _features(), _features(levels=15)
     assert not table.big

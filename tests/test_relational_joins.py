@@ -129,8 +129,8 @@ def test_key_forms_read_alike() -> None:
 
 def test_the_solver_drops_a_joined_block_that_does_not_help(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A fast LightGBM CV with and without each joined block: the informative one stays, noise goes."""
-    from solve_pipeline.join_selection import select_joins
-    from solve_pipeline.solve_inputs import SolveOptions, prepare
+    from solve_pipeline.inputs.join_selection import select_joins
+    from solve_pipeline.inputs.solve_inputs import SolveOptions, prepare
     from solver_workspaces import LABEL_FORMAT, RMSE_LOG_METRIC, write_workspace
 
     rng = np.random.default_rng(3)
@@ -283,7 +283,7 @@ def test_a_telling_column_that_test_rows_hold_is_a_feature() -> None:
 
 
 def test_the_join_check_has_a_floor_on_tiny_budgets() -> None:
-    from solve_pipeline.join_selection import check_seconds
+    from solve_pipeline.inputs.join_selection import check_seconds
 
     assert check_seconds(20) == 6.0  # not 2 s: a small table is still compared
     assert check_seconds(5) == 1.5  # never more than 30% of the run

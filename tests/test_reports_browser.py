@@ -31,7 +31,7 @@ from browser import (
 
 from test_bench_report import bench_folder
 
-from agentk.core.campaign_record import BENCH_JSON, COLD
+from agentk.core.records.campaign_record import BENCH_JSON, COLD
 from agentk.report.bench_report import write_bench_report
 from agentk.report.page import REPORT_FILE, NotAvailable, figure
 

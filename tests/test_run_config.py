@@ -9,11 +9,11 @@ import pytest
 from pydantic import ValidationError
 from solver_workspaces import titanic_workspace
 
-from agentk.core.config import CONFIG_FILE, Fusion, PolicyName, RunConfig, SetupBudget, SolveSettings, saved_config
-from agentk.core.events import EventLog
-from agentk.core.workspace import Workspace, atomic_write_json
+from agentk.core.records.config import CONFIG_FILE, Fusion, PolicyName, RunConfig, SetupBudget, SolveSettings, saved_config
+from agentk.core.records.events import EventLog
+from agentk.core.records.workspace import Workspace, atomic_write_json
 from agentk.runner import _run_solver
-from solve_pipeline.solve_inputs import SolveOptions
+from solve_pipeline.inputs.solve_inputs import SolveOptions
 from solve_pipeline.solver import parse_args
 
 pytestmark = pytest.mark.integration

@@ -21,7 +21,7 @@ from tiny_campaign import TinyCampaign
 from agentk.core.artifacts import SetupLayout
 from agentk.core.errors import AgentKError
 from agentk.core.metrics.direction import Direction
-from agentk.core.results import RunResult, SolveResult
+from agentk.core.records.results import RunResult, SolveResult
 from agentk.report.page import REPORT_FILE, NotAvailable
 from agentk.report import run_header
 from agentk.report.run_data import read_run
@@ -210,7 +210,7 @@ def test_hebo_trials_and_a_blend_are_drawn_from_their_records(copy: Path) -> Non
 
 
 def test_the_page_says_where_torch_work_ran(copy: Path) -> None:
-    """A GPU run's device record (solve_pipeline/device.py's summary), laid into this run's record:
+    """A GPU run's device record (solve_pipeline/networks/device.py's summary), laid into this run's record:
     the page names the device, each part's and every fallback."""
     path = copy / "solve" / "solve_result.json"
     record = json.loads(path.read_text())

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agentk.core.sandbox import ExecutionResult, Limits, data_room_mb, run_python, scrubbed_env
+from agentk.core.sandbox.sandbox import ExecutionResult, Limits, data_room_mb, run_python, scrubbed_env
 
 FAST = Limits(timeout_s=20.0, grace_s=1.0)
 
@@ -365,7 +365,7 @@ def test_a_child_writing_past_its_disk_quota_is_stopped_and_says_why(tmp_path: P
 
 
 def test_the_disk_quota_follows_the_data(tmp_path: Path) -> None:
-    from agentk.core.disk_quota import QUOTA_FACTOR, QUOTA_FLOOR_MB, quota_mb
+    from agentk.core.sandbox.disk_quota import QUOTA_FACTOR, QUOTA_FLOOR_MB, quota_mb
 
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "small.csv").write_bytes(b"a" * 1000)
@@ -376,7 +376,7 @@ def test_the_disk_quota_follows_the_data(tmp_path: Path) -> None:
 
 
 def test_the_disk_watch_counts_each_folder_once(tmp_path: Path) -> None:
-    from agentk.core.disk_quota import DiskWatch
+    from agentk.core.sandbox.disk_quota import DiskWatch
 
     inner = tmp_path / "solve" / "cache"
     inner.mkdir(parents=True)

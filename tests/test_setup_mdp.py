@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from agentk.core.errors import SetupFailed
-from agentk.core.events import EventLog
+from agentk.core.records.events import EventLog
 from agentk.sources import load_competition
-from agentk.core.workspace import Workspace
+from agentk.core.records.workspace import Workspace
 from setup_pipeline.expert.expert_policy import ExpertPolicy
 from setup_pipeline.mdp import SetupBudget, SetupMDP
 from setup_pipeline.policy import Action, Fill, StageContext

@@ -23,14 +23,14 @@ from solver_workspaces import (
     write_workspace,
 )
 
-from solve_pipeline.baseline_models import LightGBMModel, LinearModel, ModelOptions
-from solve_pipeline.folds import make_folds
-from solve_pipeline.batches import iterate_batches
-from solve_pipeline.dataset import CATEGORY, DATE_PART
-from solve_pipeline.features import build_features
-from solve_pipeline.outputs import ranked_candidates
-from solve_pipeline.setup_modules import SetupArtifacts, TargetSpec, load_setup_module
-from solve_pipeline.submission_check import validate_submission
+from solve_pipeline.base.baseline_models import LightGBMModel, LinearModel, ModelOptions
+from solve_pipeline.base.folds import make_folds
+from solve_pipeline.networks.batches import iterate_batches
+from solve_pipeline.base.dataset import CATEGORY, DATE_PART
+from solve_pipeline.inputs.features import build_features
+from solve_pipeline.phases.outputs import ranked_candidates
+from solve_pipeline.base.setup_modules import SetupArtifacts, TargetSpec, load_setup_module
+from solve_pipeline.base.submission_check import validate_submission
 
 # Only the tests of a full solve's phases run alone (`solo`): their tuning trials and blends depend on
 # the CPU the budget buys. The others assert what the race's pace-setter alone guarantees.

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from solver_workspaces import ACCURACY_METRIC, COMPETITIONS, LABEL_FORMAT, PYTHON, REPO, split_rows, write_workspace
 
-from solve_pipeline.submission_check import validate_submission
+from solve_pipeline.base.submission_check import validate_submission
 
 pytestmark = [pytest.mark.integration, pytest.mark.solo]
 

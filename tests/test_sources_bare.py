@@ -173,9 +173,9 @@ def test_a_tar_with_a_link_an_escaping_path_or_a_pipe_is_refused_whole(tmp_path:
 
 
 def test_a_tar_bomb_is_refused_before_a_byte_is_written(tmp_path: Path) -> None:
-    from agentk.core.archives import ArchiveLimits
+    from agentk.core.reading.archives import ArchiveLimits
     from agentk.core.errors import UnsafeArchive
-    from agentk.core.tars import extract_tar
+    from agentk.core.reading.tars import extract_tar
 
     archive_path = tmp_path / "bomb.tar.gz"
     with tarfile.open(archive_path, "w:gz") as archive:

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from agentk.core.workspace import Workspace
+from agentk.core.records.workspace import Workspace
 from unit_tests_setup import stage_checks
 from unit_tests_setup.context import CheckContext
 

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from solve_pipeline.outputs import check_against_formatter
-from solve_pipeline.setup_modules import SetupArtifacts
-from solve_pipeline.submission_check import validate_submission
+from solve_pipeline.phases.outputs import check_against_formatter
+from solve_pipeline.base.setup_modules import SetupArtifacts
+from solve_pipeline.base.submission_check import validate_submission
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "competitions"
 TITANIC_SAMPLE = DATA / "titanic/data/gender_submission.csv"  # CRLF line ends, as Kaggle ships it

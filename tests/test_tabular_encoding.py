@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from solve_pipeline.dataset import CATEGORY, DATE_PART, FREQUENCY, NUMERIC
-from solve_pipeline.tabular_features import tabular_columns
+from solve_pipeline.base.dataset import CATEGORY, DATE_PART, FREQUENCY, NUMERIC
+from solve_pipeline.tables.tabular_features import tabular_columns
 
 
 def _cell(value: object) -> str | None:

@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 from sklearn.preprocessing import TargetEncoder
 
-from solve_pipeline.baseline_models import ConstantModel, LightGBMModel, ModelOptions
-from solve_pipeline.dataset import CATEGORY, NUMERIC, ORDINAL_CODE, FeatureSet
-from solve_pipeline.families import ExtraTreesModel, RandomForestModel
-from solve_pipeline.setup_modules import TargetSpec
-from solve_pipeline.target_encoding import TargetEncoded, high_cardinality_columns
+from solve_pipeline.base.baseline_models import ConstantModel, LightGBMModel, ModelOptions
+from solve_pipeline.base.dataset import CATEGORY, NUMERIC, ORDINAL_CODE, FeatureSet
+from solve_pipeline.tables.families import ExtraTreesModel, RandomForestModel
+from solve_pipeline.base.setup_modules import TargetSpec
+from solve_pipeline.tables.target_encoding import TargetEncoded, high_cardinality_columns
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentk.core.results import FamilyOutcome, SolvedSummary
+from agentk.core.records.results import FamilyOutcome, SolvedSummary
 from agentk.sources import load_competition
 from curriculum.embedding import MiniLMEmbedder
 from curriculum.task_memory import TaskMemory, TaskText, description_for_embedding

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from curriculum.embedding import MINILM_DIM
-from solve_pipeline import text_embedding
-from solve_pipeline.vector_cache import VectorCache, text_key
-from solve_pipeline.text_embedding import (
+from solve_pipeline.texts import text_embedding
+from solve_pipeline.base.vector_cache import VectorCache, text_key
+from solve_pipeline.texts.text_embedding import (
     TextEmbeddings,
     _sentence_encoder,
     _split_windows,

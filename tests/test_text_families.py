@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from sklearn.metrics import log_loss
 
-from solve_pipeline.baseline_models import ModelOptions
-from solve_pipeline.dataset import FeatureSet
-from solve_pipeline.families import NaiveBayesModel, NBSVMModel
-from solve_pipeline.registry import NBSVM_MAX_CLASSES, family_candidate, race_candidates
-from solve_pipeline.setup_modules import TargetSpec
-from solve_pipeline.text_views import text_view
+from solve_pipeline.base.baseline_models import ModelOptions
+from solve_pipeline.base.dataset import FeatureSet
+from solve_pipeline.tables.families import NaiveBayesModel, NBSVMModel
+from solve_pipeline.race.registry import NBSVM_MAX_CLASSES, family_candidate, race_candidates
+from solve_pipeline.base.setup_modules import TargetSpec
+from solve_pipeline.texts.text_views import text_view
 
 # Three "authors" with their own words and spellings, and words they share.
 VOICES = {

@@ -10,12 +10,12 @@ from functools import cache
 import numpy as np
 import pytest
 
-from solve_pipeline import text_finetune
-from solve_pipeline.baseline_models import ConstantModel, ModelOptions
-from solve_pipeline.dataset import FeatureSet
-from solve_pipeline.setup_modules import TargetSpec
-from solve_pipeline.text_finetune import MiniLMFineTuneModel, estimate_finetune_seconds
-from solve_pipeline.text_tokens import TextInputs, text_finetune_matrices
+from solve_pipeline.texts import text_finetune
+from solve_pipeline.base.baseline_models import ConstantModel, ModelOptions
+from solve_pipeline.base.dataset import FeatureSet
+from solve_pipeline.base.setup_modules import TargetSpec
+from solve_pipeline.texts.text_finetune import MiniLMFineTuneModel, estimate_finetune_seconds
+from solve_pipeline.texts.text_tokens import TextInputs, text_finetune_matrices
 
 pytestmark = pytest.mark.integration
 

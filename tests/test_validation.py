@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from solve_pipeline.dataset import CATEGORY, DATE_PART, NUMERIC, FeatureSet
-from solve_pipeline.validation import choose_validation
+from solve_pipeline.base.dataset import CATEGORY, DATE_PART, NUMERIC, FeatureSet
+from solve_pipeline.inputs.validation import choose_validation
 
 
 def _features(train_ids: list[str], test_ids: list[str], tab_train: np.ndarray, tab_test: np.ndarray,
@@ -82,7 +82,7 @@ def test_a_test_period_after_training_gets_time_folds() -> None:
 
 
 def test_only_prefixes_that_group_rows_count_as_entities() -> None:
-    from solve_pipeline.tabular_features import id_prefix
+    from solve_pipeline.tables.tabular_features import id_prefix
 
     assert id_prefix(["0001_01", "0001_02", "0002_01", "0003_01", "0003_02"]) is not None
     assert id_prefix([f"id_{i:05d}" for i in range(300)]) is None  # one prefix for every row

@@ -11,18 +11,18 @@ import numpy as np
 import pytest
 from solver_workspaces import shapes_workspace, titanic_workspace
 
-from agentk.core.config import Fusion, WarmStart
+from agentk.core.records.config import Fusion, WarmStart
 from agentk.core.metrics.direction import Direction
-from agentk.core.results import SolvedSummary, SolveResult, time_to_reach
-from solve_pipeline.cv import CandidateRun
-from solve_pipeline.features import build_features
-from solve_pipeline.hebo_tool import HeboConfig, SearchParam, tune
-from solve_pipeline.registry import (
+from agentk.core.records.results import SolvedSummary, SolveResult, time_to_reach
+from solve_pipeline.base.cv import CandidateRun
+from solve_pipeline.inputs.features import build_features
+from solve_pipeline.race.hebo_tool import HeboConfig, SearchParam, tune
+from solve_pipeline.race.registry import (
     CATBOOST_DEFAULTS, CATBOOST_SPACE, FUSION_DEFAULTS, FUSION_SPACE, LIGHTGBM_DEFAULTS, LIGHTGBM_SPACE,
     family_candidate, race_candidates,
 )
-from solve_pipeline.setup_modules import SetupArtifacts
-from solve_pipeline.warm_start import WarmReport, choose_tuned, fit_config, order_race, warm_points
+from solve_pipeline.base.setup_modules import SetupArtifacts
+from solve_pipeline.race.warm_start import WarmReport, choose_tuned, fit_config, order_race, warm_points
 
 # ---- configurations fitted into a space ----
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentk.core.config import SolveSettings, WarmStart
-from agentk.core.results import FamilyOutcome, SolvedSummary
+from agentk.core.records.config import SolveSettings, WarmStart
+from agentk.core.records.results import FamilyOutcome, SolvedSummary
 from curriculum.task_memory import MemoryEntry, TaskMemory, TaskText, TaskVectors
 from curriculum.warm_start import warm_start_from
 

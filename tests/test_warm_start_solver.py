@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from solver_workspaces import run_solver, titanic_workspace
 
-from agentk.core.config import CONFIG_FILE, RunConfig, SolveSettings, WarmStart
+from agentk.core.records.config import CONFIG_FILE, RunConfig, SolveSettings, WarmStart
 from agentk.core.metrics.direction import Direction
-from agentk.core.results import SolvedSummary, time_to_reach
-from solve_pipeline.registry import FAMILIES
+from agentk.core.records.results import SolvedSummary, time_to_reach
+from solve_pipeline.race.registry import FAMILIES
 
 pytestmark = [pytest.mark.integration, pytest.mark.solo]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from solve_pipeline.dataset import NUMERIC, FeatureSet
-from solve_pipeline.wide_features import MIN_KEPT, MIN_SIGNAL, WIDE_FEATURES, feature_cap, screen
+from solve_pipeline.base.dataset import NUMERIC, FeatureSet
+from solve_pipeline.inputs.wide_features import MIN_KEPT, MIN_SIGNAL, WIDE_FEATURES, feature_cap, screen
 
 
 def test_the_cap_engages_only_above_the_wide_width() -> None:

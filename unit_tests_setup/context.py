@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from agentk.core.artifacts import SetupLayout
-from agentk.core.config import SetupBudget
-from agentk.core.workspace import Workspace, read_json_object
+from agentk.core.records.config import SetupBudget
+from agentk.core.records.workspace import Workspace, read_json_object
 
 
 @dataclass

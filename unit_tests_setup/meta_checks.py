@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agentk.core.isolation import Mounts
+from agentk.core.sandbox.isolation import Mounts
 from agentk.core.pixels import PIXEL_TASK, image_keys
 from agentk.core.readers import read_table
-from agentk.core.sandbox import Limits, run_python
+from agentk.core.sandbox.sandbox import Limits, run_python
 from unit_tests_setup.context import CheckContext
 from agentk.core.artifacts import SetupLayout
 from agentk.core.maps import MapError, id_text, read_map

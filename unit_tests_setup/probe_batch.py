@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 from agentk.core.mask_targets import MASK_TASK, read_labels
-from solve_pipeline.batches import iterate_batches
-from solve_pipeline.features import build_features
+from solve_pipeline.networks.batches import iterate_batches
+from solve_pipeline.inputs.features import build_features
 from solve_pipeline.pixels.solve import picture_target
-from solve_pipeline.setup_modules import SetupArtifacts
+from solve_pipeline.base.setup_modules import SetupArtifacts
 
 
 # Loading every map already proves they parse; the batch itself needs only a few rows, and

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentk.core.maps import MapError
-from agentk.core.workspace import Workspace
+from agentk.core.records.workspace import Workspace
 from unit_tests_setup.files import find_sample_submission, test_ids
-from solve_pipeline.submission_check import validate_submission
+from solve_pipeline.base.submission_check import validate_submission
 
 
 def validate_against_setup(workspace: Workspace, submission: Path, plan: dict) -> list[str]:

@@ -27,10 +27,10 @@ from rich.table import Table
 
 from agentk.campaign.command import run_campaign_command
 from agentk.campaign.state import CampaignState, TaskStatus
-from agentk.core.campaign_record import BENCH_DIR, BENCH_JSON, COLD, CampaignBench, WarmCold, WarmColdPair, figure14
+from agentk.core.records.campaign_record import BENCH_DIR, BENCH_JSON, COLD, CampaignBench, WarmCold, WarmColdPair, figure14
 from agentk.core.errors import AgentKError
-from agentk.core.results import SolveResult, time_to_reach
-from agentk.core.workspace import atomic_write_json
+from agentk.core.records.results import SolveResult, time_to_reach
+from agentk.core.records.workspace import atomic_write_json
 from agentk.report.bench_report import write_bench_report
 from curriculum.selection import Order
 

@@ -13,7 +13,7 @@ from agentk.bench.run import (
     run_bench, summarise_seeds, summary_line,
 )
 from agentk.cli_common import guard, wide_console
-from agentk.core.config import RunConfig
+from agentk.core.records.config import RunConfig
 
 
 def bench_competitions(sources: list[str], run_config: dict[str, Any], *, seeds: int, rivals: str | None, splits: int,

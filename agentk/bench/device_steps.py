@@ -4,7 +4,7 @@
     python -m agentk.bench.device_steps text CSV --text COL --target COL [...]
 
 `images` reads a folder of class folders (DIR/<label>/*.jpg); `text` a CSV. Each device runs
-the same steps through the solver's own code (solve_pipeline/device.py picks the device): for
+the same steps through the solver's own code (solve_pipeline/networks/device.py picks the device): for
 images the frozen trunk maps and the last block's fine-tuning, for text the MiniLM embeddings and
 MiniLM fine-tuning, each fine-tuning under K-fold CV with its out-of-fold score. A slow device can
 be limited to its first fold (`--cpu-folds`), so the ratio is per fold. JSON goes to --out.
@@ -59,10 +59,10 @@ def _cv(make_model: Callable[[], Any], X: Any, y: np.ndarray, folds: list, score
 def image_steps(root: Path, folds: int, threads: int, max_epochs: int) -> dict[str, Any]:
     from sklearn.metrics import accuracy_score
 
-    from solve_pipeline import device
-    from solve_pipeline.image_embedding import plan_embedding
-    from solve_pipeline.image_finetune import ImageFinetuneModel
-    from solve_pipeline.image_maps import FinetuneInputs, trunk_maps
+    from solve_pipeline.networks import device
+    from solve_pipeline.images.image_embedding import plan_embedding
+    from solve_pipeline.images.image_finetune import ImageFinetuneModel
+    from solve_pipeline.images.image_maps import FinetuneInputs, trunk_maps
 
     labels = sorted(p.name for p in root.iterdir() if p.is_dir())
     paths, y = [], []
@@ -78,7 +78,7 @@ def image_steps(root: Path, folds: int, threads: int, max_epochs: int) -> dict[s
     maps, maps_s = _timed(lambda: trunk_maps(paths, plan, threads=threads))
     X = FinetuneInputs(maps, plan.backbone, 1)
     spec = TargetSpec(column="label", task="multiclass", classes=labels)
-    from solve_pipeline.baseline_models import ModelOptions
+    from solve_pipeline.base.baseline_models import ModelOptions
 
     cv = _cv(lambda: ImageFinetuneModel(spec, ModelOptions(threads=threads), {"max_epochs": max_epochs}),
              X, y_arr, _folds(y_arr, 3)[:folds], accuracy_score)
@@ -90,11 +90,11 @@ def text_steps(csv: Path, text: str, target: str, folds: int, threads: int, max_
     import pandas as pd
     from sklearn.metrics import f1_score
 
-    from solve_pipeline import device
-    from solve_pipeline.baseline_models import ModelOptions
-    from solve_pipeline.text_embedding import embed_texts
-    from solve_pipeline.text_finetune import MiniLMFineTuneModel
-    from solve_pipeline.text_tokens import TextInputs
+    from solve_pipeline.networks import device
+    from solve_pipeline.base.baseline_models import ModelOptions
+    from solve_pipeline.texts.text_embedding import embed_texts
+    from solve_pipeline.texts.text_finetune import MiniLMFineTuneModel
+    from solve_pipeline.texts.text_tokens import TextInputs
 
     frame = pd.read_csv(csv)
     texts = frame[text].fillna("").astype(str).to_numpy(dtype=object)
@@ -115,10 +115,10 @@ def oom_check(csv: Path, text: str, target: str, threads: int, keep_free_mb: int
     import pandas as pd
     import torch
 
-    from solve_pipeline import device
-    from solve_pipeline.baseline_models import ModelOptions
-    from solve_pipeline.text_finetune import MiniLMFineTuneModel
-    from solve_pipeline.text_tokens import TextInputs
+    from solve_pipeline.networks import device
+    from solve_pipeline.base.baseline_models import ModelOptions
+    from solve_pipeline.texts.text_finetune import MiniLMFineTuneModel
+    from solve_pipeline.texts.text_tokens import TextInputs
 
     device.configure("cuda")
     frame = pd.read_csv(csv).head(256)
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--oom-check", action="store_true", help="text, with a GPU: fill its memory, then fit")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
-    from solve_pipeline import device
+    from solve_pipeline.networks import device
 
     report: dict[str, Any] = {"kind": args.kind, "source": str(args.source), "threads": args.threads, "runs": {}}
     if args.oom_check:

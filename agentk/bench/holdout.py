@@ -4,7 +4,7 @@ For each split competition (answers held out of data/train.csv), R times: a fres
 train into a training part and a held-out part (rivals/splits.py, with `fraction` held out), the
 real run on the training part once, then every candidate the solve kept graded on the held-out part
 by the competition's grader (the held-out part plays the test set, so each candidate's test
-predictions are its held-out predictions). Every rule of solve_pipeline/choice_rule.py is then
+predictions are its held-out predictions). Every rule of solve_pipeline/base/choice_rule.py is then
 replayed offline on the solve's own evidence (`solve_result.json` `choice`), so the rules are
 compared on the same runs: per competition and rule, the mean held-out score with a 95% interval
 over the repeats, and the mean paired difference to max-CV (oriented: > 0 is better) with its own.
@@ -26,14 +26,14 @@ from pydantic import BaseModel
 from rich.table import Table
 
 from agentk.bench.rivals.splits import is_resplittable, split_source
-from agentk.core.config import RunConfig
+from agentk.core.records.config import RunConfig
 from agentk.core.errors import AgentKError, GradingError, InvalidSubmissionError
-from agentk.core.results import SolveResult
-from agentk.core.workspace import Workspace, atomic_write_json
+from agentk.core.records.results import SolveResult
+from agentk.core.records.workspace import Workspace, atomic_write_json
 from agentk.grading import grade_file
 from agentk.runner import run_competition
 from agentk.sources import load_competition
-from solve_pipeline.choice_rule import OFFLINE_RULES, Evidence
+from solve_pipeline.base.choice_rule import OFFLINE_RULES, Evidence
 
 RECORD = "holdout.json"
 ORACLE = "oracle"

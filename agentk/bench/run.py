@@ -27,12 +27,12 @@ from agentk.bench.rivals.lightgbm_defaults import run_lightgbm
 from agentk.bench.rivals.memory import PeakRss
 from agentk.bench.rivals.splits import is_resplittable, split_source
 from agentk.core.artifacts import SetupLayout
-from agentk.core.config import RunConfig
+from agentk.core.records.config import RunConfig
 from agentk.core.errors import AgentKError, SourceError
 from agentk.core.metrics.direction import Direction
 from agentk.core.pass_at import pass_at_k
-from agentk.core.results import RunResult, SolveResult
-from agentk.core.workspace import Workspace, read_json_object
+from agentk.core.records.results import RunResult, SolveResult
+from agentk.core.records.workspace import Workspace, read_json_object
 from agentk.runner import run_competition
 from agentk.sources import load_competition
 from agentk.sources.base import Competition

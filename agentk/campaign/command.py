@@ -13,11 +13,11 @@ from rich.console import RenderableType
 from agentk.campaign.driver import CampaignDriver
 from agentk.campaign.options import CAMPAIGNS_DIR, CampaignOptions, default_name, parse_duration
 from agentk.campaign.state import CampaignFolder, CampaignState
-from agentk.core.campaign_record import TaskStatus
+from agentk.core.records.campaign_record import TaskStatus
 from agentk.campaign.status import render_status
-from agentk.core.config import RunConfig, deep_merge
+from agentk.core.records.config import RunConfig, deep_merge
 from agentk.core.errors import AgentKError
-from agentk.core.events import EventLog
+from agentk.core.records.events import EventLog
 from curriculum.selection import Order
 
 CURRICULUM_FIELDS = ("alpha", "beta", "r")

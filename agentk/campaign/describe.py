@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentk.campaign.state import CampaignFolder, TaskState
-from agentk.core.campaign_record import seed_workspaces
+from agentk.core.records.campaign_record import seed_workspaces
 from agentk.core.errors import AgentKError
-from agentk.core.workspace import Workspace, atomic_write_json, read_json_object, workspace_for
-from agentk.core.workspace_lock import workspace_lock
+from agentk.core.records.workspace import Workspace, atomic_write_json, read_json_object, workspace_for
+from agentk.core.records.workspace_lock import workspace_lock
 from agentk.sources import load_competition
 from agentk.sources.common import DESCRIPTION_NAME
 from agentk.sources.kaggle import fetch_source

@@ -20,15 +20,15 @@ from agentk.campaign.options import CampaignOptions
 from agentk.campaign.pool import PoolTask, expand_pool
 from agentk.campaign.status import fmt_score
 from agentk.campaign.state import TaskAttempt, CampaignFolder, CampaignState, TaskState, TaskStatus
-from agentk.core.campaign_record import seed_workspaces, seeded_key
-from agentk.core.config import RunConfig, WarmStart
+from agentk.core.records.campaign_record import seed_workspaces, seeded_key
+from agentk.core.records.config import RunConfig, WarmStart
 from agentk.core.errors import AgentKError
-from agentk.core.events import EventLog
-from agentk.core.results import RunResult, SolvedSummary, llm_tokens
+from agentk.core.records.events import EventLog
+from agentk.core.records.results import RunResult, SolvedSummary, llm_tokens
 from agentk.publish import ledger_for, remaining_today
 from agentk.report.campaign_report import write_campaign_report
-from agentk.core.workspace import Workspace, atomic_write_json
-from agentk.core.workspace_lock import workspace_lock
+from agentk.core.records.workspace import Workspace, atomic_write_json
+from agentk.core.records.workspace_lock import workspace_lock
 from agentk.kaggle.client import KaggleClient
 from agentk.llm import LLMConfig, make_client
 from agentk.llm.config import llm_configured

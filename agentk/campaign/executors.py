@@ -29,7 +29,7 @@ from typing import Any, Callable, Protocol
 import psutil
 
 from agentk.core.errors import AgentKError
-from agentk.core.workspace import Workspace, read_json_object
+from agentk.core.records.workspace import Workspace, read_json_object
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 KILLED_ERROR = "killed: the campaign stopped it"

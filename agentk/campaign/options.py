@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentk.core.config import RunConfig
+from agentk.core.records.config import RunConfig
 from agentk.core.errors import AgentKError
 from curriculum.selection import CurriculumParams, Order
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentk.core.campaign_record import TaskKind
+from agentk.core.records.campaign_record import TaskKind
 from agentk.core.errors import AgentKError
 from agentk.kaggle.client import KaggleClient
 from agentk.kaggle.reference import competition_url, parse_competition_reference

@@ -19,8 +19,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agentk.core.campaign_record import STATE_FILE, WORKSPACES_DIR, CampaignState, TaskAttempt, TaskState, TaskStatus
-from agentk.core.workspace import atomic_write_json, json_lines
+from agentk.core.records.campaign_record import STATE_FILE, WORKSPACES_DIR, CampaignState, TaskAttempt, TaskState, TaskStatus
+from agentk.core.records.workspace import atomic_write_json, json_lines
 
 __all__ = ["CampaignFolder", "CampaignState", "TaskAttempt", "TaskState", "TaskStatus"]
 

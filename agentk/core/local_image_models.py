@@ -3,7 +3,7 @@ well-known checkpoint in the local Hugging Face hub cache, described from their 
 
 Nothing here imports torch or transformers: the runner reads it to show the sandboxed solver those
 folders (read-only) and nothing else of the user's disk, and the solver reads it to list the models
-as backbones (solve_pipeline/image_backbones_local.py). Nothing is ever downloaded.
+as backbones (solve_pipeline/images/image_backbones_local.py). Nothing is ever downloaded.
 """
 
 from __future__ import annotations

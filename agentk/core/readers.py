@@ -26,15 +26,15 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 from charset_normalizer import from_bytes
 
-from agentk.core.archives import check_zip, open_zip
+from agentk.core.reading.archives import check_zip, open_zip
 from agentk.core.errors import ArchiveError
-from agentk.core.header_rows import without_repeated_headers
+from agentk.core.reading.header_rows import without_repeated_headers
 from agentk.core.pictures import ARRAY_EXTENSIONS, PICTURE_EXTENSIONS, picture_form
 # Imported from here by most callers; their home is record_bounds.py.
-from agentk.core.record_bounds import MAX_RECORD_BYTES, UnreadableTable, check_records
-from agentk.core.record_bounds import read_csv_header as read_csv_header
+from agentk.core.reading.record_bounds import MAX_RECORD_BYTES, UnreadableTable, check_records
+from agentk.core.reading.record_bounds import read_csv_header as read_csv_header
 from agentk.core.sound_files import is_audio
-from agentk.core.tars import decompressed_head, is_tar_head
+from agentk.core.reading.tars import decompressed_head, is_tar_head
 
 TableFormat = Literal["csv", "json", "jsonl", "parquet", "excel"]
 FileKind = Literal["table", "image", "audio", "archive", "text", "other"]

@@ -1,6 +1,6 @@
 """The forecasting facts setup hands the solver (plan.json's `facts.series`), and the one way both
 read a column of dates. Perception finds them (setup_pipeline/perception/series.py); the solver's
-horizon-respecting features read them (solve_pipeline/forecast_features.py)."""
+horizon-respecting features read them (solve_pipeline/inputs/forecast_features.py)."""
 
 from __future__ import annotations
 

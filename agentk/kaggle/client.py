@@ -21,7 +21,7 @@ import pandas as pd
 from agentk.kaggle import records
 from agentk.core.credentials import KaggleCredentials, find_credentials
 from agentk.kaggle.errors import DailyLimitReached, KaggleError, SubmissionFailed
-from agentk.core.archives import DEFAULT_LIMITS, ArchiveLimits, check_zip, extract_zip
+from agentk.core.reading.archives import DEFAULT_LIMITS, ArchiveLimits, check_zip, extract_zip
 from agentk.core.errors import ArchiveError
 from agentk.kaggle.download import (
     DownloadSettings,

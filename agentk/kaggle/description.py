@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 
-from agentk.core.markdown import fenced_lines, headings
+from agentk.core.reading.markdown import fenced_lines, headings
 
 # The pages an agent needs, in reading order, with the heading each gets. Others (rules, prizes,
 # timeline, citation) are about the contest, not the task.

@@ -21,7 +21,7 @@ import requests
 import urllib3
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentk.core.archives import free_bytes
+from agentk.core.reading.archives import free_bytes
 from agentk.kaggle.errors import DownloadFailed, DownloadStalled
 
 PART_SUFFIX = ".part"

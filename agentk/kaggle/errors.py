@@ -5,7 +5,7 @@ from __future__ import annotations
 # Credentials are read on the ground floor too (the sandbox must hide them): their error lives there.
 from agentk.core.errors import KaggleCredentialsError as KaggleCredentialsError
 from agentk.core.errors import KaggleError as KaggleError
-from agentk.core.errors import UnsafeArchive as UnsafeArchive  # archive checks serve local data too: agentk.core.archives
+from agentk.core.errors import UnsafeArchive as UnsafeArchive  # archive checks serve local data too: agentk.core.reading.archives
 
 
 class RulesNotAccepted(KaggleError):

@@ -17,7 +17,7 @@ from typing import Any
 
 from agentk.llm.types import Completion, Message
 from agentk.core.secrets import redact_obj
-from agentk.core.workspace import atomic_write_text
+from agentk.core.records.workspace import atomic_write_text
 
 
 def cache_key(model: str, messages: Sequence[Message], params: dict[str, Any], variant: int = 0) -> str:

@@ -25,7 +25,7 @@ from agentk.llm.config import LLMConfig
 from agentk.llm.errors import LLMConfigError, LLMError
 from agentk.llm.types import Backend, Completion, Message, TokenLedger, as_messages
 from agentk.core.secrets import redact, redact_obj, redact_values, register
-from agentk.core.workspace import atomic_write_text, read_json_object
+from agentk.core.records.workspace import atomic_write_text, read_json_object
 
 CACHE_DIR = "llm_cache"
 CALL_LOG = "logs/llm_calls.jsonl"

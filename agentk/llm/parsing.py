@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from agentk.core.markdown import fences
+from agentk.core.reading.markdown import fences
 from agentk.llm.errors import MalformedJSON, NoCodeInReply
 from agentk.llm.types import Message, as_messages
 

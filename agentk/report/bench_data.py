@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentk.core.campaign_record import BENCH_JSON, COLD, CampaignBench, CampaignState, figure14
+from agentk.core.records.campaign_record import BENCH_JSON, COLD, CampaignBench, CampaignState, figure14
 from agentk.core.errors import AgentKError
 from agentk.report.page import NotAvailable
 

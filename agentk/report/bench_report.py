@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agentk.core.campaign_record import BENCH_JSON, COLD, CampaignBench
+from agentk.core.records.campaign_record import BENCH_JSON, COLD, CampaignBench
 from agentk.core.errors import AgentKError
 from agentk.report import campaign_figures as figures
 from agentk.report.bench_data import load

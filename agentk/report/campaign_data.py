@@ -20,10 +20,10 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from agentk.core.artifacts import SetupLayout
-from agentk.core.campaign_record import BENCH_DIR, WORKSPACES_DIR, OrderRow, TaskState, seed_workspaces
+from agentk.core.records.campaign_record import BENCH_DIR, WORKSPACES_DIR, OrderRow, TaskState, seed_workspaces
 from agentk.core.pass_at import pass_at_k as estimate_pass_at_k
-from agentk.core.results import RunResult, SolveResult
-from agentk.core.workspace import Workspace, json_lines, read_json_object
+from agentk.core.records.results import RunResult, SolveResult
+from agentk.core.records.workspace import Workspace, json_lines, read_json_object
 from agentk.grading import leaderboard_position
 from agentk.report.bench_data import load as load_bench
 from agentk.report.elo import Round

@@ -10,7 +10,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from agentk.core.campaign_record import OrderRow
+from agentk.core.records.campaign_record import OrderRow
 from agentk.report.campaign_data import DecisionRecord, StageRate, TaskRow
 from agentk.report.elo import EloRating
 from agentk.report.medals import MEDALS, MedalCounts

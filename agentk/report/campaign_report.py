@@ -16,7 +16,7 @@ from typing import Any
 
 from agentk.core.errors import AgentKError
 from agentk.report import campaign_figures as figures
-from agentk.core.campaign_record import CampaignState, TaskState
+from agentk.core.records.campaign_record import CampaignState, TaskState
 from agentk.report.campaign_data import (
     PASS_AT,
     TaskRow,

@@ -18,7 +18,7 @@ import altair as alt
 import jinja2
 import vl_convert
 
-from agentk.core.workspace import atomic_write_text
+from agentk.core.records.workspace import atomic_write_text
 
 REPORT_FILE = "report.html"
 # Medal colours as Kaggle draws them, shared by every figure and table that shows a medal.

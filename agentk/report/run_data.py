@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from agentk.core.errors import AgentKError
-from agentk.core.results import SolveResult
+from agentk.core.records.results import SolveResult
 from agentk.report.page import NotAvailable
 from agentk.report.run_dataset import DatasetData, read_dataset
 from agentk.report.run_header import Header, read_header

@@ -10,7 +10,7 @@ import pandas as pd
 
 from agentk.core.artifacts import SetupLayout
 from agentk.core.maps import read_map
-from agentk.core.results import SolveResult
+from agentk.core.records.results import SolveResult
 from agentk.report.page import NotAvailable
 from agentk.report.run_section import Missing, Record, json_or_empty, section
 

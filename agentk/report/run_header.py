@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from agentk.core.results import RunResult, llm_tokens
-from agentk.core.workspace import Workspace
+from agentk.core.records.results import RunResult, llm_tokens
+from agentk.core.records.workspace import Workspace
 from agentk.report.page import NotAvailable
 from agentk.report.run_section import Record, json_or_empty, section
 

@@ -4,7 +4,7 @@ Each table the setup joined is a row of setup/plan.json `joins` (its keys, one r
 several, the share of train and test rows matched, the table a chained join went through, the
 columns left out as leaks); a table left out whole, because every column it would bring gives the
 answer away, is only an evidence line of the plan ("side table left out: ..."). What the solver
-did with each block is solve/solve_result.json `joins` (`solve_pipeline.join_selection`): kept or
+did with each block is solve/solve_result.json `joins` (`solve_pipeline.inputs.join_selection`): kept or
 dropped, with the fast CV with and without it. A run whose plan joins no side table has no section.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentk.core.artifacts import SetupLayout
-from agentk.core.results import SolveResult
+from agentk.core.records.results import SolveResult
 from agentk.report.page import NotAvailable
 from agentk.report.run_section import Record, as_list, json_or_empty, number_or_none, section
 

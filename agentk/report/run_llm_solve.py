@@ -9,8 +9,8 @@ part's effect on the CV (tuning, features, bagging, blend) and the part it was a
 
 from __future__ import annotations
 
-from agentk.core.results import SolveResult
-from agentk.core.solve_decisions import Ablation, LLMSolveRecord
+from agentk.core.records.results import SolveResult
+from agentk.core.records.solve_decisions import Ablation, LLMSolveRecord
 from agentk.report.page import NotAvailable
 from agentk.report.run_section import Record, section
 

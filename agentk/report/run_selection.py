@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentk.core.results import SolveResult
+from agentk.core.records.results import SolveResult
 from agentk.report.run_section import Missing, number_or_none
 
 

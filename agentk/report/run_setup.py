@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from agentk.core.artifacts import SetupLayout
-from agentk.core.workspace import Workspace, json_lines
+from agentk.core.records.workspace import Workspace, json_lines
 from agentk.report.page import NotAvailable
 from agentk.report.run_section import Missing, Record, as_list, as_text, json_or_empty, number_or_none, section
 

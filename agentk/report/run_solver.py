@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from agentk.core.metrics.direction import Direction, finite
-from agentk.core.results import SolveResult
-from agentk.core.workspace import json_lines
+from agentk.core.records.results import SolveResult
+from agentk.core.records.workspace import json_lines
 from agentk.report.page import NotAvailable
 from agentk.report.run_section import Missing, Record, as_text, number_or_none, section
 from agentk.report.run_selection import Selection, read_selection
@@ -103,7 +103,7 @@ class SolverData(Record):
     selection: Selection | NotAvailable
     finetune_notes: list[str] = []
     warm_start: dict[str, Any] | None = None
-    device: dict[str, Any] | None = None  # where torch work ran (solve_pipeline/device.py's summary)
+    device: dict[str, Any] | None = None  # where torch work ran (solve_pipeline/networks/device.py's summary)
 
 
 def read_solver(root: Path, record: SolveResult | NotAvailable) -> SolverData | NotAvailable:

@@ -13,7 +13,7 @@ from typing import Callable, Literal
 import pandas as pd
 
 from agentk.core.errors import GradingError
-from agentk.core.workspace import safe_component
+from agentk.core.records.workspace import safe_component
 
 
 # Where a local or MLE-bench competition may keep its leaderboard (one row per team, a Score column).

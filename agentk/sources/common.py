@@ -18,7 +18,7 @@ import pyarrow as pa
 from agentk.core.errors import SourceError
 from agentk.core import readers
 from agentk.core.readers import UnreadableTable, read_csv_text
-from agentk.core.markdown import headings
+from agentk.core.reading.markdown import headings
 from agentk.core.metrics import get_metric
 from agentk.sources.base import GradingFacts
 

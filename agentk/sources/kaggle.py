@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentk.core.workspace import contained_path
-from agentk.core.workspace_lock import workspace_lock
+from agentk.core.records.workspace import contained_path
+from agentk.core.records.workspace_lock import workspace_lock
 from agentk.kaggle.client import KaggleClient
 from agentk.kaggle.download import DownloadSettings
 from agentk.kaggle.fetch import fetch_competition

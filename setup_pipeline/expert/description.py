@@ -12,7 +12,7 @@ import csv
 import re
 from dataclasses import dataclass
 
-from agentk.core.markdown import fenced_lines, fences, heading_lines
+from agentk.core.reading.markdown import fenced_lines, fences, heading_lines
 
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")

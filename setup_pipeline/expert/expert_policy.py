@@ -10,7 +10,7 @@ import json
 import traceback
 from types import ModuleType
 
-from agentk.core.config import PolicyName
+from agentk.core.records.config import PolicyName
 from agentk.core.metrics import get_metric, normalise_labels
 from setup_pipeline.expert import box_codegen, codegen, mask_codegen, pixel_codegen
 from setup_pipeline.expert.description import summarise

@@ -21,7 +21,7 @@ from agentk.llm import (
     system,
     user,
 )
-from agentk.core.workspace import Workspace
+from agentk.core.records.workspace import Workspace
 from setup_pipeline.llm_policy.memory import stage_content
 from setup_pipeline.llm_policy.policy import QueryClient
 from setup_pipeline.policy import Verdict

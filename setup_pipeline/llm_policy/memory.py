@@ -9,7 +9,7 @@ from pathlib import Path
 
 from agentk.core.artifacts import SetupLayout
 from agentk.llm import WorkingMemory
-from agentk.core.workspace import Workspace
+from agentk.core.records.workspace import Workspace
 from setup_pipeline.policy import StageContext
 from setup_pipeline.stages import StageSpec
 

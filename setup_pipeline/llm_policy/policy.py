@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from agentk.core.artifacts import SetupLayout
-from agentk.core.config import PolicyName
+from agentk.core.records.config import PolicyName
 from agentk.llm import (
     BackendNotInstalled,
     Completion,

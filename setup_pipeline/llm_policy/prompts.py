@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentk.core.artifacts import Modality, SetupLayout, Task
-from agentk.core.markdown import fences
+from agentk.core.reading.markdown import fences
 from agentk.llm import Message, WorkingMemory, system, user
 from agentk.llm.parsing import fenced_blocks
 from agentk.core.secrets import redact

@@ -1,6 +1,6 @@
 """A catalogue of every file under raw/data: what each is (from content), and every table read.
 
-Archives are unpacked first, safely (`agentk.core.archives` checks them before a byte is written), into a
+Archives are unpacked first, safely (`agentk.core.reading.archives` checks them before a byte is written), into a
 folder beside them (`<name>_unpacked/`), once; the catalogue then lists their members like any other
 file. An archive that is refused or corrupt is skipped and named, and the rest of the data is used. Only tables are opened in full: images,
 sound clips and other per-row files are listed by path, so a folder of 10,000 images takes a directory walk.
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from agentk.core.archives import ArchiveLimits, extract_archive, gunzip_file
+from agentk.core.reading.archives import ArchiveLimits, extract_archive, gunzip_file
 from agentk.core.errors import ArchiveError
-from agentk.core.header_rows import REPEATED_HEADER_ROWS
+from agentk.core.reading.header_rows import REPEATED_HEADER_ROWS
 from agentk.core.readers import IMAGE_EXTENSIONS, FileKind, UnreadableTable, file_kind, read_table
 from setup_pipeline.perception.stacks import PictureStack, find_stacks
 

@@ -6,7 +6,7 @@ date comes after the last training date; and that a holiday table beside them li
 here reads a column's name: the date is whichever column parses as dates, the keys the smallest set
 of the other shared columns that makes (keys, date) unique, and an event table any other table whose
 dates fall inside the data's period. The solver reads the result (plan.json's `facts.series`) to
-build lags that respect the horizon (solve_pipeline/forecast_features.py).
+build lags that respect the horizon (solve_pipeline/inputs/forecast_features.py).
 """
 
 from __future__ import annotations

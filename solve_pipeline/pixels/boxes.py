@@ -26,7 +26,7 @@ from agentk.core.boxes import Boxes
 from agentk.core.maps import read_map
 from agentk.core.mask_targets import read_labels
 from agentk.core.pixels import resolve
-from solve_pipeline.cv import emit
+from solve_pipeline.base.cv import emit
 from solve_pipeline.pixels.mask_post import SMOOTHING, THRESHOLDS, area_grid
 from solve_pipeline.pixels.masks import MaskSolve, fit_tuned, read_tests, read_train, split
 from solve_pipeline.pixels.solve import LIGHT_PAIRS

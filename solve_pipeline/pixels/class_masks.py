@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from agentk.core.mask_targets import class_bit, class_mask
-from solve_pipeline.cv import emit
+from solve_pipeline.base.cv import emit
 from solve_pipeline.pixels.mask_post import MaskScorer, PostProcess, search
 from solve_pipeline.pixels.masks import MaskSolve, _Pictures, fit_tuned, read_tests, read_train, split
 from solve_pipeline.pixels.scale import resampled

@@ -24,13 +24,13 @@ from agentk.core.artifacts import SetupLayout
 from agentk.core.maps import read_map
 from agentk.core.mask_targets import LABELS_SUFFIX, picture_shape, read_labels, save_labels
 from agentk.core.pixels import read_picture, resolve
-from solve_pipeline.cv import emit
+from solve_pipeline.base.cv import emit
 from solve_pipeline.pixels.features import pixel_features
 from solve_pipeline.pixels.mask_post import MaskScorer, PostProcess, search
 from solve_pipeline.pixels.model import PixelRows, fit_pixel_model
 from solve_pipeline.pixels.scale import factor, reduced, resampled
 from solve_pipeline.pixels.solve import LIGHT_PAIRS, PictureSolve
-from solve_pipeline.submission_record import SubmissionRecord, adopt_submission, setup_fingerprint
+from solve_pipeline.base.submission_record import SubmissionRecord, adopt_submission, setup_fingerprint
 
 _HELD_OUT = 0.2  # of the training pictures, at least one: the pictures post-processing is tuned on
 _MAX_HELD = 300  # enough pictures to tell an empty-mask rule from luck

@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from solve_pipeline.baseline_models import lightgbm_deadline
+from solve_pipeline.base.baseline_models import lightgbm_deadline
 from solve_pipeline.pixels.features import pixel_features
 
 

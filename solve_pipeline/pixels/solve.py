@@ -24,12 +24,12 @@ from agentk.core.mask_targets import MASK_TASK
 from agentk.core.maps import read_map
 from agentk.core.metrics.direction import Direction
 from agentk.core.pixels import read_picture, resolve, save_prediction, score_pictures, write_pixel_csv
-from agentk.core.results import SolveResult
-from agentk.core.workspace import atomic_write_json
-from solve_pipeline.cv import emit
+from agentk.core.records.results import SolveResult
+from agentk.core.records.workspace import atomic_write_json
+from solve_pipeline.base.cv import emit
 from solve_pipeline.pixels.model import PixelModel, PixelRows, fit_pixel_model
-from solve_pipeline.setup_modules import load_setup_module
-from solve_pipeline.submission_record import SubmissionRecord, adopt_submission, setup_fingerprint
+from solve_pipeline.base.setup_modules import load_setup_module
+from solve_pipeline.base.submission_record import SubmissionRecord, adopt_submission, setup_fingerprint
 
 _HELD_OUT = 0.2  # of the training pairs, at least one: the pictures every candidate is scored on
 _MAX_HELD = 12  # millions of pixels already; more would only cost prediction time

@@ -21,11 +21,11 @@ import pandas as pd
 from agentk.core.artifacts import TEXT_TASK, SetupLayout
 from agentk.core.maps import read_map
 from agentk.core.metrics.direction import Direction
-from agentk.core.results import SolveResult
-from agentk.core.workspace import atomic_write_json, replacing
-from solve_pipeline.cv import emit
-from solve_pipeline.setup_modules import load_setup_module
-from solve_pipeline.submission_record import SubmissionRecord, adopt_submission, setup_fingerprint
+from agentk.core.records.results import SolveResult
+from agentk.core.records.workspace import atomic_write_json, replacing
+from solve_pipeline.base.cv import emit
+from solve_pipeline.base.setup_modules import load_setup_module
+from solve_pipeline.base.submission_record import SubmissionRecord, adopt_submission, setup_fingerprint
 from solve_pipeline.text_to_text.memory import Memory, memorise
 from solve_pipeline.text_to_text.rules import Rules, fit_rules
 

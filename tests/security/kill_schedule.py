@@ -38,8 +38,8 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from agentk.core.workspace import Workspace, read_json_object  # noqa: E402
-from solve_pipeline.submission_record import read_record  # noqa: E402
+from agentk.core.records.workspace import Workspace, read_json_object  # noqa: E402
+from solve_pipeline.base.submission_record import read_record  # noqa: E402
 from unit_tests_setup.submission_rules import validate_against_setup  # noqa: E402
 
 DEFAULT_COMPETITION = REPO.parent / "shared" / "competitions" / "titanic"

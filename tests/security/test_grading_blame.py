@@ -135,7 +135,7 @@ def test_a_run_result_says_why_the_test_score_is_missing(tmp_path: Path) -> None
 
 def test_the_run_table_says_why_the_test_score_is_missing(capsys: pytest.CaptureFixture[str]) -> None:
     from agentk.cli import _print_result
-    from agentk.core.results import RunResult
+    from agentk.core.records.results import RunResult
 
     result = {"competition_id": "tiny", "setup": {}, "metric": "accuracy", "validation_score": 0.8,
               "test_score": None, "model": "linear", "elapsed_s": 1.0, "submission_path": "s.csv",

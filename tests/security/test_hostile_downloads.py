@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agentk.core.archives import ArchiveLimits
+from agentk.core.reading.archives import ArchiveLimits
 from agentk.core.errors import CorruptArchive, UnsafeArchive
 from agentk.kaggle import KaggleClient, KaggleUnavailable, RetryPolicy
 from agentk.kaggle.download import DownloadSettings

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from agentk.core.isolation import isolation_status
+from agentk.core.sandbox.isolation import isolation_status
 from llm_server import Reply, ScriptedLLMServer
 from test_llm_policy import MODEL, script
 from test_sandbox import HEARTBEAT, stops_beating
@@ -199,7 +199,7 @@ def test_a_killed_agentk_takes_its_sandboxed_child_with_it(tmp_path: Path) -> No
     beat = tmp_path / "child.beat"
     orchestrator = textwrap.dedent(f"""
         from pathlib import Path
-        from agentk.core.sandbox import Limits, run_python
+        from agentk.core.sandbox.sandbox import Limits, run_python
         run_python(["-c", {HEARTBEAT!r}, {str(beat)!r}], cwd=Path({str(tmp_path)!r}), limits=Limits(timeout_s=120))
     """)
     proc = subprocess.Popen([sys.executable, "-c", orchestrator], cwd=tmp_path)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agentk.core.cgroups import open_jail
-from agentk.core.sandbox import Limits, run_python
+from agentk.core.sandbox.cgroups import open_jail
+from agentk.core.sandbox.sandbox import Limits, run_python
 
 
 def _jail_possible() -> bool:

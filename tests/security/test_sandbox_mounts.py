@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agentk.core.isolation import Mounts, isolation_status
-from agentk.core.sandbox import Limits, run_python
+from agentk.core.sandbox.isolation import Mounts, isolation_status
+from agentk.core.sandbox.sandbox import Limits, run_python
 
 pytestmark = pytest.mark.skipif(not isolation_status().available, reason=isolation_status().reason)
 

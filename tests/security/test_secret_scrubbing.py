@@ -15,7 +15,7 @@ import pytest
 from llm_server import Reply, ScriptedLLMServer
 from test_llm_policy import MODEL, SHARED, script
 
-from agentk.core.config import RunConfig
+from agentk.core.records.config import RunConfig
 from agentk.core.errors import SetupFailed
 from agentk.llm import LLMConfig, make_client, user
 from agentk.runner import run_competition

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 from solver_workspaces import REPO, run_solver, titanic_workspace
 
-from solve_pipeline.submission_record import (
+from solve_pipeline.base.submission_record import (
     SubmissionRecord, adopt_submission, file_sha256, read_record, record_path,
 )
 
@@ -95,7 +95,7 @@ def test_a_kill_between_the_record_and_the_file_keeps_the_score_known(tmp_path: 
         import os, signal
         from pathlib import Path
         import pandas as pd
-        from solve_pipeline.submission_record import SubmissionRecord, adopt_submission
+        from solve_pipeline.base.submission_record import SubmissionRecord, adopt_submission
         real_replace = os.replace
         def replace(src, dst):
             if Path(dst).name == "submission.csv":

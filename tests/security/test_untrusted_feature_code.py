@@ -16,11 +16,11 @@ import pytest
 from llm_server import Reply, ScriptedLLMServer
 from llm_solve_helpers import MODEL, RATIO_FEATURE, ratio_frames
 
-from agentk.core.isolation import isolation_status
+from agentk.core.sandbox.isolation import isolation_status
 from agentk.core.secrets import REDACTED, redact
 from agentk.llm import LLMConfig, make_client, user
-from solve_pipeline.feature_code import CodeVerdict, check_feature_code
-from solve_pipeline.submission_record import KnownSubmission, SubmissionRecord, adopt_submission, read_record
+from solve_pipeline.llm.feature_code import CodeVerdict, check_feature_code
+from solve_pipeline.base.submission_record import KnownSubmission, SubmissionRecord, adopt_submission, read_record
 
 needs_sandbox = pytest.mark.skipif(not isolation_status().available, reason=isolation_status().reason)
 
@@ -260,8 +260,8 @@ def test_inside_the_solvers_sandbox_the_code_gets_a_room_nested_in_it(tmp_path: 
     may start sandboxes of its own; the feature code it checks still sees none of them."""
     import dataclasses
 
-    from agentk.core.isolation import Mounts
-    from agentk.core.sandbox import Limits, run_python
+    from agentk.core.sandbox.isolation import Mounts
+    from agentk.core.sandbox.sandbox import Limits, run_python
 
     root = tmp_path / "ws"
     files = _workspace(root)
@@ -274,7 +274,7 @@ def test_inside_the_solvers_sandbox_the_code_gets_a_room_nested_in_it(tmp_path: 
 import json, sys
 sys.path.insert(0, {str(tests)!r})
 from llm_solve_helpers import ratio_frames
-from solve_pipeline.feature_code import check_feature_code
+from solve_pipeline.llm.feature_code import check_feature_code
 code = open({str(root / "solve" / "code.txt")!r}).read()
 train, test = ratio_frames()
 verdict = check_feature_code(code, train, test, ["y"], 60.0)
@@ -314,7 +314,7 @@ def add_features(train, test):
 
 
 def test_a_cv_jump_far_beyond_the_fold_noise_is_a_leak() -> None:
-    from solve_pipeline.feature_leaks import JUMP_SIGMAS, cv_jump
+    from solve_pipeline.llm.feature_leaks import JUMP_SIGMAS, cv_jump
 
     margin = 0.01
     assert cv_jump(2 * margin, margin) is None  # a real feature's gain: a few times the noise
@@ -359,7 +359,7 @@ def test_a_hostile_model_ends_in_budget_with_the_experts_submission_or_better(tm
     from llm_solve_helpers import model_reply, ratio_workspace, solve_with_llm
     from solver_workspaces import check_solved
 
-    from agentk.core.config import SolveSettings
+    from agentk.core.records.config import SolveSettings
 
     settings = SolveSettings(folds=3, seed=0, time_budget_s=60, fusion="off", blend_after=2, llm_solve=True)
     workspace = ratio_workspace(tmp_path / "ws", settings)
@@ -400,7 +400,7 @@ def test_inside_our_sandbox_without_a_room_of_its_own_the_code_is_refused(tmp_pa
 
     script = ("import sys; sys.path.insert(0, 'tests')\n"
               "from llm_solve_helpers import RATIO_FEATURE, ratio_frames\n"
-              "from solve_pipeline.feature_code import check_feature_code\n"
+              "from solve_pipeline.llm.feature_code import check_feature_code\n"
               "train, test = ratio_frames()\n"
               "v = check_feature_code(RATIO_FEATURE, train, test, ['y'], 30.0)\n"
               "print(v.refused)\n")

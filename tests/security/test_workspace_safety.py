@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from agentk.core.config import RunConfig
+from agentk.core.records.config import RunConfig
 from agentk.core.errors import AgentKError, WorkspaceError
 from agentk.runner import run_competition
 from agentk.sources import load_competition
-from agentk.core.workspace import Workspace, replacing, safe_component, workspace_for
-from agentk.core.workspace_lock import workspace_lock
+from agentk.core.records.workspace import Workspace, replacing, safe_component, workspace_for
+from agentk.core.records.workspace_lock import workspace_lock
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +27,7 @@ SECRET = "root:x:0:0:root:/root:/bin/bash  # stands in for /etc/passwd"
 HOLD_LOCK = (
     "import sys, time\n"
     "from pathlib import Path\n"
-    "from agentk.core.workspace_lock import workspace_lock\n"
+    "from agentk.core.records.workspace_lock import workspace_lock\n"
     "with workspace_lock(Path(sys.argv[1])):\n"
     "    print('held', flush=True)\n"
     "    time.sleep(120)\n"

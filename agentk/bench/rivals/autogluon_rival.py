@@ -28,11 +28,11 @@ from agentk.bench.rivals.common import (
     tabular_inputs,
 )
 from agentk.core.artifacts import SetupLayout
-from agentk.core.isolation import Mounts
+from agentk.core.sandbox.isolation import Mounts
 from agentk.core.metrics import UnknownMetricError, get_metric
-from agentk.core.sandbox import ExecutionResult, Limits, run_python
+from agentk.core.sandbox.sandbox import ExecutionResult, Limits, run_python
 from agentk.sources.base import Competition
-from agentk.core.workspace import Workspace
+from agentk.core.records.workspace import Workspace
 
 SYSTEM = "autogluon"
 PRESETS = "medium_quality"

@@ -19,8 +19,8 @@ from typing import Any
 
 from agentk.bench.rivals.memory import PeakRss
 from agentk.core.artifacts import SetupLayout, Task
-from agentk.core.sandbox import ExecutionResult
-from agentk.core.workspace import Workspace, read_json_object
+from agentk.core.sandbox.sandbox import ExecutionResult
+from agentk.core.records.workspace import Workspace, read_json_object
 from agentk.grading import grade_file
 from agentk.sources import common as source_files
 from agentk.sources.base import Competition

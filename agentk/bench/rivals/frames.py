@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from agentk.core.predictions import prediction_frame as build_prediction_frame
-from agentk.core.workspace import replacing
-from solve_pipeline.setup_modules import SetupArtifacts, TargetSpec
+from agentk.core.records.workspace import replacing
+from solve_pipeline.base.setup_modules import SetupArtifacts, TargetSpec
 
 # A class a model never saw must not make log loss infinite (the solver floors the same way).
 PROBA_FLOOR = 1e-6

@@ -31,9 +31,9 @@ from agentk.bench.rivals.common import (
     tabular_inputs,
 )
 from agentk.bench.rivals.frames import enter_setup, normalise, prediction_frame, write_formatted
-from agentk.core.isolation import Mounts
-from agentk.core.sandbox import Limits, data_room_mb, run_python
-from agentk.core.workspace import Workspace
+from agentk.core.sandbox.isolation import Mounts
+from agentk.core.sandbox.sandbox import Limits, data_room_mb, run_python
+from agentk.core.records.workspace import Workspace
 from agentk.sources.base import Competition
 
 SYSTEM = "lightgbm"

@@ -4,7 +4,7 @@ Every system in the bench (agentk's setup and solver subprocesses, each rival) r
 the bench process, one system at a time. Two measurements are combined, because neither alone is
 right for a process tree:
 
-* sampling the process table (agentk.core.processes) every `interval_s` and summing the RSS of all
+* sampling the process table (agentk.core.sandbox.processes) every `interval_s` and summing the RSS of all
   live descendants catches processes that run *at the same time* (a sandbox group, a worker pool), which `ru_maxrss` cannot: it is the
   peak of the single largest child, never a sum;
 * `getrusage(RUSAGE_CHILDREN).ru_maxrss` is exact for a single process, so a spike shorter than the
@@ -19,7 +19,7 @@ import resource
 import threading
 from types import TracebackType
 
-from agentk.core.processes import process_table, short_command
+from agentk.core.sandbox.processes import process_table, short_command
 
 
 def tree_rss(root_pid: int, include_root: bool = False) -> dict[int, int]:

@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from agentk.core.markdown import Heading, fenced_lines, heading_lines
+from agentk.core.reading.markdown import Heading, fenced_lines, heading_lines
 from agentk.core.metrics.metric_patterns import OBJECT_RES, PATTERNS, Pattern
 
 Source = Literal["evaluation_section", "scoring_sentence", "anywhere", "none"]

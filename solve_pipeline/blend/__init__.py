@@ -1,0 +1,4 @@
+"""Blending: solutions' out-of-fold predictions combined, and the stacking level's learners.
+
+May import: base.
+"""
