@@ -34,6 +34,7 @@ from agentk.core.metrics import (
     normalise_ids,
     normalise_labels,
     score_class_probabilities,
+    scored_columns,
     score_positive_probability,
 )
 from agentk.sources.base import Competition, GradingFacts
@@ -61,6 +62,7 @@ class GradeReport:
     n_rows: int
     leaderboard: LeaderboardPosition | None = None
     answers_missing: int = 0  # answer rows with no value, left out of the score
+    columns_skipped: int = 0  # label columns whose answers hold one class: nothing to rank (AUC)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -227,7 +229,8 @@ def _column(sub: pd.DataFrame, column: str, numeric: bool, blanks: bool = False)
     return numbers.astype(float)
 
 
-def _score_targets(metric: Metric, sub: pd.DataFrame, answers: pd.DataFrame, facts: GradingFacts) -> float:
+def _score_targets(metric: Metric, sub: pd.DataFrame, answers: pd.DataFrame, facts: GradingFacts,
+                   columns: list[str]) -> float:
     if metric.name == "lrap" and len(facts.target_columns) > 1:
         # One score per label column (Freesound's tagging): the row's labels ranked by them together.
         columns = list(facts.target_columns)
@@ -237,7 +240,7 @@ def _score_targets(metric: Metric, sub: pd.DataFrame, answers: pd.DataFrame, fac
             raise _unusable(f"label columns {', '.join(columns[:3])}... should hold 0/1 in every row for lrap")
         return metric.fn(truth, scores)
     scores = []
-    for column in facts.target_columns:
+    for column in columns:
         # A ranking row may be blank: the submission predicts no label for it.
         predicted = _column(sub, column, numeric=metric.kind in ("value", "proba"), blanks=metric.kind == "ranking")
         truth = answers[column].to_numpy()
@@ -296,10 +299,16 @@ def grade_submission(
     answered = _answered_rows(answers, facts, metric)
     scored_answers = answers[answered].reset_index(drop=True)
     missing = int((~answered).sum())
+    try:  # of several label columns ranked one by one (AUC), those holding both classes
+        ranked = list(facts.target_columns) if facts.label_column or metric.spatial else \
+            scored_columns(metric.name, scored_answers, facts.target_columns)
+    except ValueError as exc:
+        raise _unusable(str(exc)) from None
 
     def report(score: float | None, error: str | None) -> GradeReport:
         return GradeReport(competition_id, metric.name, facts.higher_is_better, score, error is None, error,
-                           len(submission), answers_missing=missing)
+                           len(submission), answers_missing=missing,
+                           columns_skipped=len(facts.target_columns) - len(ranked))
 
     try:
         if metric.spatial:
@@ -309,7 +318,7 @@ def grade_submission(
             score = _score_label_column(metric, sub, scored_answers, facts)
         else:
             sub = _aligned(submission, answer_keys, facts.id_column)[answered].reset_index(drop=True)
-            score = _score_targets(metric, sub, scored_answers, facts)
+            score = _score_targets(metric, sub, scored_answers, facts, ranked)
     except _Invalid as exc:
         return report(None, str(exc))
     except (ValueError, TypeError) as exc:
@@ -325,9 +334,10 @@ def grade_note(report: GradeReport) -> str | None:
     """Why a grade has no score, or what it left out; None for a complete, plain score."""
     if report.score is None:
         return f"the submission is invalid: {report.error}" if not report.valid else "no score"
-    if report.answers_missing:
-        return f"{report.answers_missing} answer row(s) have no value and were not scored"
-    return None
+    notes = [f"{report.answers_missing} answer row(s) have no value and were not scored"] if report.answers_missing else []
+    if report.columns_skipped:
+        notes.append(f"{report.columns_skipped} label column(s) hold one class in the answers and were not ranked")
+    return "; ".join(notes) or None
 
 
 def medal_ranks(n_teams: int) -> tuple[int, int, int]:

@@ -160,7 +160,7 @@ def build_sequence(modalities: list[str] | None) -> list[StageSpec | MetaCheckSp
     maps_meta = MetaCheckSpec(
         name="meta_maps",
         covers=tuple(s.name for s in [*train_maps, TARGET_MAP, TARGET_TRANSFORM, *test_maps]),
-        goal="Train maps share ids with the target map, test maps share ids, columns agree, a DataLoader yields a batch.",
+        goal="Train maps share ids with the target map, test maps share ids, columns agree, a batch of rows stacks as the networks read it.",
         check=meta_checks.check_maps,
     )
     light_solve = MetaCheckSpec(

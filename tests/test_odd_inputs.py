@@ -95,16 +95,15 @@ def test_a_very_wide_table(tmp_path: Path) -> None:
     run(source, tmp_path)
 
 
-def test_an_unreadable_extra_file_beside_the_tables_is_skipped(tmp_path: Path) -> None:
-    shared = Path(__file__).resolve().parents[2] / "shared" / "competitions" / "titanic"
-    source = tmp_path / "titanic"
-    (source / "data").mkdir(parents=True)
-    for path in (shared / "data").iterdir():
-        (source / "data" / path.name).write_bytes(path.read_bytes())
-    (source / "description.md").write_bytes((shared / "description.md").read_bytes())
+def test_an_unreadable_extra_file_is_skipped_and_test_ids_written_as_floats_are_the_same_ids(tmp_path: Path) -> None:
+    """Two shrugs in one run: a JSON file nested past any parser's depth beside the tables, and
+    test ids saved through floats (892.0) while the sample writes them as integers."""
+    source = _titanic_copy(tmp_path / "titanic")
     (source / "data" / "extra.json").write_text("[" * 200_000 + "]" * 200_000)
+    _ids_as_floats(source / "data" / "test.csv")
     result = run(source, tmp_path)
     assert result["metric"] == "accuracy"
+    _submission_writes_ids_as_the_sample(source, tmp_path / "ws" / "titanic")
 
 
 def test_a_train_file_that_is_one_enormous_line_is_named_in_one_error_line(tmp_path: Path) -> None:
@@ -137,13 +136,27 @@ def _titanic_copy(source: Path) -> Path:
     return source
 
 
-def test_an_empty_page_is_no_page_and_a_repeated_header_row_is_dropped(tmp_path: Path) -> None:
-    """Two shrugs in one run (each a run of its own costs the suite a minute): a blank page, and
-    train holding its header again (two exports concatenated)."""
+def _ids_as_floats(table_path: Path) -> None:
+    table = pd.read_csv(table_path)
+    table["PassengerId"] = table["PassengerId"].astype(float)  # 892.0, as a table saved through floats
+    table.to_csv(table_path, index=False)
+
+
+def _submission_writes_ids_as_the_sample(source: Path, workspace: Path) -> None:
+    submission = pd.read_csv(workspace / "submissions" / "submission.csv", dtype=str)
+    sample = pd.read_csv(source / "data" / "gender_submission.csv", dtype=str)
+    assert submission["PassengerId"].tolist() == sample["PassengerId"].tolist()  # as the sample writes them
+
+
+def test_an_empty_page_a_repeated_header_row_and_sample_ids_written_as_floats(tmp_path: Path) -> None:
+    """Three shrugs in one run (each a run of its own costs the suite a minute): a blank page,
+    train holding its header again (two exports concatenated), and a sample whose ids were saved
+    through floats: ids equal as numbers are the same ids, written as the sample writes them."""
     source = _titanic_copy(tmp_path / "blank")
     (source / "description.md").write_text("\n  \n")
     lines = (source / "data" / "train.csv").read_text().splitlines(keepends=True)
     (source / "data" / "train.csv").write_text("".join(lines[:400] + [lines[0]] + lines[400:]))
+    _ids_as_floats(source / "data" / "gender_submission.csv")
     result = run(source, tmp_path)
     assert result["metric"] == "accuracy"  # two classes and a label submission: assumed from the data
     page = (tmp_path / "ws" / "blank" / "raw" / "description.md").read_text()
@@ -151,19 +164,7 @@ def test_an_empty_page_is_no_page_and_a_repeated_header_row_is_dropped(tmp_path:
     plan = json.dumps(json.loads((tmp_path / "ws" / "blank" / "setup" / "plan.json").read_text()))
     assert "1 row(s) repeating the header dropped (line 401)" in plan, plan[:2000]
     assert result["validation_score"] > 0.7
-
-
-@pytest.mark.parametrize("where", ["test", "sample"])
-def test_ids_written_as_floats_on_one_side_are_the_same_ids(tmp_path: Path, where: str) -> None:
-    source = _titanic_copy(tmp_path / "floats")
-    name = "test.csv" if where == "test" else "gender_submission.csv"
-    table = pd.read_csv(source / "data" / name)
-    table["PassengerId"] = table["PassengerId"].astype(float)  # 892.0, as a table saved through floats
-    table.to_csv(source / "data" / name, index=False)
-    run(source, tmp_path)
-    submission = pd.read_csv(tmp_path / "ws" / "floats" / "submissions" / "submission.csv", dtype=str)
-    sample = pd.read_csv(source / "data" / "gender_submission.csv", dtype=str)
-    assert submission["PassengerId"].tolist() == sample["PassengerId"].tolist()  # as the sample writes them
+    _submission_writes_ids_as_the_sample(source, tmp_path / "ws" / "blank")
 
 
 def test_a_wide_table_of_constants_and_noise_takes_the_wide_path(tmp_path: Path) -> None:

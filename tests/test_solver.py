@@ -25,7 +25,7 @@ from solver_workspaces import (
 
 from solve_pipeline.base.baseline_models import LightGBMModel, LinearModel, ModelOptions
 from solve_pipeline.base.folds import make_folds
-from solve_pipeline.networks.batches import iterate_batches
+from solve_pipeline.networks.batches import first_batch
 from solve_pipeline.base.dataset import CATEGORY, DATE_PART
 from solve_pipeline.inputs.features import build_features
 from solve_pipeline.phases.outputs import ranked_candidates
@@ -234,9 +234,9 @@ def test_features_titanic_and_batches(titanic: Path) -> None:
     assert features.tab_names == ["Pclass", "Sex", "Age", "Fare"]
     assert features.tab_kinds[1] == CATEGORY
     assert np.isnan(features.tab_train[:, 2]).sum() > 100  # Age keeps its missing values
-    batch = next(iterate_batches(features, 32, targets=np.arange(713)))
+    batch = first_batch(features, 32, targets=np.arange(713))
     assert batch["tab"].shape == (32, 4) and batch["target"].tolist() == list(range(32))
-    assert not batch["tab"].isnan().any()
+    assert not np.isnan(batch["tab"]).any()
 
 
 def test_features_dates_text_images(tmp_path: Path) -> None:
@@ -262,7 +262,7 @@ def test_features_dates_text_images(tmp_path: Path) -> None:
     shapes = SetupArtifacts.load(shapes_workspace(tmp_path / "shapes"))
     images = build_features(shapes, image_size=16)
     assert images.image_train.shape == (48, 256) and images.image_shape == (1, 16, 16)
-    batch = next(iterate_batches(images, 8, split="test"))
+    batch = first_batch(images, 8, split="test")
     assert tuple(batch["image"].shape) == (8, 1, 16, 16)
     assert 0.0 <= float(batch["image"].min()) and float(batch["image"].max()) <= 1.0
 
@@ -283,7 +283,7 @@ def test_rare_classes_and_single_class_folds() -> None:
 
 
 def test_maps_only_workspace_loads(titanic: Path, tmp_path: Path) -> None:
-    """The maps meta check probes a DataLoader before the target/format/metric stages exist."""
+    """The maps meta check probes a batch before the target/format/metric stages exist."""
     setup = tmp_path / "early" / "setup"
     setup.mkdir(parents=True)
     for name in ("train_tab_input_map.csv", "test_tab_input_map.csv"):
@@ -291,7 +291,7 @@ def test_maps_only_workspace_loads(titanic: Path, tmp_path: Path) -> None:
     artifacts = SetupArtifacts.load(tmp_path / "early")
     features = build_features(artifacts)
     assert features.n_train == 713 and features.n_test == 178
-    assert next(iterate_batches(features, 16))["tab"].shape[0] == 16
+    assert first_batch(features, 16)["tab"].shape[0] == 16
     with pytest.raises(FileNotFoundError, match="target_info"):
         artifacts.require_solvable()
     with pytest.raises(FileNotFoundError, match="code_metric.py"):

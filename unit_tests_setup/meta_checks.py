@@ -1,6 +1,6 @@
 """Checks over several stages at once (Agent K's meta-unit tests).
 
-`check_maps` checks that the maps fit together and that a DataLoader yields a batch;
+`check_maps` checks that the maps fit together and that a batch of rows stacks as the networks read it;
 `check_light_solve` runs the solver on a subsample and validates the submission it writes.
 Both run solver code in the sandbox: the setup's generated modules are never imported here.
 """
@@ -172,13 +172,13 @@ def _probe_batch(ctx: CheckContext) -> list[str]:
         mounts=Mounts.workspace(ctx.workspace.root, write=["solve"]),
     )
     if not result.ok:
-        return [f"a DataLoader over the maps failed: {result.error_summary(max_lines=12)}"]
+        return [f"a batch over the maps failed: {result.error_summary(max_lines=12)}"]
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     if not lines:
         return ["the batch probe printed no batch"]
     batch = json.loads(lines[-1])
     if batch.get("rows", 0) < 1:
-        return ["the DataLoader yielded an empty batch"]
+        return ["the maps yielded an empty batch"]
     return []
 
 

@@ -1,4 +1,4 @@
-"""Run in the sandbox by the maps meta check: load the maps and pull one batch from a DataLoader."""
+"""Run in the sandbox by the maps meta check: load the maps and stack one batch of rows as the networks read them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from agentk.core.mask_targets import MASK_TASK, read_labels
-from solve_pipeline.networks.batches import iterate_batches
+from solve_pipeline.networks.batches import first_batch
 from solve_pipeline.inputs.features import build_features
 from solve_pipeline.pixels.solve import picture_target
 from solve_pipeline.base.setup_modules import SetupArtifacts
@@ -43,7 +43,7 @@ def main(workspace: str) -> None:
     # Test rows too: decoding every test clip (tens of thousands of sound files) is the solve's work.
     features = build_features(artifacts, train_ids=list(artifacts.train_ids)[:PROBE_ROWS],
                               test_ids=list(artifacts.test_ids)[:PROBE_ROWS])
-    batch = next(iter(iterate_batches(features, batch_size=16)))
+    batch = first_batch(features, batch_size=16)
     shapes = {key: list(getattr(value, "shape", [len(value)])) for key, value in batch.items()}
     rows = max((shape[0] for shape in shapes.values() if shape), default=0)
     print(json.dumps({"rows": rows, "shapes": shapes}))

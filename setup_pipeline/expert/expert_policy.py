@@ -12,7 +12,7 @@ from types import ModuleType
 
 from agentk.core.records.config import PolicyName
 from agentk.core.metrics import get_metric, normalise_labels
-from setup_pipeline.expert import box_codegen, codegen, mask_codegen, pixel_codegen
+from setup_pipeline.expert import box_codegen, codegen, mask_codegen, pixel_codegen, window_codegen
 from setup_pipeline.expert.description import summarise
 from setup_pipeline.expert.facts import DataFacts, ExpertDeclined
 from setup_pipeline.expert.inspect import inspect_competition
@@ -74,12 +74,16 @@ class ExpertPolicy:
         if name.startswith(("train_input_map_", "test_input_map_")):
             split, code = name.split("_")[0], name.rsplit("_", 1)[1]
             return Fill(self._input_map(facts, split, MODALITY_OF_CODE[code]), plan=f"{split} {MODALITY_OF_CODE[code]} columns keyed by id")
+        if name == "train_target_map" and facts.windows is not None:
+            return Fill(window_codegen.target_map(facts), plan="each training window labelled by its clip's class")
         if name == "train_target_map":
             return Fill(codegen.target_map(facts), plan="raw targets keyed by id")
         if name == "target_transform":
             return Fill(self._target_transform(facts, ctx), plan="label-encode classes; rescale regression targets for log metrics")
         if name == "submission_format":
             sources = _submission_sources(facts, _frame_classes(ctx))
+            if facts.windows is not None:
+                return Fill(window_codegen.submission_format(facts, sources), plan="a probability per class for every window of the sample")
             return Fill(codegen.submission_format(facts, sources), plan="rename prediction columns to the submission's")
         if name == "metric":
             return Fill(codegen.metric(facts), plan=f"score with {facts.metric}")
@@ -88,6 +92,8 @@ class ExpertPolicy:
     def _input_map(self, facts: DataFacts, split: str, modality: str) -> str:
         if modality == "image":
             return codegen.image_map(facts, split)
+        if modality == "audio" and facts.windows is not None:
+            return window_codegen.audio_map(facts, split)
         if modality == "audio":
             return codegen.audio_map(facts, split)
         if _split_file_missing(facts, split):
@@ -160,6 +166,8 @@ def _plan(facts: DataFacts) -> dict:
     files = "clips" if facts.audio is not None else "images"
     if facts.pixels is not None:
         steps = _pixel_steps(facts)
+    elif facts.windows is not None:
+        steps = window_codegen.plan_steps(facts)
     elif facts.masks is not None:
         steps = (box_codegen if facts.masks.output == "boxes" else mask_codegen).plan_steps(facts)
     else:

@@ -13,6 +13,7 @@ from setup_pipeline.expert.pixels import PixelTask
 from setup_pipeline.expert.row_files import RowFiles
 from setup_pipeline.perception.recipe import TableRecipe
 from setup_pipeline.perception.series import SeriesShape
+from setup_pipeline.perception.windows import WindowShape
 
 
 class ExpertDeclined(Exception):
@@ -64,6 +65,7 @@ class DataFacts(BaseModel):
     dropped_columns: dict[str, str]
     notes: list[str]
     series: SeriesShape | None = None  # forecasting: dated series whose future is the test
+    windows: WindowShape | None = None  # labelled time windows of long recordings: a row per window
     assumptions: list[str] = Field(default_factory=list)  # decisions the run made without proof
     evidence: dict[str, str] = Field(default_factory=dict)  # fact -> what decided it
 

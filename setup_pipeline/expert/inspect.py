@@ -37,6 +37,7 @@ from setup_pipeline.perception.page_text import as_markdown
 from setup_pipeline.perception.roles import decide_roles
 from setup_pipeline.perception.series import SeriesShape, find_series
 from setup_pipeline.perception.stacks import PictureStack
+from setup_pipeline.perception.windows import WindowShape, find_windows
 from setup_pipeline.perception.tables import match_column
 
 
@@ -107,6 +108,9 @@ class _Inspection(TargetDecisions, ImageLayouts):
         elif catalogue.audio:
             self.notes.append(f"{len(catalogue.audio)} sound clip(s) beside the images are not used: "
                               "images and sound together are not supported")
+        windows = find_windows(self.raw, catalogue.audio, catalogue.tables, self.notes) if self.media == "audio" else None
+        if windows is not None:
+            return self._window_facts(windows, base_metric)
         pixels = find_pixel_task(self.raw, catalogue.images, catalogue.tables, self.notes)
         if pixels is not None:
             return self._pixel_facts(pixels, base_metric)
@@ -236,6 +240,29 @@ class _Inspection(TargetDecisions, ImageLayouts):
             targets=[TargetFact(column=task.value_column, task=MASK_TASK)],
             submission_columns=[task.id_column, task.value_column], tabular_columns=[], text_columns=[],
             image=layout, masks=task, input_modalities=["image"], metric=metric,
+            metric_higher_is_better=bool(metrics.get_metric(metric).higher_is_better),
+            dropped_columns={}, notes=self.notes, assumptions=self.assumptions, evidence=self.evidence)
+
+    def _window_facts(self, shape: WindowShape, metric: str | None) -> DataFacts:
+        """Windows of long recordings: a row per window in every map, the clip's class its target,
+        a probability per class and window submitted in the sample's rows."""
+        if metric is None or metrics.get_metric(metric).kind != "proba":
+            self.assume(f"metric: auc per class column, averaged — the page names {metric or 'no metric'}, "
+                        "and the sample holds a probability per class")
+            metric = "auc"
+        trained = shape.trained_classes
+        layout = ImageLayout(kind="class_folders" if shape.train_table is None else "id_files", media="audio",
+                             train_dir=shape.train_dir, test_dir=shape.test_dir,
+                             extension=Counter(p.suffix.lower() for p in self.images).most_common(1)[0][0],
+                             n_train_images=shape.n_train_clips, n_test_images=shape.n_recordings)
+        target = TargetFact(column=shape.label_column or "label", task="multiclass" if len(trained) > 2 else "binary",
+                            classes=trained)
+        metric = metrics.for_task(metric, len(trained))
+        return DataFacts(
+            train_file=shape.train_table, test_file=None, sample_submission=shape.sample, id_column=shape.id_column,
+            train_id_column=None, test_id_column=None, submission_format="per_class_proba", targets=[target],
+            submission_columns=[shape.id_column, *shape.classes], tabular_columns=[], text_columns=[],
+            image=None, audio=layout, windows=shape, input_modalities=["audio"], metric=metric,
             metric_higher_is_better=bool(metrics.get_metric(metric).higher_is_better),
             dropped_columns={}, notes=self.notes, assumptions=self.assumptions, evidence=self.evidence)
 

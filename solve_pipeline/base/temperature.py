@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 LOG_T_BOUNDS = (math.log(0.05), math.log(20.0))
 _FLOOR = 1e-12
@@ -26,6 +25,8 @@ def _nll(proba: np.ndarray, y: np.ndarray) -> float:
 
 def fit_temperature(proba: np.ndarray, y: np.ndarray) -> float:
     """The T minimising the log loss of `proba` on labels `y` (class indices)."""
+    from scipy.optimize import minimize_scalar  # here: scipy.optimize costs every importer of cv.py 1 s of CPU
+
     if len(y) == 0:
         return 1.0
     result = minimize_scalar(lambda log_t: _nll(tempered(proba, math.exp(log_t)), y),

@@ -15,6 +15,7 @@ import pandas as pd
 from agentk.core.artifacts import SetupLayout
 from agentk.core.records.config import Device, Fusion, SolveSettings, WarmStart
 from solve_pipeline.base.choice_rule import DEFAULT_RULE, RuleName
+from solve_pipeline.inputs.audio_windows import affordable_windows
 from solve_pipeline.base.cv import CVContext, Predictions, emit, normalise_proba
 from solve_pipeline.base.dataset import BIG_FOLDS
 from solve_pipeline.inputs.features import build_features
@@ -112,6 +113,10 @@ def prepare(options: SolveOptions) -> tuple[SetupArtifacts, CVContext, int, Vali
         rng = np.random.default_rng(options.seed)
         keep = np.sort(rng.choice(len(ids), LIGHT_MAX_ROWS, replace=False))
         ids = [ids[i] for i in keep]
+    # A windowed sound task (BirdCLEF) keeps the training windows the budget can read.
+    ids, window_note = affordable_windows(artifacts, ids, _audio_seconds(options), options.seed)
+    if window_note:
+        emit("audio", message=window_note)
     features = build_features(artifacts, train_ids=ids,
                               max_text_features=5000 if options.light else 30000,
                               image_size=16 if options.light else 32,

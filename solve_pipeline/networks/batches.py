@@ -1,15 +1,13 @@
-"""Mini-batches of a `FeatureSet` as torch tensors, for the networks and the setup's batch probe."""
+"""Rows of a `FeatureSet` as the networks read them, batched: the setup's batch probe."""
 
 from __future__ import annotations
-
-from typing import Iterator
 
 import numpy as np
 
 from solve_pipeline.base.dataset import FeatureSet
 
 class _BlockDataset:
-    """Row-indexed view over a FeatureSet side, for torch's DataLoader."""
+    """Row-indexed view over a FeatureSet side."""
 
     def __init__(self, features: FeatureSet, split: str, targets: np.ndarray | None) -> None:
         self.tab = np.nan_to_num(features.tab_train if split == "train" else features.tab_test)
@@ -32,26 +30,18 @@ class _BlockDataset:
         return item
 
 
-def iterate_batches(
+def first_batch(
     features: FeatureSet,
     batch_size: int,
     *,
     split: str = "train",
     targets: np.ndarray | None = None,
-    shuffle: bool = False,
-    seed: int = 0,
-) -> Iterator[dict]:
-    """Yield dicts of torch tensors (`index`, `tab`, and `text`/`image`/`target` when present)."""
-    import torch
-    from torch.utils.data import DataLoader, Dataset
-
+) -> dict[str, np.ndarray]:
+    """The first `batch_size` rows of one side as the networks read them (`index`, `tab`, and
+    `text`/`image`/`target` when present), stacked: what the setup's batch probe checks. NumPy, not
+    torch: importing torch cost the probe more CPU than the rest of it on a table."""
     if split not in ("train", "test"):
         raise ValueError("split must be 'train' or 'test'")
-
-    class _TorchDataset(_BlockDataset, Dataset):
-        pass
-
-    dataset = _TorchDataset(features, split, targets)
-    generator = torch.Generator().manual_seed(seed)
-    loader = DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, generator=generator)
-    yield from loader
+    dataset = _BlockDataset(features, split, targets)
+    items = [dataset[index] for index in range(min(batch_size, len(dataset)))]
+    return {key: np.stack([item[key] for item in items]) for key in items[0]} if items else {}

@@ -25,10 +25,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import scipy.fft
-from scipy import signal
 from threadpoolctl import threadpool_limits
 
+from agentk.core.sound_windows import END_COLUMN, START_COLUMN
 from solve_pipeline.base.vector_cache import VectorCache, file_key
 
 MEL_BANDS = 40
@@ -42,6 +41,7 @@ CLIP_STATS = ("duration_s", "rms_mean", "rms_std", "zcr_mean", "zcr_std", "centr
 PROBE_CLIPS = 8
 _DURATION = MEL_BANDS * len(BAND_STATS)  # where a row holds the clip's full duration
 _FLOOR = 1e-10
+Window = tuple[float, float]  # (start, end) in seconds of a window inside a recording
 
 
 @dataclass(frozen=True)
@@ -85,23 +85,35 @@ def _frames(rate: int) -> tuple[int, int]:
     return 1 << int(np.ceil(np.log2(0.025 * rate))), max(1, int(round(0.010 * rate)))
 
 
-def read_clip(path: str, plan: AudioPlan) -> tuple[np.ndarray, float]:
-    """The clip as mono float samples at plan.rate, cut to plan.max_seconds, and its full duration."""
+def read_clip(path: str, plan: AudioPlan, window: Window | None = None) -> tuple[np.ndarray, float]:
+    """The clip (or the `window` of it, in seconds) as mono float samples at plan.rate, cut to
+    plan.max_seconds, and its full duration (a window's: its nominal length, even where the
+    recording ends sooner, so that a short training clip reads as long as a test window)."""
     import soundfile
+    from scipy import signal  # here, not at the top: scipy.signal costs every table's solve 2 s of CPU
 
     info = soundfile.info(path)
-    frames = int(min(info.frames, plan.max_seconds * info.samplerate)) if info.frames > 0 else -1
-    samples, rate = soundfile.read(path, frames=frames, dtype="float32", always_2d=True)
+    start = int(window[0] * info.samplerate) if window else 0
+    if info.frames > 0:
+        end = info.frames if window is None else min(info.frames, int(window[1] * info.samplerate))
+        frames = max(0, int(min(end - start, plan.max_seconds * info.samplerate)))
+    else:
+        frames = -1 if window is None else int(min(window[1] - window[0], plan.max_seconds) * info.samplerate)
+    samples, rate = soundfile.read(path, start=min(start, max(0, info.frames)), frames=frames, dtype="float32",
+                                   always_2d=True)
     mono = samples.mean(axis=1)
     if rate != plan.rate and mono.size:
         common = gcd(int(rate), plan.rate)
         mono = signal.resample_poly(mono, plan.rate // common, int(rate) // common).astype(np.float32)
     duration = info.frames / info.samplerate if info.frames > 0 else mono.size / plan.rate
-    return mono, float(duration)
+    return mono, float(window[1] - window[0] if window else duration)
 
 
 def clip_features(samples: np.ndarray, rate: int, duration: float) -> np.ndarray:
     """The summary row of one clip (`feature_names()` order)."""
+    import scipy.fft
+    from scipy import signal
+
     n_fft, hop = _frames(rate)
     if samples.size < n_fft:
         samples = np.pad(samples, (0, n_fft - samples.size))
@@ -153,6 +165,14 @@ class AudioBlocks:
     note: str | None = None  # what was read, and any cut the budget made
 
 
+def _windows(frame: pd.DataFrame) -> list[Window | None]:
+    """Each row's window (start and end second) where the map names one (`agentk.core.sound_windows`)."""
+    if START_COLUMN not in frame.columns or END_COLUMN not in frame.columns:
+        return [None] * len(frame)
+    bounds = frame[[START_COLUMN, END_COLUMN]].apply(pd.to_numeric, errors="coerce").to_numpy(float)
+    return [(float(a), float(b)) if np.isfinite(a) and np.isfinite(b) and b > a else None for a, b in bounds]
+
+
 def _paths(frame: pd.DataFrame, base: Path) -> list[str]:
     out = []
     for value in frame["audio_path"].tolist():
@@ -164,11 +184,11 @@ def _paths(frame: pd.DataFrame, base: Path) -> list[str]:
     return out
 
 
-def _one(path: str, plan: AudioPlan) -> np.ndarray:
+def _one(path: str, plan: AudioPlan, window: Window | None = None) -> np.ndarray:
     if not path:
         return _unreadable_row()
     try:
-        samples, duration = read_clip(path, plan)
+        samples, duration = read_clip(path, plan, window)
         return clip_features(samples, plan.rate, duration)
     except (RuntimeError, OSError, ValueError) as error:  # a broken clip costs one row, not the run
         warnings.warn(f"cannot read audio {path}: {error}")
@@ -185,21 +205,36 @@ def audio_blocks(train_aud: pd.DataFrame, test_aud: pd.DataFrame, base: Path, *,
         return _audio_blocks(train_aud, test_aud, base, seconds, cache_dir)
 
 
+def _set_keys(train_aud: pd.DataFrame, test_aud: pd.DataFrame, base: Path) -> tuple[list[str], list[Window | None],
+                                                                                   AudioPlan, list[str]]:
+    """Every row's path, window, the plan the set is read with, and each row's cache key (train first)."""
+    paths = _paths(train_aud, base) + _paths(test_aud, base)
+    windows = _windows(train_aud) + _windows(test_aud)
+    plan = _plan(list(dict.fromkeys(p for p in paths if p)))
+    keys = [file_key(p) + (f"@{w[0]:g}-{w[1]:g}" if w else "") if p else "" for p, w in zip(paths, windows)]
+    return paths, windows, plan, keys
+
+
+def cached_rows(train_aud: pd.DataFrame, test_aud: pd.DataFrame, base: Path, cache_dir: Path | None) -> np.ndarray:
+    """Whether the cache already holds each row of both maps (train first), as `audio_blocks` would read them."""
+    _, _, plan, keys = _set_keys(train_aud, test_aud, base)
+    vectors = VectorCache(cache_dir, plan.label).vectors
+    return np.array([bool(k) and k in vectors for k in keys], dtype=bool)
+
+
 def _audio_blocks(train_aud: pd.DataFrame, test_aud: pd.DataFrame, base: Path, seconds: float | None,
                   cache_dir: Path | None) -> AudioBlocks:
     if "audio_path" not in train_aud.columns or "audio_path" not in test_aud.columns:
         return AudioBlocks()
-    paths = _paths(train_aud, base) + _paths(test_aud, base)
-    plan = _plan([p for p in paths if p])
+    paths, windows, plan, keys = _set_keys(train_aud, test_aud, base)
     began = time.monotonic()
     cache = VectorCache(cache_dir, plan.label)
-    keys = [file_key(p) if p else "" for p in paths]
     todo = [i for i, k in enumerate(keys) if k and k not in cache.vectors]
     rows: dict[int, np.ndarray] = {}
     cut = None
     if seconds is not None and len(todo) > PROBE_CLIPS:
         for i in todo[:PROBE_CLIPS]:
-            rows[i] = _one(paths[i], plan)
+            rows[i] = _one(paths[i], plan, windows[i])
         per_clip = (time.monotonic() - began) / PROBE_CLIPS
         projected = per_clip * len(todo)
         if projected > seconds:
@@ -208,14 +243,15 @@ def _audio_blocks(train_aud: pd.DataFrame, test_aud: pd.DataFrame, base: Path, s
             longest = max((float(rows[i][_DURATION]) for i in rows), default=plan.max_seconds)
             shorter = max(MIN_SECONDS, min(plan.max_seconds, float(longest)) * seconds / projected)
             if shorter < min(plan.max_seconds, float(longest)):
-                cut = (f"the {len(todo)} clips would take ~{projected:.0f} s to featurise, over the {seconds:.0f} s "
+                unit = "windows" if any(windows) else "clips"
+                cut = (f"the {len(todo)} {unit} would take ~{projected:.0f} s to featurise, over the {seconds:.0f} s "
                        f"allowed: each is read up to {shorter:.1f} s")
                 plan = AudioPlan(plan.rate, round(shorter, 1))
                 cache = VectorCache(cache_dir, plan.label)
                 todo = [i for i, k in enumerate(keys) if k and k not in cache.vectors]
                 rows = {}
     for i in todo:
-        row = rows[i] if i in rows else _one(paths[i], plan)
+        row = rows[i] if i in rows else _one(paths[i], plan, windows[i])
         cache.vectors[keys[i]] = row
     try:
         cache.save()
@@ -225,7 +261,9 @@ def _audio_blocks(train_aud: pd.DataFrame, test_aud: pd.DataFrame, base: Path, s
         np.zeros((0, len(feature_names())), dtype=np.float32)
     n_train = len(train_aud)
     unreadable = int(np.nansum(matrix[:, -1]))
-    note = (f"audio: {len(paths)} clips as {len(feature_names())} log-mel summaries ({MEL_BANDS} bands) at "
+    windowed = sum(w is not None for w in windows)
+    what = f"{len(paths)} windows of {len(set(paths))} recordings" if windowed else f"{len(paths)} clips"
+    note = (f"audio: {what} as {len(feature_names())} log-mel summaries ({MEL_BANDS} bands) at "
             f"{plan.rate} Hz, read up to {plan.max_seconds:g} s each; {len(todo)} decoded in "
             f"{time.monotonic() - began:.1f} s, {len(paths) - len(todo)} from the cache"
             + (f"; {unreadable} unreadable" if unreadable else "") + (f"; {cut}" if cut else ""))

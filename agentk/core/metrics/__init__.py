@@ -29,6 +29,7 @@ from agentk.core.metrics.direction import Direction
 from agentk.core.metrics.functions import LOG_FLOOR, PROBA_EPS
 from agentk.core.metrics.labels import label_list, normalise_ids, normalise_labels
 from agentk.core.metrics.registry import (
+    COLUMN_RANKINGS,
     METRICS,
     SPATIAL_KINDS,
     Metric,
@@ -42,6 +43,7 @@ from agentk.core.metrics.scoring import (
     score_class_probabilities,
     score_positive_probability,
     score_prediction_frame,
+    scored_columns,
 )
 from agentk.core.metrics.spatial import (
     BOX_IOU_THRESHOLDS,
@@ -52,8 +54,8 @@ from agentk.core.metrics.spatial import (
 )
 
 __all__ = [
-    "BOX_IOU_THRESHOLDS", "Direction", "LOG_FLOOR", "MASK_IOU_THRESHOLDS", "METRICS", "PROBA_EPS", "RANKING_DEPTH", "SPATIAL_KINDS", "Metric", "MetricGuess", "MetricKind",
+    "BOX_IOU_THRESHOLDS", "COLUMN_RANKINGS", "Direction", "LOG_FLOOR", "MASK_IOU_THRESHOLDS", "METRICS", "PROBA_EPS", "RANKING_DEPTH", "SPATIAL_KINDS", "Metric", "MetricGuess", "MetricKind",
     "UnknownMetricError", "aligned_groups", "detect_metric", "evaluation_section", "for_task", "get_metric", "group_by_id", "stated_thresholds",
     "infer_metric", "label_list", "normalise_ids", "normalise_labels", "score_class_probabilities",
-    "score_positive_probability", "score_prediction_frame",
+    "score_positive_probability", "score_prediction_frame", "scored_columns",
 ]

@@ -102,6 +102,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("pearson", r"\bpearson"),
     _p("spearman", r"\bspearman"),
     _p("kendall_tau", r"\bkendall"),
+    _p("padded_cmap", r"\bpadded (c ?map|class ?wise mean average precision)\b", "padded cmAP"),
     _p("map_at_k", rf"mean average precision ?(@|at) ?{_N}\b|\bmap ?@ ?{_N}\b"),
     _p(None, r"\b(mean )?average precision\b", "average precision"),
     _p("top_k_error", r"\btop ?(\d+|k) (classification )?error|mean best error"

@@ -46,7 +46,7 @@ def _m(name: str, higher_is_better: bool, kind: MetricKind, fn: F.MetricFn, alia
 
 _REGISTERED = (
     # Labels
-    _m("accuracy", True, "label", F.label_metric(F.sk("accuracy_score")),
+    _m("accuracy", True, "label", F.accuracy,
        "acc classification_accuracy categorization_accuracy categorisation_accuracy accuracy_score "
        "multiclass_accuracy"),
     _m("balanced_accuracy", True, "label", F.label_metric(F.sk("balanced_accuracy_score")),
@@ -69,6 +69,7 @@ _REGISTERED = (
     # Probabilities
     _m("auc", True, "proba", F.auc,
        "roc_auc auroc roc_auc_score area_under_curve roc mean_columnwise_auc sklearn_roc_auc_score"),
+    _m("padded_cmap", True, "proba", F.padded_cmap, "padded_cmap5 padded_class_wise_map"),
     _m("gini", True, "proba", F.gini, "normalized_gini normalised_gini gini_coefficient normalized_gini_index"),
     _m("logloss", False, "proba", F.log_loss,
        "log_loss binary_logloss binary_log_loss binary_crossentropy cross_entropy"),
@@ -77,13 +78,13 @@ _REGISTERED = (
        "categorical_crossentropy multiclass_loss"),
     _m("brier", False, "proba", F.brier, "brier_score brier_score_loss"),
     # Values
-    _m("rmse", False, "value", F.value_metric(F.sk("root_mean_squared_error")),
+    _m("rmse", False, "value", F.rmse,
        "root_mean_squared_error root_mean_square_error mcrmse"),
     _m("rmse_log", False, "value", F.rmse_log, "log_rmse rmse_of_log rmse_of_logs"),
     _m("rmsle", False, "value", F.rmsle, "root_mean_squared_log_error root_mean_squared_logarithmic_error"),
     _m("msle", False, "value", F.msle, "mean_squared_log_error mean_squared_logarithmic_error"),
-    _m("mse", False, "value", F.value_metric(F.sk("mean_squared_error")), "mean_squared_error"),
-    _m("mae", False, "value", F.value_metric(F.sk("mean_absolute_error")), "mean_absolute_error l1"),
+    _m("mse", False, "value", F.mse, "mean_squared_error"),
+    _m("mae", False, "value", F.mae, "mean_absolute_error l1"),
     _m("medae", False, "value", F.value_metric(F.sk("median_absolute_error")), "median_absolute_error"),
     _m("mape", False, "value", F.value_metric(F.sk("mean_absolute_percentage_error")), "mean_absolute_percentage_error"),
     _m("smape", False, "value", F.smape, "symmetric_mean_absolute_percentage_error smape_plus_1"),
@@ -111,6 +112,9 @@ _REGISTERED = (
        "box_average_precision_at_iou_thresholds rsnaobjectdetectionap box_map detection_map map_iou_boxes"),
 )
 METRICS: dict[str, Metric] = {m.name: m for m in _REGISTERED}
+# Rankings within a column: a label column whose answers hold one class has nothing to rank, so a
+# grade over several such columns leaves it out (BirdCLEF's macro AUC skips species never heard).
+COLUMN_RANKINGS: frozenset[str] = frozenset({"auc", "gini"})
 _LOOKUP: dict[str, Metric] = {key: m for m in _REGISTERED for key in (m.name, *m.aliases)}
 
 

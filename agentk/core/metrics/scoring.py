@@ -9,7 +9,7 @@ import pandas as pd
 
 from agentk.core.metrics.functions import floats
 from agentk.core.metrics.labels import normalise_ids, normalise_labels
-from agentk.core.metrics.registry import get_metric
+from agentk.core.metrics.registry import COLUMN_RANKINGS, get_metric
 from agentk.core.metrics.spatial import aligned_groups
 
 # How many classes, best first, a probability matrix submits to a ranking metric: the K of most
@@ -62,6 +62,19 @@ def score_class_probabilities(name: str, y_true: Any, proba: Any, classes: Seque
         if positive == 0:  # put the positive class second, where binary metrics expect it
             p, idx = p[:, ::-1], 1 - idx
     return metric.fn(idx, p)
+def scored_columns(name: str, answers: pd.DataFrame, columns: Sequence[str]) -> list[str]:
+    """The label columns a score averages: of several ranked one by one (`COLUMN_RANKINGS`), those
+    whose answers hold both classes, as no prediction can be ranked on the others; ValueError when
+    none does."""
+    columns = list(columns)
+    if get_metric(name).name not in COLUMN_RANKINGS or len(columns) < 2:
+        return columns
+    ranked = [c for c in columns if len(set(normalise_labels(answers[c].to_numpy()))) > 1]
+    if not ranked:
+        raise ValueError(f"no column of {', '.join(columns[:3])}... holds both classes: {name} ranks none")
+    return ranked
+
+
 def score_positive_probability(name: str, y_true: Any, p_positive: Any) -> float:
     """Score a proba metric from binary labels (0/1 or false/true) and P(positive) per row."""
     metric = get_metric(name)
@@ -110,7 +123,7 @@ def _mean_score(metric: Any, name: str, y_true: pd.DataFrame, pred: pd.DataFrame
                 target_columns: Sequence[str]) -> float:
     """The mean of the per-target scores of rows already aligned."""
     scores = []
-    for target in target_columns:
+    for target in scored_columns(name, y_true, target_columns):
         truth = y_true[target].to_numpy()
         prefix = f"{target}__proba__"
         proba_cols = [c for c in pred.columns if str(c).startswith(prefix)]

@@ -48,7 +48,7 @@ class SetupBudget(BaseModel):
     meta_rounds: int = Field(2, ge=0, description="how often each meta check may send the run back")
     stage_timeout_s: float = Field(300.0, gt=0)
     light_solve_timeout_s: float = Field(600.0, gt=0)
-    probe_timeout_s: float = Field(120.0, gt=0, description="the DataLoader probe over the maps")
+    probe_timeout_s: float = Field(120.0, gt=0, description="the batch probe over the maps")
 
 
 class WarmStart(BaseModel):
