@@ -69,6 +69,7 @@ def run(
     folds: Optional[int] = typer.Option(None, "--folds", help=f"Cross-validation folds (default: {default_of(SolveSettings, 'folds')})."),
     fusion: Optional[str] = typer.Option(None, "--fusion", help=f"Late-fusion net: auto (text/image inputs only), on (tables too), off (default: {default_of(SolveSettings, 'fusion')})."),
     no_tune: bool = typer.Option(False, "--no-tune", help="Skip HEBO tuning."),
+    setup_deadline: Optional[float] = typer.Option(None, "--setup-deadline", help="Seconds setup may take from the run's start; past it the run hands in the sample submission (default: twice --time-budget, at least 180)."),
     device: Optional[str] = typer.Option(None, "--device", help=f"Where images, text and the fusion net run: auto (a CUDA GPU when there is one), cpu, cuda (default: {default_of(SolveSettings, 'device')})."),
     seed: Optional[int] = typer.Option(None, "--seed", help=f"(default: {default_of(SolveSettings, 'seed')})"),
     image_backbone: Optional[str] = ImageBackbone,
@@ -97,7 +98,7 @@ def run(
     # The switches' False means "not given" too: only a set switch changes the config.
     config = RunConfig(**given(
         workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, seed=seed, quiet=quiet or None,
-        fusion=chosen_fusion, tune=False if no_tune else None, device=choice(Device, "--device", device),
+        setup_deadline_s=setup_deadline, fusion=chosen_fusion, tune=False if no_tune else None, device=choice(Device, "--device", device),
         submit=submit or None, force_submit=force_submit or None, submit_top_k=top_k, submit_poll_s=submit_poll,
         policy=chosen_policy, llm_base_url=llm, llm_model=model, llm_token_budget=token_budget,
         credit_assignment=False if no_credit_assignment else None, unsafe_no_sandbox=unsafe_no_sandbox or None,
@@ -245,11 +246,14 @@ def bench(
     orders: Optional[str] = typer.Option(None, "--orders", help="With --campaign: fixed,random,heuristic,curriculum (default: all four), or a subset."),
     warm_vs_cold: bool = typer.Option(True, "--warm-vs-cold/--no-warm-vs-cold", help="With --campaign: run the curriculum again without warm starts and compare."),
     medals: Optional[Path] = typer.Option(None, "--medals", help="Medal thresholds (MLE-bench's medals.json: gold/silver/bronze/median per competition id): each test score gets its medal."),
+    holdout_repeats: int = typer.Option(0, "--holdout-repeats", min=0, help="Judge the solver's choice rules: R seeded splits of each split competition's train into a training and a "
+                                                                          "held-out part, one run each, every kept candidate graded on the held-out part, each rule's pick compared."),
+    holdout_fraction: float = typer.Option(0.3, "--holdout-fraction", min=0.05, max=0.5, help="With --holdout-repeats: the share of train held out (0.3: 267 of titanic's 891 rows, a held-out score worth comparing)."),
 ) -> None:
     """Run competitions and print setup attempts per stage, time to a valid submission and scores;
     with rivals, agentk against LightGBM defaults and AutoGluon side by side; with --campaign, the
     orders of a campaign and warm vs cold solver starts."""
-    from agentk.bench.command import bench_campaigns, bench_competitions
+    from agentk.bench.command import bench_campaigns, bench_competitions, bench_holdout
 
     run_config = given(time_budget_s=time_budget, folds=folds, policy=choice(PolicyName, "--policy", policy),
                        llm_base_url=llm, llm_model=model)
@@ -262,6 +266,12 @@ def bench(
     if autogluon_python is not None and not autogluon_python.is_file():
         fail(f"--autogluon-python: no such file: {autogluon_python}")
     run_config = {**given(workspace_root=workspace_root, quiet=True), **run_config}
+    if holdout_repeats:
+        if rivals is not None or seeds > 1 or splits > 1:
+            fail("--holdout-repeats makes its own splits and compares choice rules: leave out --rivals, --seeds and --splits")
+        if not bench_holdout(sources or [], run_config, holdout_repeats, holdout_fraction, output):
+            raise typer.Exit(1)  # no repeat could be scored
+        return
     if not bench_competitions(sources or [], run_config, seeds=seeds, rivals=rivals, splits=splits,
                               autogluon_python=autogluon_python, medals=medals, output=output):
         raise typer.Exit(1)

@@ -17,7 +17,7 @@ from typing import Any
 from agentk.core.artifacts import SetupLayout
 from agentk.core.records.config import CONFIG_FILE, Device, PolicyName, RunConfig
 from agentk.core.sandbox.disk_quota import quota_mb
-from agentk.core.errors import AgentKError, SolveFailed
+from agentk.core.errors import AgentKError, SetupFailed, SolveFailed
 from agentk.core.records.events import EventLog
 from agentk.core.sandbox.isolation import Mounts, gpu_device_files, isolation_status
 from agentk.core.local_image_models import solver_env, solver_mounts
@@ -35,10 +35,12 @@ from agentk.sources.base import Competition
 from agentk.sources.kaggle import fetch_source, kaggle_slug
 from curriculum.embedding import EmbeddingUnavailable
 from curriculum.experience import ExperienceStore, ingest_attempts
+from setup_pipeline.deadline import Deadline, SetupDeadline, hand_in_sample, setup_deadline_s
 from setup_pipeline.expert.expert_policy import ExpertPolicy
 from setup_pipeline.llm_policy import HybridPolicy, LLMPolicy, assign_blame
 from setup_pipeline.mdp import Blame, SetupMDP
 from setup_pipeline.policy import Policy
+from solve_pipeline.base.submission_record import read_record
 from unit_tests_setup.submission_rules import validate_against_setup
 
 
@@ -95,14 +97,25 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
             policy, blame = _policy(config, workspace, memory, competition.id)
             state.policy = policy.name
             events.emit("policy", name=policy.name, credit_assignment=blame is not None)
+            # Counted from the run's start: reading and splitting the source is setup's cost too.
+            deadline = Deadline.starting(setup_deadline_s(config.setup, config.solve.time_budget_s), started)
             try:
-                SetupMDP(workspace, policy, events, config.setup, on_solver_line=_solver_printer(events), blame=blame).run(state, save)
+                SetupMDP(workspace, policy, events, config.setup, on_solver_line=_solver_printer(events), blame=blame,
+                         deadline=deadline).run(state, save)
+            except SetupDeadline as exc:
+                # A step the deadline cut short failed for want of time, not of a fix: nothing the
+                # experience memory should learn from (and embedding it costs the run seconds).
+                memory = None
+                _hand_in_at_deadline(workspace, events, exc)
+                state.phase = "done"
+                save(state)
             finally:
                 _remember(memory, competition.id, workspace, events)
             for line in read_json_object(SetupLayout(workspace.setup).plan).get("assumptions") or []:
                 events.say(f"  [yellow]assumed[/] {line}")
-            state.phase = "solve"
-            save(state)
+            if state.phase == "setup":
+                state.phase = "solve"
+                save(state)
         if state.phase == "solve":
             _solve(workspace, config, events, competition.id)
             state.phase = "done"
@@ -123,6 +136,17 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
         _write_report(workspace, events)
         events.emit("run_end", **{k: v for k, v in record.items() if k != "setup"})
     return RunOutcome(workspace, result)
+
+
+def _hand_in_at_deadline(workspace: Workspace, events: EventLog, reached: SetupDeadline) -> None:
+    """The setup deadline passed: the sample submission is the run's answer when it is a valid
+    one (said in one line); without one the run fails as a setup that ran out of budget."""
+    sample = hand_in_sample(workspace)
+    if sample is None:
+        raise SetupFailed(f"{reached}, and there is no valid sample submission to hand in")
+    shown = sample.relative_to(workspace.raw).as_posix() if sample.is_relative_to(workspace.raw) else sample.name
+    events.emit("setup_deadline_submission", source="sample_submission", file=shown)
+    events.say(f"  [yellow]{reached}[/]: handed in the sample submission {shown} as it is (no model trained)")
 
 
 def _write_report(workspace: Workspace, events: EventLog) -> None:
@@ -323,7 +347,8 @@ def _result(competition: Competition, workspace: Workspace, state: RunState,
         higher_is_better=None if direction is None else direction.higher_is_better,
         assumptions=plan.get("assumptions") or [],
         validation_score=solve.validation_score,
-        model=solve.model,
+        # A submission handed in without a solve (the setup deadline's sample) says so in its record.
+        model=solve.model or (_recorded_model(workspace) if valid else None),
         test_score=report.score if report else None,
         test_metric=report.metric if report else None,
         test_score_note=test_note,
@@ -338,6 +363,11 @@ def _result(competition: Competition, workspace: Workspace, state: RunState,
         error=state.error,
         **extra,
     )
+
+
+def _recorded_model(workspace: Workspace) -> str | None:
+    record = read_record(workspace.submission_path)
+    return record.model if record is not None else None
 
 
 def _place(position: LeaderboardPosition | None) -> LeaderboardPlace | None:

@@ -21,6 +21,7 @@ from agentk.core.sandbox.isolation import Mounts
 from agentk.core.sandbox.sandbox import Limits, run_python
 from agentk.core.secrets import redact, redact_obj
 from agentk.core.records.workspace import RunState, Workspace, atomic_write_text
+from setup_pipeline.deadline import Deadline, SetupDeadline
 from setup_pipeline.policy import Decline, Fill, Policy, StageContext, Verdict
 from setup_pipeline.stages import MetaCheckSpec, StageSpec, build_sequence
 from unit_tests_setup.context import CheckContext
@@ -38,8 +39,10 @@ class SetupMDP:
         budget: SetupBudget = SetupBudget(),
         on_solver_line: Callable[[str], None] | None = None,
         blame: Blame | None = None,
+        deadline: Deadline | None = None,
     ) -> None:
         self.ws = workspace
+        self.deadline = deadline
         # Credit assignment (Agent K 3.1.3): which covered stages caused a meta failure. Without
         # it, every covered stage is rewritten.
         self.blame = blame
@@ -58,6 +61,7 @@ class SetupMDP:
         index = 0
         while index < len(sequence):
             item = sequence[index]
+            self._before(item.name)
             if isinstance(item, StageSpec):
                 self._run_stage(item, state, save)
                 if item.name == "modalities":
@@ -66,12 +70,26 @@ class SetupMDP:
                 continue
             back_to = self._run_meta(item, state, save)
             index = index + 1 if back_to is None else next(i for i, s in enumerate(sequence) if s.name == back_to)
+        if self.deadline is not None:
+            self.events.emit("setup_deadline", outcome="met", elapsed_s=round(self.deadline.elapsed(), 1),
+                             deadline_s=self.deadline.seconds)
         return state
 
     def _modalities(self, state: RunState) -> list[str] | None:
         if not state.stage("modalities").passed:
             return None
         return json.loads(SetupLayout(self.ws.setup).modalities.read_text(encoding="utf-8"))["input_modalities"]
+
+    def _before(self, step: str) -> None:
+        """Stop at the setup deadline; else give the next step's sandboxed code no more than the
+        time left (deadline.py)."""
+        if self.deadline is None:
+            return
+        if self.deadline.passed():
+            self.events.emit("setup_deadline", outcome="reached", before=step, elapsed_s=round(self.deadline.elapsed(), 1),
+                             deadline_s=self.deadline.seconds)
+            raise SetupDeadline(f"setup's deadline ({self.deadline.seconds:.0f} s) passed before {step!r}")
+        self.check_ctx.budget = self.deadline.capped(self.budget)
 
     # ---- one stage ------------------------------------------------------------------------
 
@@ -83,6 +101,8 @@ class SetupMDP:
         record.passed = False
         first = record.attempts
         while record.attempts - first < self.budget.attempts_per_stage:
+            if record.attempts > first:
+                self._before(spec.name)
             record.attempts += 1
             ctx = StageContext(self.ws, attempt=record.attempts, last_error=record.last_error, meta_error=self._meta_error, meta_thought=self._meta_thought)
             started = time.monotonic()
@@ -119,7 +139,7 @@ class SetupMDP:
         result = run_python(
             [target.name],
             cwd=self.ws.setup,
-            limits=Limits(timeout_s=self.budget.stage_timeout_s, max_written_mb=self.disk_quota_mb),
+            limits=Limits(timeout_s=self.check_ctx.budget.stage_timeout_s, max_written_mb=self.disk_quota_mb),
             log_prefix=self.ws.logs / f"stage_{spec.name}",
             mounts=Mounts.workspace(self.ws.root, write=["setup"]),
         )

@@ -36,9 +36,10 @@ from typing import Any, Sequence
 from agentk.core.records.config import Device, Fusion, saved_config
 from agentk.core.records.results import SolveResult
 from agentk.core.records.workspace import atomic_write_json
-from solve_pipeline.phases import blend_phase, decode_phase, finetune_phase
+from solve_pipeline.phases import blend_phase, choice_phase, decode_phase, finetune_phase
 from solve_pipeline.networks import device
 from solve_pipeline.llm import llm_loop
+from solve_pipeline.base.choice_rule import DEFAULT_RULE, RULES
 from solve_pipeline.base.cv import emit
 from solve_pipeline.export.saved import save_predictor
 from solve_pipeline.inputs.join_selection import select_joins
@@ -94,6 +95,7 @@ def solve(options: SolveOptions) -> dict:
     llm_solve: dict[str, Any] | None = None  # recorded only when an LLM took part
     predictor: dict[str, Any] = {"skipped": "light mode"}
     bagging: dict[str, Any] = {"skipped": "light mode"}
+    choice: dict[str, Any] = {"skipped": "light mode", "rule": "max_cv"}
     if not options.light:
         finetune = finetune_phase.finetune(solver, outcome)
         solver.finish_survivors(outcome)
@@ -112,6 +114,8 @@ def solve(options: SolveOptions) -> dict:
         else:
             tuning = bagging = {"skipped": f"the LLM solve policy: {guided.record.ended}"}
         blend_report = blend_phase.blend(solver) if guided is None or guided.blend is None else guided.blend
+        # Before decoding: the labels' thresholds are fitted to the candidate that will be submitted.
+        choice = choice_phase.choose(solver)
         decoding = decode_phase.decode(solver)
         solver.keep_own_submission()
         try:
@@ -137,6 +141,7 @@ def solve(options: SolveOptions) -> dict:
         "raw_scores": state.raw_scores,
         "blend": blend_report,
         "decoding": decoding,
+        "choice": choice,
         "phases_s": state.phases,
         "folds": len(ctx.folds),
         "n_train": features.n_train,
@@ -160,7 +165,7 @@ def solve(options: SolveOptions) -> dict:
     result = record.to_json()
     atomic_write_json(SolveResult.path_in(artifacts.workspace / "solve"), result)
     emit("done", **{k: v for k, v in result.items()
-                    if k not in ("race", "finetune", "tuning", "blend", "decoding", "timeline", "warm_start", "llm_solve")})
+                    if k not in ("race", "finetune", "tuning", "blend", "decoding", "choice", "timeline", "warm_start", "llm_solve")})
     return result
 
 
@@ -185,13 +190,16 @@ def parse_args(argv: Sequence[str] | None = None) -> SolveOptions:
     parser.add_argument("--blend-after", type=int, default=None)
     parser.add_argument("--device", choices=[d.value for d in Device], default=None)
     parser.add_argument("--image-backbone", default=None, help="an image model's folder or cached hub repo id")
+    parser.add_argument("--choice", choices=list(RULES), default=None,
+                        help=f"how the submission is chosen among candidates (default {DEFAULT_RULE})")
     args = parser.parse_args(argv)
     workspace = args.workspace.resolve()
     values = {} if args.light else _saved_settings(workspace)
     fusion = Fusion(args.fusion) if args.fusion is not None else None
     given = {"folds": args.folds, "seed": args.seed, "time_budget": args.time_budget, "fusion": fusion,
              "tune": args.tune, "blend_after": args.blend_after,
-             "device": Device(args.device) if args.device is not None else None, "image_backbone": args.image_backbone}
+             "device": Device(args.device) if args.device is not None else None, "image_backbone": args.image_backbone,
+             "choice": args.choice}
     values.update({k: v for k, v in given.items() if v is not None})
     for name in ("folds", "blend_after"):
         if name in values:

@@ -9,7 +9,7 @@ from agentk.core.artifacts import MAP_CODES, SetupLayout
 from agentk.core.maps import read_map
 from agentk.core.sound_files import AUDIO_EXTENSIONS
 from agentk.core.readers import IMAGE_EXTENSIONS as _IMAGE_SUFFIXES
-from agentk.core.readers import UnreadableTable, file_kind, is_audio, read_table
+from agentk.core.readers import UnreadableTable, file_kind, is_audio, table_columns
 
 IMAGE_EXTENSIONS = set(_IMAGE_SUFFIXES)
 # Files no table hides in, skipped by name where thousands of them would each be sniffed.
@@ -50,7 +50,7 @@ def csv_headers(raw: Path) -> dict[Path, list[str]]:
         if path.suffix.lower() in _MEDIA_SUFFIXES or file_kind(path) != "table":
             continue
         try:
-            headers[path] = list(read_table(path, nrows=5).columns)
+            headers[path] = table_columns(path)
         except UnreadableTable:
             continue
     return headers

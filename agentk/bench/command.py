@@ -45,6 +45,17 @@ def bench_competitions(sources: list[str], run_config: dict[str, Any], *, seeds:
     return seeds != 1 or all(r["valid_submission"] for r in rows)
 
 
+def bench_holdout(sources: list[str], run_config: dict[str, Any], repeats: int, fraction: float,
+                  output: Path | None) -> bool:
+    """`agentk bench --holdout-repeats R`: every choice rule's held-out score over R splits of each
+    split competition (holdout.py); False when no repeat could be scored."""
+    from agentk.bench.holdout import holdout_bench, render_holdout  # lazy: the solver's choice rules
+
+    rows = guard(lambda: holdout_bench(expand_sources(sources), RunConfig(**run_config), repeats, fraction, output))
+    wide_console().print(render_holdout(rows))
+    return bool(rows)
+
+
 def bench_campaigns(sources: list[str], workspace_root: Path, output: Path | None, orders: str | None,
                     warm_vs_cold: bool, run_config: dict[str, Any]) -> bool:
     """`agentk bench --campaign`: the campaigns, their tables, bench.json and the bench's page in

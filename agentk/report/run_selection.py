@@ -1,6 +1,7 @@
 """The run page's "honest selection" section: which folds the solve validated on and why, every
 tuned or bagged solution's raw score (on the partition that chose it) beside its corrected score
-(on fresh partitions), and why each phase of the anytime solve stopped."""
+(on fresh partitions), why each phase of the anytime solve stopped, and which rule chose the
+submission among the candidates, with each candidate's margin to the best CV (choice_phase.py)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,23 @@ class ScorePair(BaseModel):
     corrected: float | None = None
 
 
+class ChoiceMargin(BaseModel):
+    """A candidate against the best CV: the best's paired mean gain per fold, its standard error,
+    the optimism charged to the best's search, and whether it is within noise."""
+
+    model: str
+    gain: float | None = None
+    se: float | None = None
+    charge: float | None = None
+    within: bool = False
+
+
 class Selection(BaseModel):
     validation: str | None = None  # the fold scheme and its evidence
     pairs: list[ScorePair] = []
     stops: list[tuple[str, str]] = []  # (phase, why it ended)
+    choice: str | None = None  # which rule chose the submission, and why
+    margins: list[ChoiceMargin] = []
 
 
 def read_selection(result: SolveResult) -> Selection:
@@ -30,7 +44,8 @@ def read_selection(result: SolveResult) -> Selection:
     validation = extra.get("validation")
     tuning = result.tuning or {}
     bagging = extra.get("bagging") or {}
-    if not isinstance(validation, dict) and "rounds" not in tuning and "bags" not in bagging:
+    choice = result.choice or {}
+    if not isinstance(validation, dict) and "rounds" not in tuning and "bags" not in bagging and not choice:
         raise Missing("this solve recorded no validation scheme, corrected scores or stop reasons")
     selection = Selection()
     if isinstance(validation, dict):
@@ -49,4 +64,13 @@ def read_selection(result: SolveResult) -> Selection:
         why = record.get("skipped") or record.get("stopped")
         if why:
             selection.stops.append((phase, str(why)))
+    if choice:
+        selection.choice = f"{choice.get('rule', '?')}: {choice.get('skipped') or choice.get('reason', '')}"
+        if choice.get("chosen") and choice.get("chosen") != choice.get("leader"):
+            selection.choice += f" (chosen {choice['chosen']} over the best CV, {choice.get('leader')})"
+    for m in choice.get("margins") or []:
+        if isinstance(m, dict):
+            selection.margins.append(ChoiceMargin(model=str(m.get("name")), gain=number_or_none(m.get("gain")),
+                                                  se=number_or_none(m.get("se")), charge=number_or_none(m.get("charge")),
+                                                  within=bool(m.get("within"))))
     return selection

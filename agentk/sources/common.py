@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from agentk.core.errors import SourceError
 from agentk.core import readers
+from agentk.core.maps import WIDE_MAP_COLUMNS, write_text_csv
 from agentk.core.readers import UnreadableTable, read_csv_text
 from agentk.core.reading.markdown import headings
 from agentk.core.metrics import get_metric
@@ -39,12 +40,13 @@ _WRITE_CELLS = 1_000_000
 _UNREADABLE = (UnreadableTable, pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError)
 
 
-def read_csv_exact(path: Path, shown: str) -> pd.DataFrame:
+def read_csv_exact(path: Path, shown: str, columns: list[str] | None = None) -> pd.DataFrame:
     """Read every cell as the text in the file: no TRUE→True, 1→1.0 or empty→NaN conversions,
     so whatever the harness writes back is what Kaggle shipped. The agent's bounded reader: a
-    record longer than any table's is refused before parsing (SourceError, one line)."""
+    record longer than any table's is refused before parsing (SourceError, one line). `columns`:
+    only those."""
     try:
-        return read_csv_text(path)  # Arrow for a large file, cell for cell what pandas reads
+        return read_csv_text(path, columns=columns)  # Arrow for a large file, cell for cell what pandas reads
     except _UNREADABLE as exc:
         raise SourceError(f"cannot read {shown}: {_one_line(exc)}") from exc
 
@@ -64,6 +66,9 @@ def write_csv_exact(df: pd.DataFrame, path: Path) -> None:
     chunks shrink as the table widens (5 rows at 20,000 columns: minutes for one file)."""
     if not all(isinstance(dtype, pd.StringDtype) for dtype in df.dtypes):
         df.to_csv(path, index=False, lineterminator="\n")
+        return
+    if df.shape[1] > WIDE_MAP_COLUMNS and all(isinstance(c, str) for c in df.columns):
+        write_text_csv(df, path, "\n")  # the same bytes, made by Arrow across all columns at once
         return
     columns = [pa.array(column) for _, column in df.items()]
     step = max(1, _WRITE_CELLS // max(1, len(columns)))

@@ -20,14 +20,28 @@ class ColumnProfile:
     longest: int  # characters in the longest cell
 
 
+def arrow_text(column: pd.Series) -> pa.Array | pa.ChunkedArray:
+    """A column's cells as Arrow text (large strings), without a copy where pandas holds them in
+    Arrow already (a pandas Series converted by `pa.array` costs as much again, per column)."""
+    dtype = column.dtype
+    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow" and hasattr(column.array, "__arrow_array__"):
+        cells = column.array.__arrow_array__()
+    else:
+        cells = pa.array(column if isinstance(dtype, pd.StringDtype) else column.astype(str))
+    return cells.cast(pa.large_string()) if cells.type != pa.large_string() else cells
+
+
 def column_profiles(frame: pd.DataFrame) -> dict[str, ColumnProfile]:
     """Every column's profile, one Arrow pass each (no column copied into Python objects)."""
+    return profiles_of({str(name): arrow_text(column) for name, column in frame.items()})
+
+
+def profiles_of(texts: dict[str, pa.Array | pa.ChunkedArray]) -> dict[str, ColumnProfile]:
+    """The profile of each column given as Arrow text (`arrow_text`)."""
     profiles: dict[str, ColumnProfile] = {}
-    for name, column in frame.items():
-        cells = pa.array(column if isinstance(column.dtype, pd.StringDtype) else column.astype(str))
+    for name, cells in texts.items():
         longest = pc.max(pc.utf8_length(cells)).as_py() if len(cells) else 0
-        profiles[str(name)] = ColumnProfile(distinct=pc.count_distinct(cells, mode="all").as_py(),
-                                            longest=int(longest or 0))
+        profiles[name] = ColumnProfile(distinct=pc.count_distinct(cells, mode="all").as_py(), longest=int(longest or 0))
     return profiles
 
 

@@ -68,6 +68,10 @@ class _Decider(TableIndex):
     def sample_score(self, table: Logical) -> int:
         others = [t for t in self.tables if t is not table]
         score = 2 if table.shows(_SAMPLE_WORDS) else 1 if table.shows(("format",)) else 0
+        if score == 0 and len(table.columns) > 2 and self._answers_vary(table):
+            # A key (2) and constant answers (1) make 3 at most, and the answers vary: no sample,
+            # whatever its key, which is not looked for (on a wide table, the search costs most).
+            return score - 2
         match = self.key_match(table, others)
         key = match[0] if match is not None else self.image_key(table) or self.row_numbers(table, others)
         if key is not None:
@@ -78,6 +82,12 @@ class _Decider(TableIndex):
         if len(table.columns) > 2 and not table.shows(_SAMPLE_WORDS) and key is None:
             score -= 2
         return score
+
+    def _answers_vary(self, table: Logical) -> bool:
+        """Two columns or more hold several values: whichever is the key, the rest is no constant
+        placeholder (settled by the first two such columns, not a pass over every column)."""
+        varied = (c for c in table.columns if not is_constant(table.frame, c))
+        return next(varied, None) is not None and next(varied, None) is not None
 
     def pick_sample(self) -> Logical | None:
         scored = [(self.sample_score(t), t.shows(("sample",)), -len(t.columns), t) for t in self.tables]
@@ -105,8 +115,9 @@ class _Decider(TableIndex):
             if key is not None:
                 keys = self.values(sample, key)
                 prediction = [c for c in sample.columns if c != key]
+                least = MATCH * len(self.distinct(sample, key))  # what can_agree asks of a column at least
                 for table in [t for t in rest if not self.labels_every_row(t, prediction)]:
-                    for column in self.columns_with(table, keys):
+                    for column in self.columns_with(table, keys, least):
                         if not self.can_agree(sample, key, table, column):
                             continue
                         share = self.share(sample, key, table, column)

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from agentk.core.metrics import normalise_labels
 from setup_pipeline.perception.catalogue import Catalogue
-from setup_pipeline.perception.column_profile import column_profiles
+from setup_pipeline.perception.column_profile import ColumnProfile, arrow_text, profiles_of
 from setup_pipeline.perception.tables import MATCH, Logical, blank_for, group_parts, keys_agree, overlap
 
 # Wider tables look for keys in one vectorised pass (columns_with).
@@ -21,12 +21,6 @@ WIDE_COLUMNS = 1000
 _HEAD_ROWS = 1000
 # Values looked up one by one before a column is hashed whole, where every value must be found.
 _PROBES = 3
-
-
-def _arrow_text(column: pd.Series) -> pa.Array:
-    """A column of text cells as Arrow text, without a copy when it is Arrow-backed already."""
-    cells = pa.array(column if isinstance(column.dtype, pd.StringDtype) else column.astype(str))
-    return cells.cast(pa.large_string()) if cells.type != pa.large_string() else cells
 
 
 def _spelled(cells: pa.Array) -> pa.Array:
@@ -45,6 +39,8 @@ class TableIndex:
         self._repeating_cache: dict[int, set[str]] = {}
         self._distinct_cache: dict[tuple[int, str], pa.Array] = {}
         self._profile_cache: dict[tuple[int, str], tuple[int, bool]] = {}
+        self._profiles_cache: dict[int, dict[str, ColumnProfile]] = {}
+        self._text_cache: dict[tuple[int, str], pa.Array | pa.ChunkedArray] = {}
         # Per-row files, images or sound clips: a table whose key names them lists the examples.
         media = catalogue.images + catalogue.audio
         self.image_names = {p.stem for p in media} | {p.name for p in media}
@@ -69,17 +65,36 @@ class TableIndex:
         """Whether an array of stacked pictures has one picture per row of `table`."""
         return any(stack.count == len(table.frame) for stack in self.catalogue.stacks)
 
-    def columns_with(self, table: Logical, values: set[str]) -> list[str]:
+    def columns_with(self, table: Logical, values: set[str], least: float = 0) -> list[str]:
         """The columns of `table` that may share values with `values`: all of a table of usual
         width; of a very wide one only those holding one of them as written, found in one pass
-        over the table rather than a set of values per column (20,000 columns took minutes)."""
+        over the table rather than a set of values per column (20,000 columns took minutes), among
+        those with at least `least` distinct cells (known from the table's one profile)."""
         if len(table.columns) <= WIDE_COLUMNS:
             return table.columns
+        profiles = self._profiles(table)
         # One Arrow lookup per column against the values as written: no set of values per column,
         # no copy of the frame's cells into Python objects (both took minutes at 20,000 columns).
         wanted = pa.array(sorted(values), type=pa.large_string())
-        return [str(name) for name, column in table.frame.items()
-                if pc.any(pc.is_in(_arrow_text(column), value_set=wanted)).as_py()]
+        return [name for name in table.columns if profiles[name].distinct >= least
+                and pc.any(pc.is_in(self._text(table, name), value_set=wanted)).as_py()]
+
+    def _text(self, table: Logical, column: str) -> pa.Array | pa.ChunkedArray:
+        """A column's cells as written, in Arrow, made once: a wide table's columns are asked again."""
+        key = (id(table), column)
+        if key not in self._text_cache:
+            self._text_cache[key] = arrow_text(table.frame[column])
+        return self._text_cache[key]
+
+    def _profiles(self, table: Logical) -> dict[str, ColumnProfile]:
+        """Every column's profile (column_profile.py), computed once per table."""
+        key = id(table)
+        if key not in self._profiles_cache:
+            # Each column's Arrow text is kept for the lookups that follow: one pass over the frame.
+            texts = {str(name): arrow_text(column) for name, column in table.frame.items()}
+            self._profiles_cache[key] = profiles_of(texts)
+            self._text_cache.update({(key, name): cells for name, cells in texts.items()})
+        return self._profiles_cache[key]
 
     def _repeating(self, table: Logical) -> set[str]:
         """The columns of a wide table holding some cell twice as written (so twice stripped too,
@@ -88,7 +103,7 @@ class TableIndex:
         key = id(table)
         if key not in self._repeating_cache:
             rows = len(table.frame)
-            self._repeating_cache[key] = {c for c, p in column_profiles(table.frame).items() if p.distinct < rows}
+            self._repeating_cache[key] = {c for c, p in self._profiles(table).items() if p.distinct < rows}
         return self._repeating_cache[key]
 
     def values(self, table: Logical, column: str) -> set[str]:
@@ -151,10 +166,17 @@ class TableIndex:
         need = MATCH if column.lower() == theirs.lower() else 1.0
         if not len(mine) or len(other.frame) / len(mine) < need:
             return False  # fewer rows than the share asks for distinct values
+        if len(other.columns) > WIDE_COLUMNS and self._profiles(other)[theirs].distinct < need * len(mine):
+            return False  # fewer distinct cells as written, hence stripped, than the share asks for
         if need == 1.0 and (id(other), theirs) not in self._profile_cache:
-            cells = pa.array(other.frame[theirs].astype(str))
-            stripped = _spelled(pc.utf8_trim_whitespace(cells))  # as pandas' str.strip() strips Arrow text
-            if not all(pc.any(pc.equal(stripped, value)).as_py() for value in mine[:_PROBES].to_pylist()):
+            probes = mine[:_PROBES].to_pylist()
+            written = self._text(other, theirs)
+            # A cell that reads as a value holds it as written (stripping and spelling cut only
+            # around it): a column without each value written somewhere holds none of them.
+            if not all(pc.any(pc.match_substring(written, value)).as_py() for value in probes):
+                return False
+            stripped = _spelled(pc.utf8_trim_whitespace(written))  # as pandas' str.strip() strips Arrow text
+            if not all(pc.any(pc.equal(stripped, value)).as_py() for value in probes):
                 return False
         return self._profile(other, theirs)[0] / len(mine) >= need
 
@@ -167,7 +189,7 @@ class TableIndex:
             mine = self.distinct(table, column)
             for other in others:
                 wide = len(other.columns) > WIDE_COLUMNS
-                for theirs in self.columns_with(other, self.values(table, column)) if wide else other.columns:
+                for theirs in self.columns_with(other, self.values(table, column), 0.5 * len(mine)) if wide else other.columns:
                     if not self.can_agree(table, column, other, theirs):
                         continue
                     if self._profile(other, theirs)[0] < 0.5 * len(mine):

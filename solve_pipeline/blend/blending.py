@@ -40,6 +40,16 @@ class Solution:
 
 
 @dataclass
+class BestBlend:
+    """The best blender's nested out-of-fold predictions, its score and its test predictions."""
+
+    method: Method
+    score: float
+    oof: np.ndarray
+    test: np.ndarray
+
+
+@dataclass
 class BlendResult:
     method: Method
     score: float
@@ -49,7 +59,8 @@ class BlendResult:
     test: np.ndarray
     blend_scores: dict[str, float] = field(default_factory=dict)  # nested-CV score per blender
     dropped: dict[str, str] = field(default_factory=dict)  # blender -> why it did not fit the time left
-    # The winner as fitted on every row, for a predictor of unseen rows: the weights of
+    best_blend: BestBlend | None = None  # the best blender, winner or not (see `keep_best_blend`)
+    # The best blender as fitted on every row, for a predictor of unseen rows: the weights of
     # "weighted", else the fitted stacker; `with_table`: it also read the table's columns.
     blender: object = None
     with_table: bool = False
@@ -120,7 +131,8 @@ def fit_weights(preds: list[np.ndarray], y: np.ndarray, task: Task, deadline: fl
 def blend(solutions: list[Solution], y: np.ndarray, task: Task,
           score_fn: Callable[[np.ndarray, np.ndarray], float], higher_is_better: bool,
           blend_after: int = 3, folds: int = 5, seed: int = 0, deadline: float | None = None,
-          table: tuple[np.ndarray, np.ndarray] | None = None, splits: list[tuple] | None = None) -> BlendResult:
+          table: tuple[np.ndarray, np.ndarray] | None = None, splits: list[tuple] | None = None,
+          keep_best_blend: bool = False) -> BlendResult:
     """Blend when at least `blend_after` solutions exist and a blend beats the best single one.
 
     `score_fn(y, pred)` scores predictions in the solutions' layout (higher or lower better as
@@ -129,6 +141,7 @@ def blend(solutions: list[Solution], y: np.ndarray, task: Task,
     left is dropped (recorded in `dropped`); with none left, the best single solution stands.
     `table` (train, test) holds the table's own columns, row for row, for the boosted stacker.
     `splits`: the blenders' nested folds; None: shuffled (stratified) folds off the solutions' own.
+    `keep_best_blend`: the best blender's predictions go to `best_blend` even when it loses.
     """
     if not solutions:
         raise ValueError("no solutions to blend")
@@ -226,7 +239,12 @@ def blend(solutions: list[Solution], y: np.ndarray, task: Task,
     full_weights = fit_weights(oofs, y, task, deadline)
     result.weights = {s.name: float(w) for s, w in zip(solutions, full_weights, strict=True)}
     winner = direction.best(result.blend_scores, key=lambda name: result.blend_scores[name])
-    if winner is None or not direction.better(result.blend_scores[winner], result.score):
+    if winner is None:
+        return result
+    wins = direction.better(result.blend_scores[winner], result.score)
+    # A losing blend is still worth its refit where the caller weighs it as a challenger (a blend
+    # within noise of the best single model may generalise better: choice_rule.py), time allowing.
+    if not wins and not (keep_best_blend and (deadline is None or time.monotonic() < deadline)):
         return result
 
     if winner == "weighted":
@@ -242,8 +260,10 @@ def blend(solutions: list[Solution], y: np.ndarray, task: Task,
     else:
         result.blender = MLPBlender(task, n_classes, seed).fit(features, y)
     test = blended_test(winner, result.blender, tests, task, table[1] if result.with_table and table else None)
-    result.method, result.score = winner, result.blend_scores[winner]
-    result.oof, result.test = nested[winner], test
+    result.best_blend = BestBlend(winner, result.blend_scores[winner], nested[winner], test)
+    if wins:
+        result.method, result.score = winner, result.blend_scores[winner]
+        result.oof, result.test = nested[winner], test
     return result
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 
 from agentk.core.artifacts import SetupLayout
 from agentk.core.records.config import Device, Fusion, SolveSettings, WarmStart
+from solve_pipeline.base.choice_rule import DEFAULT_RULE, RuleName
 from solve_pipeline.inputs.audio_windows import affordable_windows
 from solve_pipeline.base.cv import CVContext, Predictions, emit, normalise_proba
 from solve_pipeline.base.dataset import BIG_FOLDS
@@ -54,6 +55,8 @@ class SolveOptions:
     # Ask the runner's LLM at the decision points (llm_loop.py); off: the expert's schedule alone.
     llm_solve: bool = False  # the runner resolved config.json's unset value before the solver started
     image_backbone: str | None = _DEFAULTS.image_backbone  # the user's own image model (a folder or repo id)
+    # How the submission is chosen among candidates (choice_rule.py): the best CV, or within noise.
+    choice: RuleName = DEFAULT_RULE
 
 
 

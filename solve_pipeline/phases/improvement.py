@@ -117,18 +117,20 @@ def tune_round(solver: Solver, base: CandidateRun, bar: float, budget: float, ea
     if outcome.run is None:
         return report
     raw = cv_score(outcome.run, ctx)
+    # Every configuration this family's search has tried so far, its defaults included.
+    configs = solver.searched[outcome.run.name] = len(earlier) + 1
     bag = Bag(outcome.run, base_honest=False)
     report["raw_score"] = raw
     if add_repeat(bag, ctx, solver.fold_maker, refit_until):
         combined = solver.add_bag(bag)
         corrected = cv_score(combined, ctx)
         report["corrected_by"] = "refit on a fresh partition"
-        solver.consider(combined.name, combined.predictions(), corrected)
+        solver.consider(combined.name, combined.predictions(), corrected, kind="tuned", configs=configs)
     else:
         corrected = base_score + SHRINK_WITHOUT_REFIT * (raw - base_score) if math.isfinite(base_score) else raw
         report["corrected_by"] = f"no time to refit: the gain over the defaults shrunk by {SHRINK_WITHOUT_REFIT}"
         solver.state.complete.append(outcome.run)
-        solver.consider(outcome.run.name, outcome.run.predictions(), corrected)
+        solver.consider(outcome.run.name, outcome.run.predictions(), corrected, kind="tuned", configs=configs)
     report["corrected_score"] = corrected
     report["adopted"] = True
     solver.state.raw_scores[f"{tunable.family}_tuned"] = raw
@@ -173,7 +175,8 @@ def bag_leaders(solver: Solver, until: float) -> dict[str, Any]:
             used.append(bag)
         combined = solver.add_bag(bag)
         score = scores[name] = cv_score(combined, ctx)
-        solver.consider(combined.name, combined.predictions(), score)
+        solver.consider(combined.name, combined.predictions(), score, kind="bag",
+                        configs=solver.searched.get(bag.base.name, 1))
         # A bag whose average stopped improving is full: more repeats of it buy nothing.
         stalls[name] = 0 if ctx.direction.better(score, before) else stalls.get(name, 0) + 1
         if stalls[name] >= BAG_PATIENCE:

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from solve_pipeline.phases import choice_phase
 from solve_pipeline.race.automl import RaceOutcome, finish_survivors, race, revive
 from solve_pipeline.race.bagging import Bag
 from solve_pipeline.base.baseline_models import constant_candidate
 from solve_pipeline.race.calibration import calibrate_run
+from solve_pipeline.base.choice_rule import Evidence, Kind
 from solve_pipeline.base.cv import CandidateRun, CVContext, Predictions, cv_score, emit, finish_run, score_outputs, start_run
 from solve_pipeline.phases.improvement import bag_leaders, tune_rounds
 from solve_pipeline.phases.outputs import check_against_formatter, formatted_submission, save_prediction_frames, write_candidate
@@ -77,6 +79,13 @@ class Solver:
         # The fine-tuning plan's options (finetune_phase.py); empty where nothing fits or applies.
         self.finetune_options: list[FinetuneOption] = []
         self._bag_runs: dict[str, CandidateRun] = {}
+        # What the choice rule weighs (choice_phase.py): each candidate's evidence and predictions,
+        # and the configurations each tuned run's search tried (by run name).
+        self.evidence: dict[str, Evidence] = {}
+        self.pool: dict[str, dict[str, Predictions]] = {}
+        self.pool_bytes: dict[str, int] = {}
+        self.unweighed: list[str] = []  # candidates left out of the rule: the pool was full
+        self.searched: dict[str, int] = {}
         warm = options.warm_start if not options.light else None
         self.warm, self.warm_report = warm, (WarmReport(sources=list(warm.sources)) if warm is not None else None)
 
@@ -105,8 +114,12 @@ class Solver:
 
     # ---- adoption: the one path every solution takes to the submission ----
 
-    def consider(self, name: str, predictions: dict[str, Predictions], score: float) -> None:
+    def consider(self, name: str, predictions: dict[str, Predictions], score: float, kind: Kind = "model",
+                 configs: int = 1, families: tuple[str, ...] = ()) -> None:
+        """`kind`, `configs` (how many configurations a search tried to find it) and `families` are
+        what the choice rule weighs (choice_rule.py)."""
         self.state.cv[name] = score if math.isfinite(score) else None
+        choice_phase.record(self, name, predictions, score, kind, configs, families)
         emit("model", model=name, score=score, elapsed_s=round(self.state.elapsed(), 2))
         if not self.ctx.features.big:  # for inspection only: at a million rows, seconds and 100s of MB each
             save_prediction_frames(self.artifacts, self.ctx.features, predictions, name)
@@ -137,11 +150,13 @@ class Solver:
                 state.best, state.best_score, improved = trial, score, True
         return improved
 
-    def write_submission(self) -> None:
+    def write_submission(self, chosen: bool = False) -> None:
         """The current best goes to the submission only if it beats the file's recorded score,
-        which may come from an earlier, killed solve of the same setup."""
+        which may come from an earlier, killed solve of the same setup. `chosen`: the choice rule
+        put a candidate of lower CV in place of the best (choice_phase.py); it is written regardless
+        and, being no improvement, leaves the timeline alone."""
         state = self.state
-        if math.isfinite(state.best_score):
+        if math.isfinite(state.best_score) and not chosen:
             state.timeline.append((round(state.elapsed(), 3), state.best_score))
         models = sorted({p.model for p in state.best.values()})
         candidate = SubmissionRecord(
@@ -154,7 +169,7 @@ class Solver:
             formatted_submission(self.artifacts, self.ctx.features, best).to_csv(tmp, index=False)
 
         # The meta check's light solve must show that this setup writes a submission at all.
-        adoption = adopt_submission(self.out, write, candidate, force=self.options.light, known=self.known)
+        adoption = adopt_submission(self.out, write, candidate, force=self.options.light or chosen, known=self.known)
         if state.first_submission_s is None:
             state.first_submission_s = state.elapsed()
         state.submission_path = self.out
@@ -221,7 +236,7 @@ class Solver:
             emit("metric_fallback", reason="the setup's metric returned no score; ranking by log loss / squared error")
         # Not calibrated: the class frequencies are already the best constant probabilities.
         self.state.complete.append(constant)
-        self.consider(constant.name, constant.predictions(), score)
+        self.consider(constant.name, constant.predictions(), score, kind="constant")
         self.state.phases["constant"] = round(self.state.elapsed(), 2)
 
     def race(self) -> RaceOutcome:

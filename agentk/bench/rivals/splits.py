@@ -18,6 +18,7 @@ from agentk.core.errors import SourceError
 
 TOML_NAME = "competition.toml"
 _SEED_LINE = re.compile(r"^\s*split_seed\s*=.*$", re.MULTILINE)
+_FRACTION_LINE = re.compile(r"^\s*split_test_fraction\s*=.*$", re.MULTILINE)
 _GRADING_HEADER = re.compile(r"^\s*\[grading\]\s*$", re.MULTILINE)
 
 
@@ -33,8 +34,9 @@ def is_resplittable(source: Path) -> bool:
     return isinstance(grading, dict) and grading.get("answers") == "split"
 
 
-def split_source(source: Path, seed: int, root: Path) -> Path:
-    """`root/split<seed>/<name>`: the competition with `split_seed = seed`; rebuilt idempotently."""
+def split_source(source: Path, seed: int, root: Path, fraction: float | None = None) -> Path:
+    """`root/split<seed>/<name>`: the competition with `split_seed = seed` (and, given one,
+    `split_test_fraction = fraction`); rebuilt idempotently."""
     source = Path(source).resolve()
     if not is_resplittable(source):
         raise SourceError(f"{source} does not hold out answers from its train file (answers = \"split\"): it cannot be re-split")
@@ -52,6 +54,11 @@ def split_source(source: Path, seed: int, root: Path) -> Path:
         text = _SEED_LINE.sub(f"split_seed = {seed}", text, count=1)
     else:
         text = _GRADING_HEADER.sub(f"[grading]\nsplit_seed = {seed}", text, count=1)
+    if fraction is not None:
+        if _FRACTION_LINE.search(text):
+            text = _FRACTION_LINE.sub(f"split_test_fraction = {fraction}", text, count=1)
+        else:
+            text = _GRADING_HEADER.sub(f"[grading]\nsplit_test_fraction = {fraction}", text, count=1)
     _write_if_changed(folder / TOML_NAME, text)
     return folder
 

@@ -49,6 +49,8 @@ class SetupBudget(BaseModel):
     stage_timeout_s: float = Field(300.0, gt=0)
     light_solve_timeout_s: float = Field(600.0, gt=0)
     probe_timeout_s: float = Field(120.0, gt=0, description="the batch probe over the maps")
+    setup_deadline_s: float | None = Field(None, gt=0, description="seconds setup may take from the run's start "
+                                           "(None: twice the solver's budget, at least 180; setup_pipeline/deadline.py)")
 
 
 class WarmStart(BaseModel):

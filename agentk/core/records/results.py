@@ -49,6 +49,9 @@ class SolveResult(BaseModel):
     tuning: dict[str, Any] | None = None
     blend: dict[str, Any] | None = None
     decoding: dict[str, Any] | None = None
+    # How the submission was chosen among the candidates (solve_pipeline/phases/choice_phase.py): the rule
+    # that decided, the chosen and the best-CV candidate, the margins and every candidate's evidence.
+    choice: dict[str, Any] | None = None
     phases_s: dict[str, float] | None = None
     folds: int | None = None
     n_train: int | None = None

@@ -1,0 +1,87 @@
+"""Setup's own deadline, derived from the run's budget, and what the run hands in when it passes.
+
+Setup usually costs a fraction of the solver's budget, but a table can make it slow (20,000
+columns took minutes), and setup must not take the run's budget with it. The MDP looks at the
+deadline before every stage, attempt and meta check, and gives each sandboxed step no more than
+the time left; once it has passed, the run ends with the best submission it has without a model:
+the competition's sample submission, handed in only when the run's own submission check accepts it.
+The perception inside a stage is not cut short (interrupting it mid-way would leave nothing to
+read), so the deadline holds to within one stage.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentk.core.artifacts import SetupLayout
+from agentk.core.records.config import SetupBudget
+from agentk.core.errors import SetupFailed
+from agentk.core.records.workspace import Workspace, read_json_object
+from solve_pipeline.base.submission_record import SubmissionRecord, adopt_submission
+from unit_tests_setup.files import find_sample_submission
+from unit_tests_setup.submission_rules import validate_against_setup
+
+# Without --setup-deadline, setup may take twice the solver's budget, and never less than this:
+# an ordinary setup on a busy machine fits it, so only a pathological table meets the deadline.
+SETUP_FLOOR_S = 180.0
+SETUP_SHARE = 2.0
+# A sandboxed step started near the deadline still gets enough time to start Python and read.
+_LEAST_STEP_S = 5.0
+# The record's model name for a submission handed in without a model.
+SAMPLE_MODEL = "sample_submission"
+
+
+class SetupDeadline(SetupFailed):
+    """The setup deadline passed before every stage and meta check did."""
+
+
+def setup_deadline_s(budget: SetupBudget, solve_budget_s: float) -> float:
+    """The seconds setup may take: the run's own choice, else derived from the solver's budget."""
+    if budget.setup_deadline_s is not None:
+        return budget.setup_deadline_s
+    return max(SETUP_FLOOR_S, SETUP_SHARE * solve_budget_s)
+
+
+@dataclass(frozen=True)
+class Deadline:
+    seconds: float
+    started: float  # time.monotonic() when the run started
+
+    @classmethod
+    def starting(cls, seconds: float, started: float | None = None) -> Deadline:
+        return cls(seconds, time.monotonic() if started is None else started)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def left(self) -> float:
+        return self.seconds - self.elapsed()
+
+    def passed(self) -> bool:
+        return self.left() <= 0
+
+    def capped(self, budget: SetupBudget) -> SetupBudget:
+        """`budget` with every sandboxed step's timeout cut to the time left (never below a few
+        seconds), so a slow step ends near the deadline rather than at its own timeout."""
+        left = max(self.left(), _LEAST_STEP_S)
+        return budget.model_copy(update={name: min(getattr(budget, name), left)
+                                         for name in ("stage_timeout_s", "light_solve_timeout_s", "probe_timeout_s")})
+
+
+def hand_in_sample(workspace: Workspace) -> Path | None:
+    """Write the sample submission as the run's submission when the run's own check accepts it;
+    returns the sample used, or None when there is none (or it is no valid submission)."""
+    plan = read_json_object(SetupLayout(workspace.setup).plan)
+    sample = find_sample_submission(workspace.raw, plan)
+    if sample is None or validate_against_setup(workspace, sample, plan):
+        return None
+    metric = plan.get("metric")
+    record = SubmissionRecord(model=SAMPLE_MODEL, validation_score=None,
+                              metric=metric if isinstance(metric, str) else "unknown",
+                              higher_is_better=bool(plan.get("higher_is_better", True)),
+                              setup_fingerprint="setup-deadline")
+    adopt_submission(workspace.submission_path, lambda tmp: shutil.copyfile(sample, tmp), record, force=True)
+    return sample
