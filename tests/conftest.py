@@ -65,7 +65,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """With AGENTK_TEST_TIMES=FILE, every phase of every test appends its seconds to FILE as it
     ends (one JSON line, workers alike): where the suite's time goes is known before it finishes."""
     path = os.environ.get("AGENTK_TEST_TIMES")
-    if path:
+    # Under xdist the controller hears every worker's report again (`report.node`): only the
+    # worker that ran the test writes it, else every second was counted twice.
+    if path and not hasattr(report, "node"):
         line = json.dumps({"test": report.nodeid, "when": report.when, "s": round(report.duration, 2),
                            "outcome": report.outcome, "worker": os.environ.get("PYTEST_XDIST_WORKER", "")})
         with open(path, "a", encoding="utf-8") as fh:

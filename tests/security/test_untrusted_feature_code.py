@@ -391,7 +391,15 @@ def test_a_hostile_model_ends_in_budget_with_the_experts_submission_or_better(tm
     assert on_disk is not None and on_disk.model == result["model"] and on_disk.validation_score == result["validation_score"]
     race = {entry["family"] for entry in result["race"]} | {"constant"}
     expert = [c["validation_score"] for c in result["candidates"] if c["model"] in race and c["validation_score"] is not None]
-    assert expert and result["validation_score"] >= max(expert)
+    choice = result.get("choice") or {}
+    if choice.get("chosen") not in (None, choice.get("leader")):
+        # The choice rule took a candidate within noise of the best CV (choice_rule.py): the leader
+        # clears the expert's bar, and the one chosen is within its noise.
+        scores = {c["model"]: c["validation_score"] for c in result["candidates"]}
+        assert expert and scores[choice["leader"]] >= max(expert)
+        assert {m["name"]: m["within"] for m in choice["margins"]}[choice["chosen"]]
+    else:
+        assert expert and result["validation_score"] >= max(expert)
     assert _holders(f"sleep {marker}") == []
 
 
