@@ -118,7 +118,7 @@ class SubmissionCandidate:
 
 
 def _submission_candidates(workspace: Workspace, events: EventLog) -> list[SubmissionCandidate]:
-    """The solver's per-model submissions, best first; a solve from before candidates existed
+    """The solver's per-model submissions, its pick first, then best first; a solve from before candidates existed
     (a resumed older workspace) offers its single final submission instead."""
     solve = SolveResult.read(workspace.solve)
     if not solve.candidates:
@@ -130,6 +130,9 @@ def _submission_candidates(workspace: Workspace, events: EventLog) -> list[Submi
             events.emit("kaggle_candidate_skipped", model=entry.model, reason=f"missing file {path}")
             continue
         found.append(SubmissionCandidate(str(entry.model), entry.validation_score, path))
+    # The solve's own pick leads (its choice rule may take a candidate within noise of the best
+    # CV: choice_rule.py); the others follow best first (a stable sort).
+    found.sort(key=lambda candidate: candidate.model != solve.model)
     return found
 
 
