@@ -22,7 +22,8 @@ from agentk.core.artifacts import SetupLayout
 from agentk.core.errors import AgentKError
 from agentk.core.predictor_layout import ExportLayout, PredictorLayout
 from solve_pipeline.export.code_closure import closure, pickled_modules, requirements, source_root
-from solve_pipeline.export.saved import file_sha256, read_record
+from solve_pipeline.base.submission_record import file_sha256
+from solve_pipeline.export.saved import read_record
 
 # What the predictor imports to run, besides what the pickle and the setup's code name.
 RUNTIME_MODULES = {"solve_pipeline.export.predictor"}

@@ -11,7 +11,6 @@ repeats it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import pickle
@@ -24,6 +23,7 @@ import numpy as np
 from agentk.core.predictor_layout import PredictorLayout
 from agentk.core.records.workspace import atomic_write_json, replacing
 from solve_pipeline.base.cv import emit
+from solve_pipeline.base.submission_record import file_sha256
 from solve_pipeline.export.predictor import Predictor
 
 if TYPE_CHECKING:
@@ -34,14 +34,6 @@ PREDICTIONS_TOLERANCE = 1e-9
 # the check costs seconds past the budget on any test set (each row is encoded on its own).
 CHECK_ROWS = 5000
 REPLAYED_MAPS = ("tab", "txt")  # in MAP_CODES order: the first present names the test ids
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def save(predictor: Predictor, path: Path) -> None:
