@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from agentk.core.sandbox.isolation import Mounts
+from agentk.core.lookup_rows import listed_pairs
 from agentk.core.pixels import PIXEL_TASK, image_keys
 from agentk.core.readers import read_table
 from agentk.core.sandbox.sandbox import Limits, run_python
@@ -49,7 +50,14 @@ def check_maps(ctx: CheckContext) -> list[str]:
                         "looks like it was built from the train file")
     sample = find_sample_submission(ctx.workspace.raw, ctx.plan())
     if sample is not None:
-        sample_ids = _sample_ids(sample, ctx.plan().get("id_column"), by_picture=_picture_target(ctx))
+        lookup = (ctx.plan().get("facts") or {}).get("lookup")
+        if isinstance(lookup, dict):
+            try:
+                sample_ids = _listed_entities(ctx.workspace.raw, sample, lookup)
+            except (OSError, KeyError, ValueError) as exc:
+                return [f"the lookup table {lookup.get('file')!r} does not map the sample's rows: {exc}"]
+        else:
+            sample_ids = _sample_ids(sample, ctx.plan().get("id_column"), by_picture=_picture_target(ctx))
         if ctx.plan().get("task_type") == "mask":
             # A segmentation sample may name each picture with its extension (`a1.jpg`).
             sample_ids = {i if i in reference_ids else Path(i).stem for i in sample_ids}
@@ -151,6 +159,13 @@ def _sample_ids(sample, id_column: str | None, by_picture: bool = False) -> set[
     if by_picture:
         return image_keys(frame[column])
     return set(id_text(frame[column].astype(str)).tolist())
+
+
+def _listed_entities(raw: Path, sample: Path, lookup: dict) -> set[str]:
+    """The test rows a long sample's rows name through its lookup table (plan facts' `lookup`)."""
+    ids = read_table(sample)[lookup["key"]]
+    pairs = listed_pairs(read_table(raw / lookup["file"]), ids, lookup["key"], lookup["entity"], lookup["name"])
+    return set(pairs["entity"].tolist())
 
 
 def _ids(frame: pd.DataFrame) -> set:

@@ -218,10 +218,17 @@ def check_target_map(ctx: CheckContext) -> list[str]:
     frame, problems = _read_checked_map(ctx, name)
     if problems:
         return problems
-    for column in frame.columns[1:]:
+    targets = list(frame.columns[1:])
+    numeric = len(targets) > 1 and all(pd.api.types.is_numeric_dtype(frame[c]) for c in targets)
+    for column in targets:
         missing = int(frame[column].isna().sum())
-        if missing:
+        # Several numeric targets may each miss on some rows (each is learnt where present); a
+        # row missing all of them, a label missing anywhere, or a target never given is a problem.
+        if missing and (not numeric or missing == len(frame)):
             problems.append(f"{name}: target {column!r} has {missing} missing values (drop those rows from every train map)")
+    blank = int(frame[targets].isna().all(axis=1).sum()) if numeric else 0
+    if blank:
+        problems.append(f"{name}: {blank} rows have no target at all (drop those rows from every train map)")
     if len(frame) < 2:
         problems.append(f"{name} needs at least two rows")
     return problems
@@ -261,8 +268,11 @@ def check_target_transform(ctx: CheckContext) -> list[str]:
         if task not in TASKS:
             problems.append(f"{column}: task must be one of {sorted(TASKS)}")
             continue
-        if not pd.api.types.is_numeric_dtype(values) or not np.isfinite(values.to_numpy(dtype=float)).all():
-            problems.append(f"{column}: transformed values must be finite numbers")
+        # A regression target missing in the map (several targets, each kept where present) stays missing.
+        given = raw[column].notna().to_numpy() if task == "regression" else np.ones(len(values), dtype=bool)
+        if not pd.api.types.is_numeric_dtype(values) or not np.isfinite(values.to_numpy(dtype=float)[given]).all() \
+                or values[~given].notna().any():
+            problems.append(f"{column}: transformed values must be finite numbers" + (" (missing where the target is)" if (~given).any() else ""))
             continue
         if task != "regression":
             if not isinstance(classes, list) or len(classes) < 2:
@@ -312,7 +322,8 @@ def _same_labels(a: pd.Series, b: pd.Series) -> bool:
 
 def _same_values(a: pd.Series, b: pd.Series) -> bool:
     try:
-        return len(a) == len(b) and bool(np.allclose(a.to_numpy(dtype=float), b.to_numpy(dtype=float), rtol=1e-6, atol=1e-9))
+        return len(a) == len(b) and bool(np.allclose(a.to_numpy(dtype=float), b.to_numpy(dtype=float), rtol=1e-6, atol=1e-9,
+                                                     equal_nan=True))
     except (TypeError, ValueError):
         return False
 

@@ -42,7 +42,11 @@ def _read(facts: DataFacts, split: str, drop_missing_targets: bool, numbered: bo
     lines = [f"    frame = assemble(RAW, {spec!r})"]
     if numbered:
         lines.append(f"    frame[{_ROW!r}] = range(len(frame))")
-    if drop_missing_targets:
+    if drop_missing_targets and partial_targets(facts):
+        # Each target is learnt on the rows that have it: only a row without any teaches nothing.
+        lines.append(f"    present = (frame[{_label_columns(facts)!r}].apply(lambda c: c.str.strip()) != '').any(axis=1)")
+        lines.append("    frame = frame[present].reset_index(drop=True)  # rows without any target teach nothing")
+    elif drop_missing_targets:
         lines.append(f"    present = (frame[{_label_columns(facts)!r}].apply(lambda c: c.str.strip()) != '').all(axis=1)")
         lines.append("    frame = frame[present].reset_index(drop=True)  # rows without a target teach nothing")
     if split == "train" and facts.train_ids_by_position:
@@ -59,6 +63,12 @@ def _read(facts: DataFacts, split: str, drop_missing_targets: bool, numbered: bo
     else:
         lines.append(f"    ids = pd.Series([f'{split}_{{i}}' for i in range(len(frame))], index=frame.index)")
     return "\n".join(lines)
+
+
+def partial_targets(facts: DataFacts) -> bool:
+    """Several numeric targets, each kept where present (a row may lack some): the solver fits each
+    on its own rows, so an incomplete row still teaches the targets it has."""
+    return len(facts.targets) > 1 and all(t.task == "regression" for t in facts.targets)
 
 
 def _split_file(facts: DataFacts, split: str) -> str | None:
@@ -243,11 +253,13 @@ def target_transform(facts: DataFacts, classes: dict[str, list], scales: dict[st
     the regression rescaling chosen for the metric ("log1p" or "log")."""
     tasks = {t.column: t.task for t in facts.targets}
     sources = {t.column: t.source_column for t in facts.targets if t.task == TEXT_TASK}
+    bounds = {t.column: list(t.bounds) for t in facts.targets if t.bounds is not None}
     return (
         f"TASKS = {tasks!r}\n"
         f"TEXT_SOURCES = {sources!r}  # a text target -> the input column it rewrites\n"
         f"CLASSES = {classes!r}\n"
         f"SCALES = {scales!r}\n"
+        f"BOUNDS = {bounds!r}  # coordinates on a fixed-size picture: predictions stay in the range seen\n"
         f"{_KEY}\n"
         "def forward(df: pd.DataFrame) -> pd.DataFrame:\n"
         "    out = df.copy()\n"
@@ -279,6 +291,8 @@ def target_transform(facts: DataFacts, classes: dict[str, list], scales: dict[st
         "            out[column] = np.expm1(out[column].astype(float))\n"
         "        elif SCALES.get(column) == 'log':\n"
         "            out[column] = np.exp(out[column].astype(float))\n"
+        "        if column in BOUNDS:\n"
+        "            out[column] = out[column].astype(float).clip(*BOUNDS[column])\n"
         "    return out\n\n\n"
         "def target_info(df: pd.DataFrame) -> dict:\n"
         '    return {"targets": [{"column": c, "task": TASKS[c], "classes": CLASSES.get(c),\n'
@@ -341,11 +355,13 @@ def submission_format(facts: DataFacts, sources: dict[str, str]) -> str:
 
 
 def metric(facts: DataFacts) -> str:
+    # A long submission through a lookup scores every listed (row, target) cell together.
     return (
         "from agentk.core.metrics import score_prediction_frame\n\n"
         f"METRIC = {facts.metric!r}\n"
         f"TARGETS = {_label_columns(facts)!r}\n"
+        f"POOLED = {facts.lookup is not None!r}  # the targets' cells scored together, not target by target\n"
         f"HIGHER_IS_BETTER = {facts.metric_higher_is_better!r}\n\n\n"
         "def score(y_true: pd.DataFrame, y_pred: pd.DataFrame) -> float:\n"
-        "    return score_prediction_frame(METRIC, y_true, y_pred, TARGETS)\n"
+        "    return score_prediction_frame(METRIC, y_true, y_pred, TARGETS, pooled=POOLED)\n"
     )

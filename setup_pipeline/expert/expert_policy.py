@@ -12,7 +12,7 @@ from types import ModuleType
 
 from agentk.core.records.config import PolicyName
 from agentk.core.metrics import get_metric, normalise_labels
-from setup_pipeline.expert import box_codegen, codegen, mask_codegen, pixel_codegen, window_codegen
+from setup_pipeline.expert import box_codegen, codegen, lookup_codegen, mask_codegen, pixel_codegen, window_codegen
 from setup_pipeline.expert.description import summarise
 from setup_pipeline.expert.facts import DataFacts, ExpertDeclined
 from setup_pipeline.expert.inspect import inspect_competition
@@ -84,6 +84,9 @@ class ExpertPolicy:
             sources = _submission_sources(facts, _frame_classes(ctx))
             if facts.windows is not None:
                 return Fill(window_codegen.submission_format(facts, sources), plan="a probability per class for every window of the sample")
+            if facts.lookup is not None:
+                return Fill(lookup_codegen.submission_format(facts, sources),
+                            plan="the wide predictions written through the lookup table, for its listed pairs only")
             return Fill(codegen.submission_format(facts, sources), plan="rename prediction columns to the submission's")
         if name == "metric":
             return Fill(codegen.metric(facts), plan=f"score with {facts.metric}")
@@ -176,6 +179,8 @@ def _plan(facts: DataFacts) -> dict:
             f"Key every map by {facts.id_column!r}; targets {[t.column for t in facts.targets]} ({task_type}).",
             f"Score with {facts.metric}; write {facts.submission_format} submissions with columns {facts.submission_columns[:6]}.",
         ]
+    if facts.lookup is not None and facts.sample_submission is not None:
+        steps.append(facts.lookup.describe(facts.sample_submission, facts.submission_columns[-1]) + ".")
     if facts.series is not None:
         # The solver reads facts.series itself; the step says what it will make of it.
         steps.append(f"{facts.series.describe()}: features see only targets before each row's forecast origin.")
@@ -236,6 +241,8 @@ def _as_named(label: str, classes: list[str]) -> str:
 def _submission_sources(facts: DataFacts, frame_classes: dict[str, list[str]]) -> dict[str, str]:
     """Submission column → prediction-frame column. Per-target submissions name their columns by
     position: the i-th column after the id holds the i-th target, whatever the train file calls it."""
+    if facts.lookup is not None:
+        return {t.column: t.column for t in facts.targets}  # the lookup names train's columns
     columns = [c for c in facts.submission_columns if c != facts.id_column and c not in facts.echo_columns]
     if facts.submission_format == "per_class_proba":
         label = facts.targets[0].column

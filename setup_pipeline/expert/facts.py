@@ -11,6 +11,7 @@ from setup_pipeline.expert.images import ImageLayout
 from setup_pipeline.expert.mask_targets import MaskTask
 from setup_pipeline.expert.pixels import PixelTask
 from setup_pipeline.expert.row_files import RowFiles
+from setup_pipeline.perception.lookup_table import LookupTable
 from setup_pipeline.perception.recipe import TableRecipe
 from setup_pipeline.perception.series import SeriesShape
 from setup_pipeline.perception.windows import WindowShape
@@ -33,6 +34,8 @@ class TargetFact(BaseModel):
     positive_class: str | None = None
     # A text-to-text target: the input column it rewrites (kept as is most of the time).
     source_column: str | None = None
+    # A coordinate on pictures of one fixed size: predictions are clipped to the range seen in train.
+    bounds: tuple[float, float] | None = None
 
 
 class DataFacts(BaseModel):
@@ -50,6 +53,8 @@ class DataFacts(BaseModel):
     test_row_id_start: int | None = None  # no key and no sample: test ids number the rows from here
     top_k: int | None = None  # ranking metrics (MAP@K): how many labels a row lists
     row_files: RowFiles | None = None  # a text file per row, named by its id
+    # A long submission whose rows name (test row, target) pairs through a lookup table.
+    lookup: LookupTable | None = None
     submission_format: Literal["per_target", "per_class_proba", "per_pixel", "per_mask", "per_box"]
     targets: list[TargetFact]
     submission_columns: list[str]

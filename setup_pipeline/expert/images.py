@@ -58,6 +58,7 @@ class ImageLayout(BaseModel):
     # A split whose pictures were stacked in one array: the folder (relative to raw/, under
     # setup/pictures/) holding `<row>.npy` for each row of the split's table (or of the sample).
     stack_dirs: dict[str, str] = {}
+    picture_size: tuple[int, int] | None = None  # (height, width) when every picture has it
     n_train_images: int = 0
     n_test_images: int = 0
 
@@ -197,7 +198,8 @@ class ImageLayouts:
             self.notes.append(f"{other.describe()}: only one picture column is used")
             self.dropped[other.column] = "a second column of pictures written as numbers: not used"
         return ImageLayout(kind="id_files", extension=".npy", train_dir=dirs["train"], test_dir=dirs["test"],
-                           stack_dirs=dirs, n_train_images=len(self.train_df), n_test_images=len(self.test_df))
+                           stack_dirs=dirs, picture_size=(cells.height, cells.width),
+                           n_train_images=len(self.train_df), n_test_images=len(self.test_df))
 
     def _class_layout(self, id_column: str, ext: str) -> ImageLayout:
         root = self.class_root

@@ -178,6 +178,9 @@ class _Inspection(TargetDecisions, ImageLayouts):
             self.notes.append("metric: token_accuracy, the page's accuracy over texts compared exactly")
             base_metric = "token_accuracy"
         targets = [self._positive_class(t, base_metric, fmt) for t in targets]
+        targets = self._coordinates(targets, image)
+        if roles.lookup is not None and self.sample_df is not None:
+            columns = list(self.sample_df.columns)  # the long submission the lookup maps into
         self._name_target_kinds(targets, base_metric)
         n_classes = max((len(t.classes) for t in targets if t.classes), default=None)
         metric = metrics.for_task(base_metric, n_classes)
@@ -198,7 +201,7 @@ class _Inspection(TargetDecisions, ImageLayouts):
             id_column=id_column, train_id_column=train_id, test_id_column=test_id,
             train_ids_by_position=self.train_ids_by_position,
             echo_columns=echo, test_row_id_start=self.test_row_start, top_k=self.top_k, row_files=row_files,
-            submission_format=fmt, targets=targets, submission_columns=columns,
+            submission_format=fmt, targets=targets, submission_columns=columns, lookup=roles.lookup,
             tabular_columns=tabular, text_columns=text_cols, image=image, audio=audio,
             input_modalities=modalities,  # type: ignore[arg-type]
             metric=metric, metric_higher_is_better=bool(metrics.get_metric(metric).higher_is_better),
@@ -283,6 +286,8 @@ class _Inspection(TargetDecisions, ImageLayouts):
 
     def _header(self, described: list[str] | None) -> list[str] | None:
         """The submission's columns: the sample's header, else the page's example (`described`)."""
+        if self.roles.lookup is not None:
+            return self.roles.header  # wide: the test key, then the targets the lookup names
         if self.sample_df is None:
             return described
         header = list(self.sample_df.columns)

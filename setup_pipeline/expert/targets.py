@@ -17,7 +17,7 @@ from agentk.core import metrics
 from agentk.core.artifacts import TEXT_TASK
 from agentk.core.metrics import normalise_labels
 from setup_pipeline.expert.facts import ExpertDeclined, TargetFact
-from setup_pipeline.expert.images import present
+from setup_pipeline.expert.images import ImageLayout, present
 from setup_pipeline.expert.text_to_text import describe, rewritten_input
 from setup_pipeline.perception.tables import match_column
 
@@ -263,3 +263,24 @@ class TargetDecisions:
             raise ExpertDeclined(f"target {fact.column!r} has a single value in train")
         task = "binary" if len(labels) == 2 else "multiclass"
         return fact.model_copy(update={"task": task, "classes": sorted_labels(labels)})
+
+    def _coordinates(self, targets: list[TargetFact], image: ImageLayout | None) -> list[TargetFact]:
+        """Regression targets that are coordinates on pictures of one fixed size (every value seen
+        lies on the picture): predictions are clipped to the range seen in train, as no keypoint
+        lies off the picture and a model extrapolating past the seen range only adds error."""
+        size = image.picture_size if image is not None else None
+        if size is None or self.train_df is None:
+            return targets
+        out, clipped = [], []
+        for fact in targets:
+            numbers = as_numbers(self._labels(fact.column)) if fact.task == "regression" else None
+            if numbers is not None and len(numbers) and numbers.min() >= 0 and numbers.max() <= max(size) \
+                    and numbers.max() > numbers.min():
+                fact = fact.model_copy(update={"bounds": (float(numbers.min()), float(numbers.max()))})
+                clipped.append(fact.column)
+            out.append(fact)
+        if clipped:
+            self.notes.append(f"{len(clipped)} target(s) are coordinates on {size[0]}x{size[1]} pictures "
+                              f"({', '.join(clipped[:4])}{', ...' if len(clipped) > 4 else ''}): predictions "
+                              "clipped to the range seen in train")
+        return out

@@ -18,6 +18,7 @@ import pandas as pd
 from setup_pipeline.perception.catalogue import Catalogue
 from setup_pipeline.perception.composed_keys import composed_for, find_composed_keys
 from setup_pipeline.perception.echo import echoed_by_example, echoed_by_sample
+from setup_pipeline.perception.lookup_table import LookupTable, find_lookup
 from setup_pipeline.perception.recipe import Join, TableRecipe, assemble
 from setup_pipeline.perception.relations import find_side_joins
 from setup_pipeline.perception.table_index import TableIndex
@@ -43,6 +44,9 @@ class Roles:
     train_key: str | None = None
     echo: dict[str, str] = field(default_factory=dict)  # submission column -> test column it repeats
     header: list[str] | None = None  # the submission's columns, in order
+    # A long submission: the sample's rows name (test row, target) pairs through this table, and
+    # `header` is the wide one the setup predicts (the test key, then the targets).
+    lookup: LookupTable | None = None
     evidence: list[str] = field(default_factory=list)
 
     @property
@@ -184,6 +188,22 @@ class _Decider(TableIndex):
             return table, None
         return None, None
 
+    def lookup(self, sample: Logical | None, rest: list[Logical]) -> tuple[Logical, Logical, Logical] | None:
+        """A long sample mapped through a lookup table (lookup_table.py): the roles become those of
+        a wide submission keyed by the test table's key; returns (lookup, test, train) tables."""
+        if sample is None or len(sample.columns) < 2:
+            return None
+        found = find_lookup(sample, sample.columns[0], rest)
+        if found is None:
+            return None
+        spec, lookup, test, train = found
+        roles = self.roles
+        roles.lookup, roles.key, roles.test_key = spec, spec.test_key, spec.test_key
+        roles.header = [spec.test_key, *spec.targets]
+        self.say(spec.describe(sample.files[0], sample.columns[1]))
+        self.say(f"test rows: {' + '.join(test.files)}, named by the lookup's {spec.entity!r}")
+        return lookup, test, train
+
     # ------------------------------------------------------------ the training table
 
     def pick_train(self, test: Logical | None, test_key: str | None, rest: list[Logical]) -> Logical | None:
@@ -253,7 +273,15 @@ class _Decider(TableIndex):
         if sample is not None:
             roles.sample = sample.files[0]
             roles.sample_frame = sample.frame
-        test, test_key = self.pick_test(sample, rest)
+        found = self.lookup(sample, rest)
+        named_train = None  # the table whose columns a lookup names
+        if found is not None:
+            lookup, test, named_train = found
+            rest = [t for t in rest if t is not lookup]
+            sample = None  # the sample's rows are pairs, not test rows: nothing of test is echoed
+            test_key = roles.test_key
+        else:
+            test, test_key = self.pick_test(sample, rest)
         roles.test_key = test_key
         targets = self.blank_targets(test, test_key, sample)
         if targets:
@@ -268,7 +296,7 @@ class _Decider(TableIndex):
             # The rows to predict, without their blank answers, are the test rows a sample echoes.
             return self._finish(test, test, sample, test_key)
         others = [t for t in rest if t is not test]
-        train = self.pick_train(test, test_key, others)
+        train = named_train or self.pick_train(test, test_key, others)
         if test is not None:
             roles.test = TableRecipe(files=test.files)
         if train is None:

@@ -145,7 +145,7 @@ def surrogate_loss(ctx: CVContext, rows: np.ndarray, outputs: dict[str, np.ndarr
             # The solver's floor first (as every model's output gets), then the metrics' log loss.
             losses.append(class_log_loss(y, normalise_proba(pred)))
         else:
-            losses.append(float(np.mean((np.asarray(pred, dtype=float) - y) ** 2)))
+            losses.append(float(np.nanmean((np.asarray(pred, dtype=float) - y) ** 2)))
     value = float(np.mean(losses))
     return value if math.isfinite(value) else math.nan
 
@@ -234,6 +234,14 @@ def start_run(candidate: ModelCandidate, ctx: CVContext, name: str | None = None
     return run
 
 
+def known_rows(target: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Those of `rows` whose target is given (all of them for a class target, never missing)."""
+    if target.dtype.kind != "f":
+        return rows
+    known = ~np.isnan(target[rows])
+    return rows if known.all() else rows[known]
+
+
 def fit_fold(run: CandidateRun, fold: int, ctx: CVContext, deadline: float | None) -> float:
     """Fit every target on one fold, record its predictions, return the fold's metric score."""
     started = time.monotonic()
@@ -242,9 +250,12 @@ def fit_fold(run: CandidateRun, fold: int, ctx: CVContext, deadline: float | Non
     outputs = {}
     for spec in ctx.targets:
         target = ctx.y[spec.column]
+        # A target missing on some rows (several targets, each given where known) is learnt on
+        # the rows that have it, and predicted on every row.
+        fit_rows, check_rows = known_rows(target, train_rows), known_rows(target, valid_rows)
         model = run.candidate.make(spec, options, ctx.features)
-        model.fit(run.X[train_rows], target[train_rows], X_val=run.X[valid_rows], y_val=target[valid_rows])
-        floor = _floor(ctx, spec, target[train_rows])
+        model.fit(run.X[fit_rows], target[fit_rows], X_val=run.X[check_rows], y_val=target[check_rows])
+        floor = _floor(ctx, spec, target[fit_rows])
         run.oof[spec.column][valid_rows] = outputs[spec.column] = predict(model, spec, run.X[valid_rows], floor)
         # Averaging fold models' test predictions needs no refit, keeps each model's
         # early-stopped size honest, and lets every candidate submit as soon as its CV ends.

@@ -90,7 +90,7 @@ def _priors(artifacts: SetupArtifacts, y: dict[str, np.ndarray]) -> dict[str, Pr
             counts = np.bincount(target, minlength=spec.n_classes) / len(target)
             oof = np.tile(normalise_proba(counts[None, :]), (len(target), 1))
         else:
-            oof = np.full(len(target), target.mean())
+            oof = np.full(len(target), np.nanmean(target))  # a target may miss on rows
         priors[spec.column] = Predictions("prior", oof, None)
     return priors
 

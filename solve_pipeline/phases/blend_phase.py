@@ -39,6 +39,11 @@ def blend(solver: Solver) -> dict[str, Any]:
         splits = solver.validation.folds(solver.ctx.features.n_train, len(solver.ctx.folds) + 1, solver.ctx.seed, None)
     for spec in solver.ctx.targets:
         task = spec.task if spec.is_classification else "regression"
+        if not spec.is_classification and np.isnan(solver.ctx.y[spec.column]).any():
+            # A target missing on some rows: the blenders fit on every row's truth, so its best
+            # single solution stands.
+            report[spec.column] = {"method": "best_single", "skipped": "the target is missing on some training rows"}
+            continue
         held = {t: p.oof for t, p in solver.state.best.items()}
 
         def score_fn(_y: np.ndarray, pred: np.ndarray, column: str = spec.column,

@@ -88,13 +88,16 @@ def score_positive_probability(name: str, y_true: Any, p_positive: Any) -> float
 
 
 def score_prediction_frame(
-    name: str, y_true: pd.DataFrame, y_pred: pd.DataFrame, target_columns: Sequence[str]
+    name: str, y_true: pd.DataFrame, y_pred: pd.DataFrame, target_columns: Sequence[str], pooled: bool = False
 ) -> float:
     """Score a prediction frame (see docs/architecture.md) against `id` + raw target columns.
 
     Rows are aligned on `id` (ValueError when the id sets differ); the result is the mean of
     the per-target scores. Image-output metrics (`Metric.spatial`) take an id's rows together
-    as one image, so there an id may repeat (one row per object).
+    as one image, so there an id may repeat (one row per object). A value metric scores only the
+    cells whose truth is given (several targets may each miss on some rows); `pooled` scores
+    those cells of every target together, as a long submission of one value per (row, target)
+    pair is scored.
     """
     metric = get_metric(name)
     if metric.spatial:
@@ -107,7 +110,7 @@ def score_prediction_frame(
         # Integer ids in the same order (the solver's row positions): nothing to normalise or align.
         if not pd.Index(raw_true).is_unique:
             raise ValueError("duplicated ids")
-        return _mean_score(metric, name, y_true, y_pred.reset_index(drop=True), target_columns)
+        return _mean_score(metric, name, y_true, y_pred.reset_index(drop=True), target_columns, pooled)
     true_ids, pred_ids = normalise_ids(y_true["id"]), normalise_ids(y_pred["id"])
     predicted = pd.Index(pred_ids)
     if not (predicted.is_unique and pd.Index(true_ids).is_unique):
@@ -116,12 +119,23 @@ def score_prediction_frame(
     if len(true_ids) != len(pred_ids) or rows.min(initial=0) < 0:
         raise ValueError(f"ids differ: {len(set(true_ids) - set(pred_ids))} missing, "
                          f"{len(set(pred_ids) - set(true_ids))} unexpected")
-    return _mean_score(metric, name, y_true, y_pred.iloc[rows].reset_index(drop=True), target_columns)
+    return _mean_score(metric, name, y_true, y_pred.iloc[rows].reset_index(drop=True), target_columns, pooled)
+
+
+def _given(truth: np.ndarray, guess: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The cells whose truth is given (all of them when every one is: the arrays as they are)."""
+    known = ~np.isnan(truth)
+    return (truth, guess) if known.all() else (truth[known], guess[known])
 
 
 def _mean_score(metric: Any, name: str, y_true: pd.DataFrame, pred: pd.DataFrame,
-                target_columns: Sequence[str]) -> float:
+                target_columns: Sequence[str], pooled: bool = False) -> float:
     """The mean of the per-target scores of rows already aligned."""
+    if metric.kind == "value":
+        cells = [_given(floats(y_true[t]), floats(pred[t])) for t in target_columns]
+        if pooled:
+            return float(metric.fn(np.concatenate([c[0] for c in cells]), np.concatenate([c[1] for c in cells])))
+        return float(np.mean([metric.fn(truth, guess) for truth, guess in cells if len(truth)]))
     scores = []
     for target in scored_columns(name, y_true, target_columns):
         truth = y_true[target].to_numpy()
@@ -129,8 +143,6 @@ def _mean_score(metric: Any, name: str, y_true: pd.DataFrame, pred: pd.DataFrame
         proba_cols = [c for c in pred.columns if str(c).startswith(prefix)]
         if metric.kind == "label" or (metric.kind == "ranking" and not proba_cols):
             scores.append(metric.fn(truth, pred[target].to_numpy()))
-        elif metric.kind == "value":
-            scores.append(metric.fn(floats(truth), floats(pred[target])))
         elif proba_cols:
             classes = [str(c)[len(prefix):] for c in proba_cols]
             scores.append(score_class_probabilities(name, truth, pred[proba_cols].to_numpy(float), classes))

@@ -1,0 +1,93 @@
+"""A long submission mapped through a lookup table: the sample lists one row per (test entity,
+target) pair, `RowId,Location`, and another file says which pair each row is, `RowId,ImageId,
+FeatureName` (facial keypoints: only the coordinates listed are scored).
+
+Found by structure alone: a table holding the sample's key column (nearly every sample key, once
+each) beside a column whose values are the key of another table (the test rows, each named on
+several lookup rows) and a column whose values are column names of a third table that the test
+table lacks (the targets). The setup then works as for a wide submission (one row per test
+entity, one column per target) and writes the long one through the lookup, for its rows only,
+in the sample's order (`LookupTable`, read by the submission code codegen.py writes).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from setup_pipeline.perception.tables import MATCH, Logical, is_unique, overlap
+
+_MAX_NAMES = 2000  # distinct names a column of target names holds at most
+_LONGEST_KEY = 200  # characters of a key cell at most
+
+
+class LookupTable(BaseModel):
+    file: str  # relative to raw/
+    key: str  # the sample's id column, as the lookup calls it
+    entity: str  # the lookup column naming a test row
+    name: str  # the lookup column naming a target column
+    test_file: str  # the table of test rows (its first file)
+    test_key: str  # its column the entity values name
+    train_file: str  # the table whose columns the names are (its first file)
+    targets: list[str]  # the target columns named, in the lookup's order of first mention
+
+    def describe(self, sample: str, value: str) -> str:
+        return (f"long submission through a lookup table: each row of {sample} ({self.key!r}) is a pair "
+                f"({self.entity!r} = {self.test_file}'s {self.test_key!r}, {self.name!r} = one of "
+                f"{len(self.targets)} columns of {self.train_file}) listed in {self.file}; the wide predictions "
+                f"are written to {value!r} for the listed pairs only, in the sample's order")
+
+
+def _names(table: Logical, column: str) -> list[str]:
+    """The column's distinct values in order of first mention."""
+    cells = table.frame[column].astype(str).str.strip()
+    return [v for v in cells.unique().tolist() if v]
+
+
+def find_lookup(sample: Logical, key: str, tables: list[Logical]) -> tuple[LookupTable, Logical, Logical, Logical] | None:
+    """The lookup table of the sample's rows (and the lookup, test and train tables), if any."""
+    keys = sample.values(key)
+    for lookup in tables:
+        if key not in lookup.column_set or len(lookup.columns) < 3 or not is_unique(lookup.frame, key):
+            continue
+        if overlap(keys, lookup.values(key)) < MATCH:
+            continue
+        others = [t for t in tables if t is not lookup]
+        found = _pair_columns(lookup, key, others)
+        if found is not None:
+            entity, test, test_key, name, train, targets = found
+            spec = LookupTable(file=lookup.files[0], key=key, entity=entity, name=name, test_file=test.files[0],
+                               test_key=test_key, train_file=train.files[0], targets=targets)
+            return spec, lookup, test, train
+    return None
+
+
+def _pair_columns(lookup: Logical, key: str, others: list[Logical]) -> tuple | None:
+    """(entity column, test table, its key, name column, train table, target names) of a lookup."""
+    rest = [c for c in lookup.columns if c != key]
+    for name in rest:
+        names = _names(lookup, name)
+        if not names or len(names) > _MAX_NAMES or len(names) * 2 > len(lookup.frame):
+            continue
+        wanted = set(names)
+        for train in others:
+            if overlap(wanted, set(train.columns)) < MATCH:
+                continue
+            for entity in (c for c in rest if c != name):
+                for test in (t for t in others if t is not train):
+                    if wanted & test.column_set:
+                        continue  # the targets are what test lacks
+                    test_key = _key_of(test, lookup.values(entity))
+                    if test_key is not None:
+                        targets = [n for n in names if n in train.column_set]
+                        return entity, test, test_key, name, train, targets
+    return None
+
+
+def _key_of(test: Logical, entities: set[str]) -> str | None:
+    """The unique column of `test` holding (nearly) every entity the lookup names."""
+    for column in test.columns:
+        if test.frame[column].astype(str).str.len().head(20).max() > _LONGEST_KEY:
+            continue  # pictures written as numbers, texts: no key, and costly to list
+        if is_unique(test.frame, column) and overlap(entities, test.values(column)) >= MATCH:
+            return column
+    return None
