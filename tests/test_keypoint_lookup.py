@@ -64,6 +64,21 @@ def test_lookup_is_found_by_structure(names: dict[str, str]) -> None:
     assert spec.targets == ["p_x", "p_y", "q_x"]  # in the lookup's order of first mention
 
 
+def test_a_lookup_may_name_classes() -> None:
+    """`id,image,class` pairs whose value is the class's probability: the names are a label's classes."""
+    train = pd.DataFrame({"pic": ["a", "b", "c", "d"], "kind": ["cat", "dog", "bird", "cat"]})
+    test = pd.DataFrame({"n": ["1", "2"], "pic": ["e", "f"]})
+    pairs = [(e, c) for e in ("1", "2") for c in ("dog", "cat", "bird")]
+    lookup = pd.DataFrame({"row": [f"r{i}" for i in range(6)], "n": [e for e, _ in pairs], "c": [c for _, c in pairs]})
+    sample = pd.DataFrame({"row": lookup["row"], "p": ["0.5"] * 6})
+    tables = [Logical([f], frame) for f, frame in (("l.csv", lookup), ("t.csv", test), ("r.csv", train))]
+    found = find_lookup(Logical(["s.csv"], sample), "row", tables)
+    assert found is not None
+    spec = found[0]
+    assert (spec.entity, spec.name, spec.test_key, spec.label, spec.targets) == ("n", "c", "n", "kind", ["dog", "cat", "bird"])
+    assert "classes of r.csv's 'kind'" in spec.describe("s.csv", "p")
+
+
 def test_what_is_no_lookup() -> None:
     names = {"key": "RowId", "entity": "ImageId", "name": "FeatureName", "value": "Location", "picture": "Image"}
     sample, (lookup, test, train) = _tables(names)
@@ -76,6 +91,14 @@ def test_what_is_no_lookup() -> None:
     # The named columns are test's own: no targets.
     test_with = Logical(["t.csv"], test.frame.assign(p_x="1", p_y="2", q_x="3"))
     assert find_lookup(sample, "RowId", [lookup, test_with, train]) is None
+    # A test table whose category column repeats train's, beside a side table keyed by a column
+    # of test: that test table is no lookup (it shares train's columns), the side table no test.
+    train_like = pd.DataFrame({"kind": ["a", "b", "a"], "store": ["s1", "s2", "s1"], "f": ["1", "2", "3"], "y": ["0", "1", "0"]})
+    test_like = pd.DataFrame({"RowId": [str(i + 1) for i in range(6)], "kind": ["a", "b"] * 3, "store": ["s1"] * 3 + ["s2"] * 3,
+                              "f": list("123456")})
+    stores = pd.DataFrame({"store": ["s1", "s2"], "size": ["9", "7"]})
+    assert find_lookup(sample, "RowId", [Logical(["test.csv"], test_like), Logical(["stores.csv"], stores),
+                                         Logical(["train.csv"], train_like)]) is None
     # The sample's keys are not the lookup's.
     assert find_lookup(Logical(["s.csv"], sample.frame.assign(RowId=["a", "b", "c", "d", "e", "f"])), "RowId",
                        [lookup, test, train]) is None

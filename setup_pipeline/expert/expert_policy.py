@@ -241,9 +241,9 @@ def _as_named(label: str, classes: list[str]) -> str:
 def _submission_sources(facts: DataFacts, frame_classes: dict[str, list[str]]) -> dict[str, str]:
     """Submission column → prediction-frame column. Per-target submissions name their columns by
     position: the i-th column after the id holds the i-th target, whatever the train file calls it."""
-    if facts.lookup is not None:
-        return {t.column: t.column for t in facts.targets}  # the lookup names train's columns
-    columns = [c for c in facts.submission_columns if c != facts.id_column and c not in facts.echo_columns]
+    # Through a lookup, the wide columns are the names it lists: train's columns, or a label's classes.
+    columns = facts.lookup.targets if facts.lookup is not None else \
+        [c for c in facts.submission_columns if c != facts.id_column and c not in facts.echo_columns]
     if facts.submission_format == "per_class_proba":
         label = facts.targets[0].column
         classes = frame_classes.get(label, [])

@@ -18,6 +18,7 @@ from setup_pipeline.perception.tables import MATCH, Logical, is_unique, overlap
 
 _MAX_NAMES = 2000  # distinct names a column of target names holds at most
 _LONGEST_KEY = 200  # characters of a key cell at most
+_WIDEST = 6  # a lookup's columns at most: the key, the pair, a blank value and a note or two
 
 
 class LookupTable(BaseModel):
@@ -27,14 +28,19 @@ class LookupTable(BaseModel):
     name: str  # the lookup column naming a target column
     test_file: str  # the table of test rows (its first file)
     test_key: str  # its column the entity values name
-    train_file: str  # the table whose columns the names are (its first file)
-    targets: list[str]  # the target columns named, in the lookup's order of first mention
+    train_file: str  # the table whose columns (or one column's classes) the names are (its first file)
+    # What the names are, in the lookup's order of first mention: train's target columns, or with
+    # `label` the classes of that train column (each pair's value then the class's probability).
+    targets: list[str]
+    label: str | None = None
 
     def describe(self, sample: str, value: str) -> str:
+        named = f"{len(self.targets)} columns of {self.train_file}" if self.label is None else \
+            f"one of {len(self.targets)} classes of {self.train_file}'s {self.label!r}"
         return (f"long submission through a lookup table: each row of {sample} ({self.key!r}) is a pair "
-                f"({self.entity!r} = {self.test_file}'s {self.test_key!r}, {self.name!r} = one of "
-                f"{len(self.targets)} columns of {self.train_file}) listed in {self.file}; the wide predictions "
-                f"are written to {value!r} for the listed pairs only, in the sample's order")
+                f"({self.entity!r} = {self.test_file}'s {self.test_key!r}, {self.name!r} = one of {named}) "
+                f"listed in {self.file}; the wide predictions are written to {value!r} for the listed pairs "
+                "only, in the sample's order")
 
 
 def _names(table: Logical, column: str) -> list[str]:
@@ -47,22 +53,23 @@ def find_lookup(sample: Logical, key: str, tables: list[Logical]) -> tuple[Looku
     """The lookup table of the sample's rows (and the lookup, test and train tables), if any."""
     keys = sample.values(key)
     for lookup in tables:
-        if key not in lookup.column_set or len(lookup.columns) < 3 or not is_unique(lookup.frame, key):
+        if key not in lookup.column_set or not 3 <= len(lookup.columns) <= _WIDEST \
+                or not is_unique(lookup.frame, key):
             continue
         if overlap(keys, lookup.values(key)) < MATCH:
             continue
         others = [t for t in tables if t is not lookup]
         found = _pair_columns(lookup, key, others)
         if found is not None:
-            entity, test, test_key, name, train, targets = found
+            entity, test, test_key, name, train, targets, label = found
             spec = LookupTable(file=lookup.files[0], key=key, entity=entity, name=name, test_file=test.files[0],
-                               test_key=test_key, train_file=train.files[0], targets=targets)
+                               test_key=test_key, train_file=train.files[0], targets=targets, label=label)
             return spec, lookup, test, train
     return None
 
 
 def _pair_columns(lookup: Logical, key: str, others: list[Logical]) -> tuple | None:
-    """(entity column, test table, its key, name column, train table, target names) of a lookup."""
+    """(entity column, test table, its key, name column, train table, names, label column) of a lookup."""
     rest = [c for c in lookup.columns if c != key]
     for name in rest:
         names = _names(lookup, name)
@@ -70,16 +77,30 @@ def _pair_columns(lookup: Logical, key: str, others: list[Logical]) -> tuple | N
             continue
         wanted = set(names)
         for train in others:
-            if overlap(wanted, set(train.columns)) < MATCH:
+            if len(lookup.column_set & train.column_set) > 1:
+                continue  # a table sharing train's columns holds examples (a test table), no pairs
+            label = None if overlap(wanted, set(train.columns)) >= MATCH else _label_of(train, wanted)
+            if label is None and overlap(wanted, set(train.columns)) < MATCH:
                 continue
-            for entity in (c for c in rest if c != name):
+            for entity in (c for c in rest if c != name and not is_unique(lookup.frame, c)):
                 for test in (t for t in others if t is not train):
-                    if wanted & test.column_set:
+                    if (wanted if label is None else {label}) & test.column_set:
                         continue  # the targets are what test lacks
                     test_key = _key_of(test, lookup.values(entity))
-                    if test_key is not None:
-                        targets = [n for n in names if n in train.column_set]
-                        return entity, test, test_key, name, train, targets
+                    inputs = test.column_set - {test_key}
+                    # Test rows hold train's inputs (or only their key, their files named by it).
+                    if test_key is not None and (not inputs or inputs & train.column_set):
+                        known = set(train.columns) if label is None else train.values(label)
+                        return entity, test, test_key, name, train, [n for n in names if n in known], label
+    return None
+
+
+def _label_of(train: Logical, wanted: set[str]) -> str | None:
+    """The column of short cells whose classes (nearly) every name is."""
+    for column in train.columns:
+        if train.frame[column].astype(str).str.len().head(20).max() <= _LONGEST_KEY \
+                and overlap(wanted, train.values(column)) >= MATCH:
+            return column
     return None
 
 
