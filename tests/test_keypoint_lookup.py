@@ -31,6 +31,7 @@ from setup_pipeline.expert.inspect import inspect_competition
 from setup_pipeline.perception.lookup_table import find_lookup
 from setup_pipeline.perception.tables import Logical
 from solve_pipeline.base.cv import known_rows
+from solve_pipeline.inputs.wide_features import screen_scores
 from unit_tests_setup.context import CheckContext
 from unit_tests_setup.stage_checks import check_target_map
 
@@ -144,6 +145,16 @@ def test_each_target_keeps_its_own_rows(tmp_path: Path) -> None:
     assert any("no target at all" in p for p in check_target_map(CheckContext(workspace)))
     write_map(pd.DataFrame({"id": ["a", "b", "c"], "x": [1.0, np.nan, 3.0]}), target_map)
     assert any("missing values" in p for p in check_target_map(CheckContext(workspace)))  # one target: as before
+
+
+def test_a_wide_table_is_screened_on_the_rows_a_target_has() -> None:
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=200)
+    x = np.column_stack([y + rng.normal(scale=0.1, size=200), rng.normal(size=200)])
+    gaps = y.copy()
+    gaps[rng.random(200) < 0.7] = np.nan  # given on about a third of the rows
+    scores = screen_scores(x, [gaps], [False])
+    assert scores[0] > 0.9 and scores[1] < 0.3
 
 
 def test_inspection_reads_the_lookup(tmp_path: Path) -> None:

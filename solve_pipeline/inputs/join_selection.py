@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from solve_pipeline.base.baseline_models import LightGBMModel, ModelCandidate, ModelOptions, tree_matrices
-from solve_pipeline.base.cv import CVContext, emit, predict, score_outputs, start_run
+from solve_pipeline.base.cv import CVContext, emit, known_rows, predict, score_outputs, start_run
 from solve_pipeline.base.dataset import FeatureSet
 
 SHARE = 0.1  # of the time budget
@@ -60,7 +60,8 @@ def _fast_cv(ctx: CVContext, features: FeatureSet, deadline: float) -> float | N
         for spec in ctx.targets:
             model = run.candidate.make(spec, options, features)
             y = ctx.y[spec.column]
-            model.fit(X[train_rows], y[train_rows], X_val=X[valid_rows], y_val=y[valid_rows])
+            fit_rows, check_rows = known_rows(y, train_rows), known_rows(y, valid_rows)
+            model.fit(X[fit_rows], y[fit_rows], X_val=X[check_rows], y_val=y[check_rows])
             oof[spec.column][valid_rows] = predict(model, spec, X[valid_rows])
     return score_outputs(ctx, None, oof)
 

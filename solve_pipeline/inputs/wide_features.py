@@ -30,20 +30,28 @@ def feature_cap(n_features: int, budget: float | None, light: bool) -> int | Non
     return cap if cap < n_features else None
 
 
+def _centred(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    centred = x - x.mean(axis=0)
+    return centred, np.sqrt((centred ** 2).sum(axis=0))
+
+
 def screen_scores(x: np.ndarray, targets: list[np.ndarray], classification: list[bool]) -> np.ndarray:
     """Per column, its largest absolute correlation with a target (each class of a class target
     on its own); a missing cell counts as its column's mean, a constant column scores 0."""
     filled = np.where(np.isnan(x), np.nanmean(np.where(np.isnan(x).all(axis=0), 0.0, x), axis=0), x)
-    centred = filled - filled.mean(axis=0)
-    norms = np.sqrt((centred ** 2).sum(axis=0))
+    centred, norms = _centred(filled)
     best = np.zeros(x.shape[1])
     for y, is_class in zip(targets, classification):
         columns = [(y == k).astype(float) for k in np.unique(y)] if is_class else [y.astype(float)]
+        known = ~np.isnan(columns[0])
+        # A target missing on some rows (several targets, each given where known) is correlated
+        # over the rows that have it.
+        part, part_norms = (centred, norms) if known.all() else _centred(filled[known])
         for column in columns:
-            c = column - column.mean()
-            denominator = norms * np.sqrt((c ** 2).sum())
+            c = column[known] - column[known].mean()
+            denominator = part_norms * np.sqrt((c ** 2).sum())
             with np.errstate(invalid="ignore", divide="ignore"):
-                r = np.abs(centred.T @ c) / denominator
+                r = np.abs(part.T @ c) / denominator
             best = np.maximum(best, np.nan_to_num(r, nan=0.0))
     return best
 
