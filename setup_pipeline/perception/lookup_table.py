@@ -36,7 +36,7 @@ class LookupTable(BaseModel):
 
     def describe(self, sample: str, value: str) -> str:
         named = f"{len(self.targets)} columns of {self.train_file}" if self.label is None else \
-            f"one of {len(self.targets)} classes of {self.train_file}'s {self.label!r}"
+            f"{len(self.targets)} classes of {self.train_file}'s {self.label!r}"
         return (f"long submission through a lookup table: each row of {sample} ({self.key!r}) is a pair "
                 f"({self.entity!r} = {self.test_file}'s {self.test_key!r}, {self.name!r} = one of {named}) "
                 f"listed in {self.file}; the wide predictions are written to {value!r} for the listed pairs "
