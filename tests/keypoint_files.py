@@ -103,3 +103,33 @@ def make_keypoint_lookup_competition(out: Path, n_train: int = 160, n_test: int 
         "- **SampleSubmission.csv**: `RowId,Location`.\n")
     (out / "competition.toml").write_text(TOML.format(name=out.name))
     return out
+
+
+def make_class_lookup_competition(out: Path, n_train: int = 90, n_test: int = 30, seed: int = 0) -> Path:
+    """A long submission naming classes: `row,pic,asked` pairs (a test picture, a shape), the sample
+    `row,prob` the probability that the picture shows that shape; log loss over the pairs."""
+    from picture_cell_files import SHAPES, as_cell, draw
+
+    rng = np.random.default_rng(seed)
+    labels = rng.permutation(np.arange(n_train + n_test) % len(SHAPES))
+    cells = [as_cell(draw(int(y), rng)[0]) for y in labels]
+    data, private = out / "data", out / "private"
+    data.mkdir(parents=True, exist_ok=True)
+    private.mkdir(parents=True, exist_ok=True)
+    (data / "train.csv").write_text("shape,pixels\n" + "".join(f"{SHAPES[labels[i]]},{cells[i]}\n" for i in range(n_train)))
+    (data / "test.csv").write_text("pic,pixels\n" + "".join(f"p{i},{cells[n_train + i]}\n" for i in range(n_test)))
+    pairs, answers = ["row,pic,asked"], ["row,prob"]
+    for i in range(n_test):
+        for shape in SHAPES:
+            pairs.append(f"{len(pairs)},p{i},{shape}")
+            answers.append(f"{len(answers)},{int(SHAPES[labels[n_train + i]] == shape)}")
+    (data / "pairs.csv").write_text("\n".join(pairs) + "\n")
+    (data / "sample_submission.csv").write_text("row,prob\n" + "".join(f"{r},0.5\n" for r in range(1, len(pairs))))
+    (private / "answers.csv").write_text("\n".join(answers) + "\n")
+    (out / "description.md").write_text("# Shape Pairs\n\nFor each listed picture and shape, the probability that "
+                                        "the picture shows that shape.\n\n## Evaluation\nSubmissions are scored by log loss.\n")
+    (out / "competition.toml").write_text(
+        f'[competition]\nid = "{out.name}"\ntitle = "Shape Pairs"\ninput_modalities = ["image"]\ntask_type = "binary"\n\n'
+        '[grading]\nmetric = "logloss"\nhigher_is_better = false\nid_column = "row"\ntarget_columns = ["prob"]\n'
+        'answers = "private/answers.csv"\n')
+    return out
