@@ -18,6 +18,7 @@ from setup_pipeline.perception.tables import MATCH, Logical, is_unique, overlap
 
 _MAX_NAMES = 2000  # distinct names a column of target names holds at most
 _LONGEST_KEY = 200  # characters of a key cell at most
+_NARROW_TRAIN = 20  # columns of a train table whose classes a lookup may name
 _WIDEST = 6  # a lookup's columns at most: the key, the pair, a blank value and a note or two
 
 
@@ -96,7 +97,10 @@ def _pair_columns(lookup: Logical, key: str, others: list[Logical]) -> tuple | N
 
 
 def _label_of(train: Logical, wanted: set[str]) -> str | None:
-    """The column of short cells whose classes (nearly) every name is."""
+    """The column of short cells whose classes (nearly) every name is. Only a narrow table is
+    looked at (labels beside an input or two): listing every column of a wide one costs minutes."""
+    if len(train.columns) > _NARROW_TRAIN:
+        return None
     for column in train.columns:
         if train.frame[column].astype(str).str.len().head(20).max() <= _LONGEST_KEY \
                 and overlap(wanted, train.values(column)) >= MATCH:
