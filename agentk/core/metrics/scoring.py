@@ -10,6 +10,7 @@ import pandas as pd
 from agentk.core.metrics.functions import floats
 from agentk.core.metrics.labels import normalise_ids, normalise_labels
 from agentk.core.metrics.registry import COLUMN_RANKINGS, get_metric
+from agentk.core.metrics.scaled_errors import context_of
 from agentk.core.metrics.spatial import aligned_groups
 
 # How many classes, best first, a probability matrix submits to a ranking metric: the K of most
@@ -130,7 +131,8 @@ def _mean_score(metric: Any, name: str, y_true: pd.DataFrame, pred: pd.DataFrame
         if metric.kind == "label" or (metric.kind == "ranking" and not proba_cols):
             scores.append(metric.fn(truth, pred[target].to_numpy()))
         elif metric.kind == "value":
-            scores.append(metric.fn(floats(truth), floats(pred[target])))
+            context = context_of(y_true, target) if metric.per_series else {}
+            scores.append(metric.fn(floats(truth), floats(pred[target]), **context))
         elif proba_cols:
             classes = [str(c)[len(prefix):] for c in proba_cols]
             scores.append(score_class_probabilities(name, truth, pred[proba_cols].to_numpy(float), classes))
