@@ -67,10 +67,12 @@ def _embed(features: FeatureSet, seconds: float, threads: int) -> tuple[Embedded
         return None, f"too few clips could be drawn in the {seconds:.0f} s allowed to price a backbone"
     left = [i for i in present if not pictures[i]]
     drawing_s = per_clip * len(left)
-    room = seconds - (time.monotonic() - started) - drawing_s
+    spent = time.monotonic() - started
+    room = seconds - spent - drawing_s
     what = f"{len(present)} clips drawn as {plan.rate} Hz log-mel pictures (~{per_clip * 1000:.0f} ms each)"
     if room <= 0:
-        return None, f"{what} would take ~{drawing_s:.0f} s of the {seconds:.0f} s allowed"
+        return None, (f"{what} would need ~{drawing_s:.0f} s more after {spent:.0f} s of loading and timing, "
+                      f"of the {seconds:.0f} s allowed")
     # The pictures not drawn yet are named already: the plan counts them as images to embed.
     named = [p or (str(picture_path(folder, clips.paths[i], clips.windows[i], plan)) if clips.paths[i] else "")
              for i, p in enumerate(pictures)]
