@@ -106,7 +106,8 @@ def _embed(features: FeatureSet, seconds: float, threads: int) -> tuple[Embedded
         note = f"{what}, embedded by {option.label} in {time.monotonic() - started:.0f} s of {seconds:.0f} s"
         if given_up:
             note += f" (gave up on {', '.join(given_up)}: too slow at the pace measured)"
-        return block, note + (f"; {missing} unreadable clips get the mean vector" if missing else "")
+        return block, note + (f"; {missing} clips not drawn (unreadable, or out of time) get the mean vector"
+                              if missing else "")
     return None, f"{what}: every affordable backbone ran too slow ({', '.join(given_up)})"
 
 
