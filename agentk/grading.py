@@ -248,8 +248,7 @@ def _score_targets(metric: Metric, sub: pd.DataFrame, answers: pd.DataFrame, fac
         if metric.kind == "proba":
             # A single column per target holds P(positive class) (Kaggle's binary AUC/log-loss format).
             scores.append(score_positive_probability(metric.name, truth, predicted.to_numpy()))
-        elif metric.kind == "value":
-            # A scaled error's history, where the answers carry it (scaled_errors.context_columns).
+        elif metric.kind == "value":  # a scaled error reads each series' history where the answers carry it
             context = context_of(answers, column) if metric.per_series else {}
             scores.append(metric.fn(truth, predicted.to_numpy(), **context))
         else:
