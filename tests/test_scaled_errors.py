@@ -97,3 +97,17 @@ def test_answer_frames_carry_each_series_history(name: str) -> None:
     assert score_prediction_frame(name, answers, predicted, ["sales"]) == pytest.approx(direct)
     plain = score_prediction_frame(name, answers[["id", "sales"]], predicted, ["sales"])
     assert plain == pytest.approx(np.sqrt(np.mean((truth - forecast) ** 2)))
+
+
+def test_the_grader_reads_the_history_its_answers_carry() -> None:
+    from agentk.grading import grade_submission
+    from agentk.sources.base import GradingFacts
+
+    truth, forecast, _, context = _series(np.random.default_rng(5))
+    series, scale, weight = context_columns("sales")
+    answers = pd.DataFrame({"id": range(len(truth)), "sales": truth, series: context["series"],
+                            scale: context["scale"], weight: context["weight"]})
+    submission = pd.DataFrame({"id": range(len(truth)), "sales": forecast}).sample(frac=1, random_state=0)
+    facts = GradingFacts(metric="wrmsse", higher_is_better=False, id_column="id", target_columns=("sales",))
+    report = grade_submission(submission, answers, facts)
+    assert report.valid and report.score == pytest.approx(WRMSSE(truth, forecast, **context))
