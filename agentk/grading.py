@@ -37,6 +37,7 @@ from agentk.core.metrics import (
     scored_columns,
     score_positive_probability,
 )
+from agentk.core.metrics.scaled_errors import context_of
 from agentk.sources.base import Competition, GradingFacts
 
 
@@ -247,8 +248,9 @@ def _score_targets(metric: Metric, sub: pd.DataFrame, answers: pd.DataFrame, fac
         if metric.kind == "proba":
             # A single column per target holds P(positive class) (Kaggle's binary AUC/log-loss format).
             scores.append(score_positive_probability(metric.name, truth, predicted.to_numpy()))
-        elif metric.kind == "value":
-            scores.append(metric.fn(truth, predicted.to_numpy()))
+        elif metric.kind == "value":  # a scaled error reads each series' history where the answers carry it
+            context = context_of(answers, column) if metric.per_series else {}
+            scores.append(metric.fn(truth, predicted.to_numpy(), **context))
         else:
             scores.append(metric.fn(truth, predicted.to_numpy(dtype=object)))
     return float(np.mean(scores))

@@ -315,7 +315,7 @@ def _solver_printer(events: EventLog, status: Any = None, advisor: SolveAdvisor 
             status.update(f"solving: {event.get('model')} fold {event.get('fold', 0) + 1} (elapsed {event.get('elapsed_s', 0):.0f} s)")
         if kind == "model" and event.get("score") is not None:
             events.say(f"    model {event.get('model', '?'):<16} CV {event['score']:.5f}")
-        elif kind in ("device", "image_backbone"):
+        elif kind in ("device", "image_backbone", "spectrogram"):
             events.say(f"    [yellow]{event.get('message')}[/]")
         elif kind == "pruned":
             events.say(f"    pruned {event.get('model', '?'):<15} (weaker first fold)")

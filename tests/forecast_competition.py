@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from agentk.core.metrics.functions import smape
+from agentk.core.metrics.scaled_errors import context_columns
 
 DESCRIPTION = """# Forecast the daily sales
 
@@ -20,8 +21,7 @@ You are given {days} days of daily sales for {stores} stores and {items} items. 
 every store and item for the following {horizon} days. A holiday table lists the public holidays.
 
 ## Evaluation
-Submissions are evaluated on SMAPE between forecasts and actual values. We define SMAPE = 0 when the
-actual and predicted values are both 0.
+{evaluation}
 
 ## Submission File
 For each id in the test set, you must predict the sales. The file should contain a header and have
@@ -76,10 +76,35 @@ def make_series(stores: int = 3, items: int = 5, days: int = 730, horizon: int =
     return pd.concat(rows, ignore_index=True), holidays
 
 
+EVALUATIONS = {
+    "smape": "Submissions are evaluated on SMAPE between forecasts and actual values. We define SMAPE = 0 when\n"
+             "the actual and predicted values are both 0.",
+    "rmsse": "Submissions are evaluated on the Root Mean Squared Scaled Error (RMSSE): each series' squared errors\n"
+             "are divided by the mean squared day-to-day change of its training history, and the roots averaged.",
+}
+
+
+def scaled_error_answers(train: pd.DataFrame, test: pd.DataFrame, horizon: int) -> pd.DataFrame:
+    """What an RMSSE grader reads beside each test row's answer: its series, the series' scale (the
+    mean squared day-to-day change of its training sales from the first sale on) and weight (its
+    mean sales over the last `horizon` training days), as `scaled_errors.context_columns` names them."""
+    keys = ["store", "item"]
+    stats = {}
+    for key, rows in train.sort_values("date").groupby(keys):
+        sales = rows["sales"].to_numpy(float)
+        sold = sales[np.argmax(sales > 0):]
+        stats[key] = (float(np.mean(np.diff(sold) ** 2)), float(sales[-horizon:].mean()))
+    found = [stats[tuple(k)] for k in test[keys].itertuples(index=False)]
+    series, scale, weight = context_columns("sales")
+    return pd.DataFrame({series: test["store"].astype(str) + "/" + test["item"].astype(str),
+                         scale: [f[0] for f in found], weight: [f[1] for f in found]})
+
+
 def make_forecast_competition(root: Path, stores: int = 3, items: int = 5, days: int = 730, horizon: int = 60,
-                              seed: int = 0, zero_inflated: bool = False) -> Path:
+                              seed: int = 0, zero_inflated: bool = False, metric: str = "smape") -> Path:
     """The competition folder: description.md, data/ (train, test, holidays, sample submission),
-    private/answers.csv and competition.toml (SMAPE on `sales`)."""
+    private/answers.csv and competition.toml (`metric`, SMAPE or RMSSE, on `sales`; RMSSE's answers
+    carry each series' history)."""
     frame, holidays = make_series(stores, items, days, horizon, seed, zero_inflated)
     cut = frame["date"].min() + pd.Timedelta(days=days)
     train = frame[frame["date"] < cut].sort_values(["date", "store", "item"], ignore_index=True)
@@ -95,14 +120,18 @@ def make_forecast_competition(root: Path, stores: int = 3, items: int = 5, days:
     pd.DataFrame({"date": holidays.strftime("%Y-%m-%d"), "type": "Holiday"}).to_csv(data / "holidays.csv", index=False)
     test[["id"]].assign(sales=0).to_csv(data / "sample_submission.csv", index=False)
     (root / "private").mkdir(parents=True, exist_ok=True)
-    test[["id", "sales"]].to_csv(root / "private" / "answers.csv", index=False)
+    answers = test[["id", "sales"]]
+    if metric == "rmsse":
+        answers = pd.concat([answers, scaled_error_answers(train, test, horizon)], axis=1)
+    answers.to_csv(root / "private" / "answers.csv", index=False)
     # The noise-free mean of each test row: the best any forecast can hope for, kept for reports.
     test[["id"]].assign(sales=expected).to_csv(root / "private" / "expected.csv", index=False)
     (root / "description.md").write_text(
-        DESCRIPTION.format(days=days, stores=stores, items=items, horizon=horizon), encoding="utf-8")
+        DESCRIPTION.format(days=days, stores=stores, items=items, horizon=horizon, evaluation=EVALUATIONS[metric]),
+        encoding="utf-8")
     (root / "competition.toml").write_text(
         '[competition]\nid = "daily-sales"\ninput_modalities = ["tabular"]\ntask_type = "regression"\n\n'
-        '[grading]\nmetric = "smape"\nhigher_is_better = false\nid_column = "id"\ntarget_columns = ["sales"]\n'
+        f'[grading]\nmetric = "{metric}"\nhigher_is_better = false\nid_column = "id"\ntarget_columns = ["sales"]\n'
         'answers = "private/answers.csv"\n', encoding="utf-8")
     return root
 

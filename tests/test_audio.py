@@ -3,6 +3,7 @@ folder beside a labels table), summarised as log-mel statistics, and solved end 
 
 from __future__ import annotations
 
+import json
 import shutil
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -250,6 +251,18 @@ def test_clips_in_class_folders_end_to_end(runs: dict[str, Future[Run]]) -> None
     assert (workspace / "setup" / "train_aud_input_map.csv").is_file()
     events = (workspace / "logs" / "events.jsonl").read_text(encoding="utf-8")
     assert '"kind": "audio"' in events and "log-mel summaries" in events
+    # Clips as spectrogram pictures enter the race beside the statistics: judged by CV where they
+    # raced, else the record says why not (no time left, or the price measured did not fit).
+    solve = json.loads((workspace / "solve" / "solve_result.json").read_text(encoding="utf-8"))
+    entry = next(e for e in solve["race"] if e["family"] == "spectrogram_linear")
+    drawn = [json.loads(line) for line in events.splitlines() if '"kind": "spectrogram"' in line]
+    if entry["status"] in ("finished", "pruned"):
+        assert drawn and drawn[0]["source"].startswith("spectrogram:efficientnet-lite"), drawn
+        assert isinstance(entry["first_fold_score"], float)
+    else:
+        assert entry["reason"], entry
+        if entry["reason"] == "no usable features":
+            assert drawn and "sits the race out" in drawn[0]["message"], drawn
 
 
 @pytest.mark.integration

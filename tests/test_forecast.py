@@ -16,7 +16,9 @@ import pytest
 from agentk.core.series import SeriesShape
 from forecast_competition import baseline_scores, make_forecast_competition, make_series
 from setup_pipeline.perception.series import find_series
-from solve_pipeline.inputs.forecast_features import PREFIX, forecast_block, level_columns
+from agentk.core.metrics import get_metric
+from agentk.core.metrics.scaled_errors import context_columns
+from solve_pipeline.inputs.forecast_features import PREFIX, forecast_block, level_columns, scaled_error_context
 from solve_pipeline.tables.target_scale import Log1pTarget
 
 AGENTK = [sys.executable, "-m", "agentk.cli"]
@@ -118,6 +120,29 @@ def test_a_row_sees_only_targets_before_its_origin_and_test_rows_see_train(tmp_p
     assert _block(train, test, moved, horizon, tmp_path).columns[f"{PREFIX}sales__last"][row] != block.columns[f"{PREFIX}sales__last"][row]
 
 
+def test_a_scaled_error_reads_each_series_history_up_to_the_rows_origin() -> None:
+    """RMSSE's scale and weight per training row: its own series' history, cut at the row's origin
+    (a validation row is never scaled by the targets it is judged on)."""
+    horizon = 14
+    train, test, _ = _split(days=200, horizon=horizon, stores=2, items=2)
+    shape = SeriesShape(date_column="date", keys=["store", "item"], n_series=4, step_days=1, horizon_days=horizon,
+                        train_end=train["date"].max().isoformat())
+    y = train["sales"].to_numpy(dtype=float)
+    context = scaled_error_context(shape, _as_text(train), _as_text(test), {"sales": y})
+    series, scale, weight = (context[c] for c in context_columns("sales"))
+    assert len(series) == len(train) and len(np.unique(series)) == 4
+    assert np.all(np.isfinite(scale) & (scale > 0)) and np.all(weight >= 0)
+    days = (train["date"] - train["date"].min()).dt.days.to_numpy()
+    row = int(np.flatnonzero((days == 190) & (train["store"] == 2) & (train["item"] == 1))[0])
+    origin_day = days[-1] - horizon * ((days[-1] - 190) // horizon + 1)
+    mine = (train["store"] == 2).to_numpy() & (train["item"] == 1).to_numpy() & (days <= origin_day)
+    history = y[mine][np.argsort(days[mine])]
+    assert scale[row] == pytest.approx(np.mean(np.diff(history) ** 2))
+    assert weight[row] == pytest.approx(np.mean(history[-horizon:]))
+    later = scaled_error_context(shape, _as_text(train), _as_text(test), {"sales": np.where(days > origin_day, y * 5, y)})
+    assert later[context_columns("sales")[1]][row] == scale[row]
+
+
 def test_event_tables_become_flags_and_distances(tmp_path: Path) -> None:
     train, test, holidays = _split(days=120, horizon=14, stores=1, items=2)
     (tmp_path / "data").mkdir()
@@ -195,3 +220,27 @@ def test_daily_sales_are_forecast_end_to_end(tmp_path: Path) -> None:
     naive = min(v for k, v in baselines.items() if "constant" not in k and "floor" not in k)
     assert result["test_score"] < naive, (result["test_score"], baselines)
     assert result["test_score"] < 0.7 * baselines["constant (train median)"], (result["test_score"], baselines)
+
+
+@pytest.mark.integration
+def test_sales_judged_by_rmsse_are_scored_with_each_series_history(tmp_path: Path) -> None:
+    """A page naming RMSSE: the solve's CV reads each series' scale from its own history, and the
+    grader (whose answers carry the history) finds the forecast far better than a constant."""
+    competition = make_forecast_competition(tmp_path / "sales", stores=2, items=3, days=420, horizon=28,
+                                            metric="rmsse")
+    proc = subprocess.run([*AGENTK, "run", str(competition), "--workspace-root", str(tmp_path / "ws"),
+                           "--time-budget", "20", "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    workspace = tmp_path / "ws" / "daily-sales"
+    result = json.loads((workspace / "result.json").read_text())
+    assert result["valid_submission"] is True and result["test_metric"] == "rmsse"
+    assert json.loads((workspace / "setup" / "plan.json").read_text())["metric"] == "rmsse"
+    solve = json.loads((workspace / "solve" / "solve_result.json").read_text())
+    assert solve["forecast"]["scored_by"].startswith("rmsse: each series' scale and weight from its training history")
+    assert solve["cv"][solve["model"]] < solve["cv"]["constant"]
+    answers = pd.read_csv(competition / "private" / "answers.csv")
+    median = pd.read_csv(competition / "data" / "train.csv")["sales"].median()
+    series, scale, _ = context_columns("sales")
+    constant = get_metric("rmsse").fn(answers["sales"], np.full(len(answers), median), series=answers[series],
+                                      scale=answers[scale])
+    assert result["test_score"] < 0.8 * constant, (result["test_score"], constant)

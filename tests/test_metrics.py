@@ -32,7 +32,7 @@ REQUIRED = [
     "mae", "mse", "r2", "quadratic_weighted_kappa", "mape", "macro_f1", "balanced_accuracy", "mcc", "medae",
     "micro_f1", "weighted_f1", "linear_weighted_kappa", "gini", "brier", "pearson", "spearman", "kendall_tau",
     "smape", "msle", "rmspe", "map_at_k", "top_k_accuracy", "top_k_error", "mean_f1", "mean_f2",
-    "dice", "iou", "map_iou", "map_boxes", "lrap", "token_accuracy",
+    "dice", "iou", "map_iou", "map_boxes", "lrap", "token_accuracy", "rmsse", "wrmsse",
 ]
 
 
@@ -55,7 +55,7 @@ def test_registry_has_every_required_name_with_a_sane_direction() -> None:
         assert metric.name == name
         assert metric.kind in ("label", "proba", "value", "ranking", "mask", "instances", "boxes")
     lower = {"logloss", "multiclass_logloss", "rmse", "rmse_log", "rmsle", "mae", "mse", "mape", "medae",
-             "brier", "smape", "msle", "rmspe", "top_k_error"}
+             "brier", "smape", "msle", "rmspe", "top_k_error", "rmsse", "wrmsse"}
     assert {n for n, m in METRICS.items() if not m.higher_is_better} == lower
 
 

@@ -38,6 +38,9 @@ from agentk.core.metrics import MetricGuess, detect_metric, evaluation_section, 
         ("Submissions are evaluated on the top-5 classification error.", "top_k_error"),
         ("Submissions are evaluated on the accuracy of their forecasts, measured by RMSE.", "rmse"),
         ("Submissions are evaluated on multi-class log loss.", "multiclass_logloss"),
+        ("The point forecasts are evaluated using the Root Mean Squared Scaled Error (RMSSE).", "rmsse"),
+        ("This competition uses a Weighted Root Mean Squared Scaled Error (RMSSE).", "wrmsse"),
+        ("Submissions are scored on WRMSSE over all series.", "wrmsse"),
     ],
 )
 def test_names_in_an_evaluation_section(sentence: str, expected: str) -> None:
@@ -57,7 +60,7 @@ def test_names_in_an_evaluation_section(sentence: str, expected: str) -> None:
         ("Submissions are evaluated on Recall@20.", "recall/precision at K"),
         ("Submissions are evaluated on the F-beta score with beta = 0.5.", "F-beta score"),
         ("Submissions are evaluated on the weighted categorization accuracy.", "weighted accuracy"),
-        ("This competition uses a Weighted Root Mean Squared Scaled Error (RMSSE).", "scaled error (RMSSE/MASE)"),
+        ("Forecasts are scored by the Mean Absolute Scaled Error (MASE).", "scaled error (MASE)"),
         ("We use two evaluation metrics, and average them: AUC and accuracy.", "a combination of metrics"),
         ("The metric is designed to reflect both the accuracy and certainty of each prediction.",
          "a confidence-weighted likelihood (Laplace log likelihood)"),

@@ -73,6 +73,9 @@ class CVContext:
     adopt_s: float = 0.0
     # What forecast_features.py added when setup found dated series (None: not a forecast).
     forecast: dict[str, Any] | None = None
+    # Columns the metric reads beside each train row's answer (a scaled error's series, scale and
+    # weight: forecast_features.scaled_error_context); empty for every other metric.
+    truth_context: dict[str, np.ndarray] = field(default_factory=dict)
     # Keep every fold's fitted models on its run, for the predictor the solve leaves (export/);
     # off for light solves and big tables, whose fold models would crowd the memory.
     keep_models: bool = False
@@ -109,6 +112,8 @@ def _truth(ctx: CVContext) -> pd.DataFrame:
         raw = ctx.artifacts.target_map.drop_duplicates("id").set_index("id").loc[list(ctx.features.train_ids)]
         raw = raw.reset_index(drop=True)
         raw.insert(0, "id", np.arange(len(raw)))
+        for name, values in ctx.truth_context.items():
+            raw[name] = values
         ctx.truth = raw
     return ctx.truth
 

@@ -25,6 +25,17 @@ NUMERIC, CATEGORY, ORDINAL_CODE, FREQUENCY, DATE_PART, TEXT_STAT = (
 )
 
 
+@dataclass(frozen=True)
+class AudioClips:
+    """The sound clips behind the tabular block's log-mel statistics, for families that read the
+    clips themselves (spectrogram images), read as the statistics were."""
+
+    paths: list[str]  # train rows then test rows; "" where a row has no clip
+    windows: list[tuple[float, float] | None]  # (start, end) seconds inside the recording, or the whole clip
+    rate: int
+    max_seconds: float
+
+
 @dataclass
 class FeatureSet:
     """Feature blocks; row i of every train block belongs to train_ids[i] (same for test)."""
@@ -56,6 +67,7 @@ class FeatureSet:
     cache_dir: Path | None = None
     # What the audio block read (clips, rate, cut length) and any cut the budget imposed.
     audio_note: str | None = None
+    audio_clips: AudioClips | None = None
     # How the tabular block was made from the maps' rows (features.TableRecipe), for a predictor
     # that encodes unseen rows the same way; None without a tabular map.
     table: Any = None

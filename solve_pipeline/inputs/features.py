@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from solve_pipeline.sound.audio_features import audio_blocks
-from solve_pipeline.base.dataset import FREQUENCY, NUMERIC, TEXT_STAT, FeatureSet
+from solve_pipeline.base.dataset import FREQUENCY, NUMERIC, TEXT_STAT, AudioClips, FeatureSet
 from solve_pipeline.images.image_features import ImageBlocks, image_blocks
 from solve_pipeline.base.setup_modules import SetupArtifacts
 from solve_pipeline.tables.tabular_features import IdParts, TableEncoding, fit_id_parts, fit_table
@@ -90,7 +90,7 @@ def build_features(
         for key, values in text.stats.items():
             tab_parts[key], kinds[key] = values, TEXT_STAT
 
-    audio_note = None
+    audio_note, clips = None, None
     if "aud" in artifacts.train_maps:
         # Clips are summarised as numbers (log-mel statistics): every table family reads them.
         audio = audio_blocks(aligned(artifacts.train_maps["aud"], train_ids), aligned(artifacts.test_maps["aud"], test_ids),
@@ -100,6 +100,8 @@ def build_features(
         for j, name in enumerate(audio.names):
             tab_parts[name], kinds[name] = pd.Series(both[:, j]), NUMERIC
         audio_note = audio.note
+        if audio.plan is not None:
+            clips = AudioClips(audio.paths, audio.windows, audio.plan.rate, audio.plan.max_seconds)
 
     image = ImageBlocks()
     if "img" in artifacts.train_maps:
@@ -135,6 +137,7 @@ def build_features(
         image_paths_test=image.paths_test,
         cache_dir=artifacts.workspace / "solve" / "cache",
         audio_note=audio_note,
+        audio_clips=clips,
         table=table,
         text_recipe=text.recipe,
     )

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agentk.core.metrics.scaled_errors import context_columns, series_history_scale
 from agentk.core.readers import read_table
 from agentk.core.series import SeriesShape, parse_dates
 from solve_pipeline.base.dataset import CATEGORY, NUMERIC, ORDINAL_CODE, FeatureSet
@@ -134,41 +135,63 @@ def _events(shape: SeriesShape, raw_dir: Path, days: np.ndarray) -> dict[str, np
     return out
 
 
+@dataclass(frozen=True)
+class Timeline:
+    """Every row's series and time step (train rows then test rows), and the origin it is forecast from."""
+
+    dates: pd.Series
+    series: np.ndarray  # the series' number, 0..n_series - 1
+    steps: np.ndarray  # time steps since the first date
+    origin: np.ndarray  # the last step whose targets a forecast of the row may read
+    n_series: int
+    n_steps: int
+
+    @property
+    def ahead(self) -> np.ndarray:
+        return self.steps - self.origin  # 1..horizon for every row, train and test alike
+
+
+def timeline(shape: SeriesShape, train_tab: pd.DataFrame, test_tab: pd.DataFrame) -> Timeline | str:
+    """The rows' timeline, or why there is none (columns missing, dates unread, too many cells)."""
+    needed = [shape.date_column, *shape.keys]
+    if any(c not in train_tab.columns or c not in test_tab.columns for c in needed):
+        return f"the maps lack the series columns {needed}"
+    both = pd.concat([train_tab[needed], test_tab[needed]], ignore_index=True)
+    dates = parse_dates(both[shape.date_column])
+    if dates is None or dates.isna().any():
+        return f"{shape.date_column!r} does not read as dates in every row"
+    steps = np.round((dates - dates.min()) / pd.Timedelta(days=shape.step_days)).to_numpy().astype(np.int64)
+    series = (both.groupby(shape.keys, sort=False, dropna=False).ngroup().to_numpy() if shape.keys
+              else np.zeros(len(both), dtype=np.int64))
+    n_series, n_steps = int(series.max()) + 1, int(steps.max()) + 1
+    if n_series * n_steps > MAX_GRID_CELLS:
+        return f"{n_series} series x {n_steps} steps: too many for the dense lag grid"
+    horizon, _, _ = _steps(shape)
+    end = int(steps[:len(train_tab)].max())
+    # Origins every `horizon` steps back from the training end; a test row's is the end itself.
+    origin = end - horizon * (np.floor_divide(end - steps, horizon) + 1)
+    return Timeline(dates, series, steps, origin, n_series, n_steps)
+
+
 def forecast_block(shape: SeriesShape, train_tab: pd.DataFrame, test_tab: pd.DataFrame,
                    targets: dict[str, np.ndarray], raw_dir: Path) -> ForecastBlock:
     """The forecast columns over train rows then test rows (`targets`: numeric targets of the
     train rows, in the model's scale)."""
     block = ForecastBlock()
-    needed = [shape.date_column, *shape.keys]
-    if any(c not in train_tab.columns or c not in test_tab.columns for c in needed):
-        block.record = {"skipped": f"the maps lack the series columns {needed}"}
+    line = timeline(shape, train_tab, test_tab)
+    if isinstance(line, str):
+        block.record = {"skipped": line}
         return block
-    both = pd.concat([train_tab[needed], test_tab[needed]], ignore_index=True)
-    dates = parse_dates(both[shape.date_column])
-    if dates is None or dates.isna().any():
-        block.record = {"skipped": f"{shape.date_column!r} does not read as dates in every row"}
-        return block
-    n_train = len(train_tab)
-    origin = dates.min()
-    steps = np.round((dates - origin) / pd.Timedelta(days=shape.step_days)).to_numpy().astype(np.int64)
-    series = (both.groupby(shape.keys, sort=False, dropna=False).ngroup().to_numpy() if shape.keys
-              else np.zeros(len(both), dtype=np.int64))
-    n_series, n_steps = int(series.max()) + 1, int(steps.max()) + 1
-    if n_series * n_steps > MAX_GRID_CELLS:
-        block.record = {"skipped": f"{n_series} series x {n_steps} steps: too many for the dense lag grid"}
-        return block
+    n_train, dates, series, steps, ahead = len(train_tab), line.dates, line.series, line.steps, line.ahead
+    n_series, n_steps = line.n_series, line.n_steps
     horizon, season, year = _steps(shape)
-    end = int(steps[:n_train].max())
-    # Origins every `horizon` steps back from the training end; a test row's is the end itself.
-    origin = end - horizon * (np.floor_divide(end - steps, horizon) + 1)
-    ahead = steps - origin  # 1..horizon for every row, train and test alike
     columns: dict[str, np.ndarray] = {}
     if shape.keys:
         columns[f"{PREFIX}series"] = series.astype(float)
     columns[f"{PREFIX}ahead"] = ahead.astype(float)
     columns.update(_calendar(dates))
     for name, y in targets.items():
-        full = np.concatenate([np.asarray(y, dtype=float), np.full(len(both) - n_train, np.nan)])
+        full = np.concatenate([np.asarray(y, dtype=float), np.full(len(series) - n_train, np.nan)])
         grid = _Grid(series, steps, full, (n_series, n_steps))
         stem = f"{PREFIX}{name}__"
         columns[f"{stem}last"] = grid.window_mean(series, steps, ahead, 1)
@@ -219,3 +242,41 @@ def add_forecast_features(features: FeatureSet, artifacts: Any, y: dict[str, np.
         features.tab_names = [*features.tab_names, *names]
         features.tab_kinds = [*features.tab_kinds, *(block.kinds[n] for n in names)]
     return block.record
+
+
+def scaled_error_context(shape: SeriesShape, train_tab: pd.DataFrame, test_tab: pd.DataFrame,
+                         targets: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """What RMSSE and its weighted form read beside each training row's answer
+    (`scaled_errors.context_columns`): the row's series, and per target that series' scale and
+    weight, from the raw `targets` of the training rows ({} without a timeline).
+
+    Assumed, as the M5 competition defines them: a series is one combination of the series keys
+    perception found; its scale is the mean squared one-step change of its training target from
+    its first non-zero value, and its weight its level over the last horizon of training (the
+    target's mean there: the volume, where M5 weighs by dollar sales, whose prices another table
+    holds). Both are read up to each row's own origin, as for its features: a validation row
+    never scales by the targets it is judged on, and a test row by the whole training history,
+    as the grader does. A row whose series has no change before its origin takes the series'
+    whole-history scale, else the median of the others' (a flat series would divide by zero).
+    """
+    line = timeline(shape, train_tab, test_tab)
+    if isinstance(line, str):
+        return {}
+    n_train = len(train_tab)
+    series, steps, origin = line.series[:n_train], line.steps[:n_train], line.origin[:n_train]
+    horizon, _, _ = _steps(shape)
+    out: dict[str, np.ndarray] = {}
+    for name, y in targets.items():
+        values = np.asarray(y, dtype=float)
+        grid = np.full((line.n_series, line.n_steps), np.nan)
+        grid[series, steps] = values
+        scale = series_history_scale(grid, origin, series)
+        whole = series_history_scale(grid, np.full(n_train, int(steps.max())), series)
+        scale = np.where(np.isfinite(scale) & (scale > 0), scale, whole)
+        positive = scale[np.isfinite(scale) & (scale > 0)]
+        scale = np.where(np.isfinite(scale) & (scale > 0), scale, float(np.median(positive)) if positive.size else 1.0)
+        level = _Grid(series, steps, values, (line.n_series, line.n_steps)).window_mean(series, origin, 0, horizon)
+        key, scale_column, weight_column = context_columns(name)
+        out[key] = series.astype(np.int64)
+        out[scale_column], out[weight_column] = scale, np.nan_to_num(level)
+    return out

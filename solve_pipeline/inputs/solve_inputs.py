@@ -13,13 +13,14 @@ import numpy as np
 import pandas as pd
 
 from agentk.core.artifacts import SetupLayout
+from agentk.core.metrics import UnknownMetricError, get_metric
 from agentk.core.records.config import Device, Fusion, SolveSettings, WarmStart
 from solve_pipeline.base.choice_rule import DEFAULT_RULE, RuleName
 from solve_pipeline.inputs.audio_windows import affordable_windows
 from solve_pipeline.base.cv import CVContext, Predictions, emit, normalise_proba
 from solve_pipeline.base.dataset import BIG_FOLDS
-from solve_pipeline.inputs.features import build_features
-from solve_pipeline.inputs.forecast_features import add_forecast_features, series_shape
+from solve_pipeline.inputs.features import aligned, build_features
+from solve_pipeline.inputs.forecast_features import add_forecast_features, scaled_error_context, series_shape
 from solve_pipeline.base.setup_modules import SetupArtifacts
 from solve_pipeline.inputs.validation import RANDOM, Validation, choose_validation
 from solve_pipeline.inputs.wide_features import feature_cap, screen
@@ -95,6 +96,20 @@ def _priors(artifacts: SetupArtifacts, y: dict[str, np.ndarray]) -> dict[str, Pr
     return priors
 
 
+def _per_series(metric: object) -> bool:
+    """Whether the plan's metric scales each series' errors by its history (RMSSE)."""
+    try:
+        return isinstance(metric, str) and get_metric(metric).per_series
+    except UnknownMetricError:
+        return False
+
+
+def _raw_targets(artifacts: SetupArtifacts, ids: list[str], columns: list[str]) -> dict[str, np.ndarray]:
+    """The targets as the answers hold them (the metric's scale, not the model's)."""
+    raw = artifacts.target_map.drop_duplicates("id").set_index("id").loc[ids]
+    return {c: pd.to_numeric(raw[c], errors="coerce").to_numpy(dtype=float) for c in columns}
+
+
 def _audio_seconds(options: SolveOptions) -> float | None:
     if options.light:
         return LIGHT_AUDIO_SECONDS
@@ -122,11 +137,19 @@ def prepare(options: SolveOptions) -> tuple[SetupArtifacts, CVContext, int, Vali
                               image_size=16 if options.light else 32,
                               audio_seconds=_audio_seconds(options))
     y = _targets(artifacts, ids)
-    shape = None if options.light else series_shape(read_plan(artifacts))
-    forecast = None
+    plan = read_plan(artifacts)
+    shape = None if options.light else series_shape(plan)
+    forecast, truth_context = None, {}
     if shape is not None:
         regression = [s.column for s in artifacts.targets if not s.is_classification]
         forecast = add_forecast_features(features, artifacts, y, regression, shape)
+        if _per_series(plan.get("metric")) and "tab" in artifacts.train_maps:
+            truth_context = scaled_error_context(shape, aligned(artifacts.train_maps["tab"], ids),
+                                                 aligned(artifacts.test_maps["tab"], features.test_ids),
+                                                 _raw_targets(artifacts, ids, regression))
+            forecast["scored_by"] = (f"{plan['metric']}: each series' scale and weight from its training history up "
+                                     f"to each row's origin" if truth_context else
+                                     f"{plan['metric']} without each series' history (no timeline): as RMSE")
     cap = feature_cap(len(features.tab_names), options.time_budget, options.light)
     if cap is not None:
         emit("wide_table", **screen(features, [y[s.column] for s in artifacts.targets],
@@ -136,5 +159,5 @@ def prepare(options: SolveOptions) -> tuple[SetupArtifacts, CVContext, int, Vali
     k = 2 if options.light else (min(options.folds, BIG_FOLDS) if features.big else options.folds)
     folds = validation.folds(len(ids), k, options.seed, strata)
     ctx = CVContext(artifacts, features, y, folds, _priors(artifacts, y), seed=options.seed, light=options.light,
-                    forecast=forecast, keep_models=not options.light and not features.big)
+                    forecast=forecast, keep_models=not options.light and not features.big, truth_context=truth_context)
     return artifacts, ctx, n_total, validation

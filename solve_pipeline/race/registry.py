@@ -21,6 +21,7 @@ from solve_pipeline.base.dataset import FREQUENCY, TEXT_STAT, FeatureSet
 from solve_pipeline.tables.families import CatBoostModel, ExtraTreesModel, NaiveBayesModel, NBSVMModel, RandomForestModel
 from solve_pipeline.inputs.forecast_features import PREFIX as FORECAST_PREFIX, level_columns
 from solve_pipeline.fusion.fusion_defaults import EMBED_DEFAULT_S, FUSION_DEFAULTS
+from solve_pipeline.fusion.spectrogram_embedding import has_clips, spectrogram_inputs
 from solve_pipeline.race.hebo_tool import SearchParam
 from solve_pipeline.tables.ordinal import OrdinalRegressionModel, ordinal_values
 from solve_pipeline.base.setup_modules import TargetSpec
@@ -372,6 +373,9 @@ FAMILIES: tuple[Family, ...] = (
     # so the decoding's cut points on the expected grade make it regression + fitted thresholds.
     # The race keeps whichever of the two reads the grades better.
     Family("pretrained_ordinal", _pretrained_inputs, _ordinal, applies=has_pretrained_inputs, ordinal_only=True),
+    # Sound as pictures: each clip's log-mel spectrogram through a frozen ImageNet backbone, beside the table.
+    Family("spectrogram_linear", spectrogram_inputs, _pretrained_linear, applies=has_clips,
+           space=tuple(LINEAR_SPACE), defaults=_fixed({"C": PRETRAINED_C}), tune_classifiers_only=True),
     # On a big table boosting is the one family sure to matter: it sets the pace, with in-fold
     # target encoding when keys of many levels exist (a million rows with customer, device and
     # merchant keys: AUC 0.70 from their codes alone, where the keys' own effects decide).

@@ -80,7 +80,7 @@ def band_centres(rate: int, n_mels: int = MEL_BANDS, fmin: float = 20.0) -> np.n
     return 700.0 * (10 ** (np.linspace(low, high, n_mels + 2)[1:-1] / 2595.0) - 1.0)
 
 
-def _frames(rate: int) -> tuple[int, int]:
+def frame_sizes(rate: int) -> tuple[int, int]:
     """FFT length (a 25 ms window, rounded up to a power of two) and hop (10 ms)."""
     return 1 << int(np.ceil(np.log2(0.025 * rate))), max(1, int(round(0.010 * rate)))
 
@@ -114,7 +114,7 @@ def clip_features(samples: np.ndarray, rate: int, duration: float) -> np.ndarray
     import scipy.fft
     from scipy import signal
 
-    n_fft, hop = _frames(rate)
+    n_fft, hop = frame_sizes(rate)
     if samples.size < n_fft:
         samples = np.pad(samples, (0, n_fft - samples.size))
     frames = np.lib.stride_tricks.sliding_window_view(samples, n_fft)[::hop]  # (frames, n_fft), a view
@@ -143,7 +143,7 @@ def _unreadable_row() -> np.ndarray:
     return row
 
 
-def _plan(paths: list[str]) -> AudioPlan:
+def set_plan(paths: list[str]) -> AudioPlan:
     """One rate for the set: the most common among a sample of headers, at most MAX_RATE."""
     import soundfile
 
@@ -163,6 +163,11 @@ class AudioBlocks:
     train: np.ndarray | None = None  # (rows, features)
     test: np.ndarray | None = None
     note: str | None = None  # what was read, and any cut the budget made
+    # Each row's file ("" for none) and window, train then test, and how they were read: what a
+    # family that reads the clips themselves (spectrogram images) needs.
+    paths: list[str] = field(default_factory=list)
+    windows: list[Window | None] = field(default_factory=list)
+    plan: AudioPlan | None = None
 
 
 def _windows(frame: pd.DataFrame) -> list[Window | None]:
@@ -210,7 +215,7 @@ def _set_keys(train_aud: pd.DataFrame, test_aud: pd.DataFrame, base: Path) -> tu
     """Every row's path, window, the plan the set is read with, and each row's cache key (train first)."""
     paths = _paths(train_aud, base) + _paths(test_aud, base)
     windows = _windows(train_aud) + _windows(test_aud)
-    plan = _plan(list(dict.fromkeys(p for p in paths if p)))
+    plan = set_plan(list(dict.fromkeys(p for p in paths if p)))
     keys = [file_key(p) + (f"@{w[0]:g}-{w[1]:g}" if w else "") if p else "" for p, w in zip(paths, windows)]
     return paths, windows, plan, keys
 
@@ -267,4 +272,4 @@ def _audio_blocks(train_aud: pd.DataFrame, test_aud: pd.DataFrame, base: Path, s
             f"{plan.rate} Hz, read up to {plan.max_seconds:g} s each; {len(todo)} decoded in "
             f"{time.monotonic() - began:.1f} s, {len(paths) - len(todo)} from the cache"
             + (f"; {unreadable} unreadable" if unreadable else "") + (f"; {cut}" if cut else ""))
-    return AudioBlocks(feature_names(), matrix[:n_train], matrix[n_train:], note)
+    return AudioBlocks(feature_names(), matrix[:n_train], matrix[n_train:], note, paths, windows, plan)

@@ -35,10 +35,14 @@ OBJECT_RES = {
 # and underscores as spaces, markup removed.
 _N = r"(\d[\d,]*|k)"  # the K of an @K metric
 PATTERNS: tuple[Pattern, ...] = (
-    # Metrics the registry lacks, wherever they contain a name it has.
     _p(None, r"\b(two|three|four|several|multiple) (different )?(evaluation )?metrics\b", "a combination of metrics"),
     _p(None, r"\brow ?wise (root mean squared? error|rmse)|\bmrrmse\b", "mean rowwise RMSE"),
-    _p(None, r"\b(root )?mean (squared?|absolute) scaled error|\brmsse\b|\bmase\b", "scaled error (RMSSE/MASE)"),
+    # Scaled errors: the registry has the root mean squared one (plain and weighted, before the
+    # mean squared and absolute ones it contains), not MASE.
+    _p("wrmsse", r"\bweighted (root mean squared? scaled error( \(w?rmsse\))?|rmsse\b)|\bwrmsse\b"),
+    _p("rmsse", r"\broot mean squared? scaled error|\brmsse\b"),
+    _p(None, r"\bmean (squared?|absolute) scaled error|\bmase\b", "scaled error (MASE)"),
+    # Metrics the registry lacks, wherever they contain a name it has.
     _p(None, r"pinball|quantile loss|\bwspl\b", "pinball (quantile) loss"),
     _p(None, r"continuous ranked probability|\bcrps\b", "CRPS"),
     _p(None, r"weighted (categori[sz]ation |classification |multi ?class )?accuracy", "weighted accuracy"),

@@ -8,6 +8,7 @@ from typing import Literal
 
 from agentk.core.errors import AgentKError
 from agentk.core.metrics import functions as F
+from agentk.core.metrics import scaled_errors as SE
 from agentk.core.metrics import spatial as S
 from agentk.core.metrics.direction import Direction
 
@@ -29,6 +30,9 @@ class Metric:
     kind: MetricKind
     fn: F.MetricFn
     aliases: tuple[str, ...] = ()
+    # Reads each series' training history (scaled_errors.context_columns of the answers) beside
+    # the values, where the caller has it.
+    per_series: bool = False
 
     @property
     def direction(self) -> Direction:
@@ -40,8 +44,9 @@ class Metric:
         return self.kind in SPATIAL_KINDS
 
 
-def _m(name: str, higher_is_better: bool, kind: MetricKind, fn: F.MetricFn, aliases: str = "") -> Metric:
-    return Metric(name, higher_is_better, kind, fn, tuple(aliases.split()))
+def _m(name: str, higher_is_better: bool, kind: MetricKind, fn: F.MetricFn, aliases: str = "",
+       per_series: bool = False) -> Metric:
+    return Metric(name, higher_is_better, kind, fn, tuple(aliases.split()), per_series)
 
 
 _REGISTERED = (
@@ -88,6 +93,12 @@ _REGISTERED = (
     _m("medae", False, "value", F.value_metric(F.sk("median_absolute_error")), "median_absolute_error"),
     _m("mape", False, "value", F.value_metric(F.sk("mean_absolute_percentage_error")), "mean_absolute_percentage_error"),
     _m("smape", False, "value", F.smape, "symmetric_mean_absolute_percentage_error smape_plus_1"),
+    # Forecasts of many series, each error scaled by its series' history (scaled_errors).
+    _m("rmsse", False, "value", SE.rmsse, "root_mean_squared_scaled_error root_mean_square_scaled_error",
+       per_series=True),
+    _m("wrmsse", False, "value", SE.wrmsse,
+       "weighted_rmsse weighted_root_mean_squared_scaled_error weighted_root_mean_square_scaled_error",
+       per_series=True),
     _m("rmspe", False, "value", F.rmspe, "root_mean_square_percentage_error root_mean_squared_percentage_error"),
     _m("r2", True, "value", F.value_metric(F.sk("r2_score")), "r2_score r_squared coefficient_of_determination"),
     _m("pearson", True, "value", F.pearson, "pearsonr pearson_correlation meanpearson mean_pearson pearson_r"),

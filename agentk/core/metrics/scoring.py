@@ -10,6 +10,7 @@ import pandas as pd
 from agentk.core.metrics.functions import floats
 from agentk.core.metrics.labels import normalise_ids, normalise_labels
 from agentk.core.metrics.registry import COLUMN_RANKINGS, get_metric
+from agentk.core.metrics.scaled_errors import context_of
 from agentk.core.metrics.spatial import aligned_groups
 
 # How many classes, best first, a probability matrix submits to a ranking metric: the K of most
@@ -131,6 +132,10 @@ def _given(truth: np.ndarray, guess: np.ndarray) -> tuple[np.ndarray, np.ndarray
 def _mean_score(metric: Any, name: str, y_true: pd.DataFrame, pred: pd.DataFrame,
                 target_columns: Sequence[str], pooled: bool = False) -> float:
     """The mean of the per-target scores of rows already aligned."""
+    if metric.kind == "value" and metric.per_series:
+        # Scaled per series: every row of a target counts, with its series' scale and weight.
+        return float(np.mean([metric.fn(floats(y_true[t]), floats(pred[t]), **context_of(y_true, t))
+                              for t in target_columns]))
     if metric.kind == "value":
         cells = [_given(floats(y_true[t]), floats(pred[t])) for t in target_columns]
         if pooled:
