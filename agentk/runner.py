@@ -29,7 +29,7 @@ from agentk.grading import LeaderboardPosition, grade_run
 from agentk.llm import LLMConfig, make_client
 from agentk.llm.config import llm_configured
 from agentk.kaggle.fetch import is_code_competition
-from agentk.publish import submit_top_k
+from agentk.publish import KAGGLE_FACTS, submit_top_k
 from agentk.publish_code import submit_code_competition
 from agentk.solve_advisor import SolveAdvisor, llm_client
 from agentk.sources import load_competition
@@ -152,7 +152,7 @@ def _kaggle_facts(workspace: Workspace, source: str | Path, slug: str | None, ev
     if slug is None:
         return {}
     facts = {"slug": slug, "code_competition": is_code_competition(Path(source))}
-    atomic_write_json(workspace.root / "kaggle.json", facts)
+    atomic_write_json(workspace.root / KAGGLE_FACTS, facts)
     events.emit("kaggle_competition", **facts)
     if facts["code_competition"]:
         events.say("  code competition: Kaggle scores a notebook on its hidden test set; with --submit the "

@@ -188,6 +188,8 @@ def test_run_on_a_code_competition_submits_through_a_kernel(fake_kaggle, tmp_pat
 
     again = CliRunner().invoke(app, args)
     assert again.exit_code == 0 and "already sent" in again.output and len(fake_kaggle.submissions) == 1
+    as_file = CliRunner().invoke(app, ["submit", "titanic", "-w", str(ws)])
+    assert as_file.exit_code != 0 and "code competition" in as_file.output and len(fake_kaggle.submissions) == 1
 
     before = (workspace / "submissions" / "submission.csv").read_bytes()
     fake_kaggle.kernels.hidden_files = {"test.csv"}

@@ -78,7 +78,7 @@ def _source(result: RunResult) -> str | None:
     """Where the competition came from; a Kaggle code competition says so (its leaderboard is a
     kernel's rerun on a hidden test set, so --submit sends a kernel, not a file)."""
     if getattr(result, "code_competition", False):
-        return f"{result.source or 'kaggle'} (code competition: submitted through a kernel)"
+        return "Kaggle code competition (--submit sends a kernel that runs the exported predictor)"
     return result.source
 
 
