@@ -435,6 +435,9 @@ def _print_result(result: RunResult) -> None:
     if kaggle:
         table.add_row("kaggle submissions", str(len(kaggle["submissions"])) + (" (daily limit reached)" if kaggle["daily_limit_reached"] else ""))
         table.add_row("kaggle best public", f"{fmt(kaggle['best_public'])} ({kaggle['best_model'] or '—'})")
+        if kaggle.get("code_competition"):
+            kernel = next((s.get("kernel") for s in kaggle["submissions"] if s.get("kernel")), None)
+            table.add_row("kaggle kernel", kernel["url"] if kernel else f"not submitted: {kaggle.get('stop_reason') or '—'}")
     console.print(table)
 
 

@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
+
 from agentk.core.artifacts import SetupLayout
 from agentk.core.errors import AgentKError
 from agentk.core.records.results import RunResult, SolveResult
@@ -122,8 +124,14 @@ def _send(workspace: Workspace, slug: str, config: RunConfig, events: EventLog, 
     with events.status(f"waiting for the kernel {kernel.ref} (at most {config.kernel_timeout_s:g} s) …"):
         wait_kernel(client, kernel, config.kernel_timeout_s, config.submit_poll_s)
     output = kernel_output(client, kernel.ref, here / "output")
-    if not any(p.name == OUTPUT_FILE for p in output.files):
+    written = next((p for p in output.files if p.name == OUTPUT_FILE), None)
+    if written is None:
         raise AgentKError(f"the kernel {kernel.ref} finished without writing {OUTPUT_FILE}")
+    agreement = kernel_agreement(workspace.submission_path, written)
+    events.emit("kernel_output", kernel=kernel.ref, version=kernel.version, **(agreement or {}))
+    if agreement and agreement["differing_rows"]:
+        events.say(f"  kaggle: [yellow]warning:[/] the kernel's {OUTPUT_FILE} differs from the run's on "
+                   f"{agreement['differing_rows']} of {agreement['rows']} rows (other package versions in the image?)")
     metric = str(read_json_object(SetupLayout(workspace.setup).plan).get("metric"))
     message = submission_message(model, metric, solve.validation_score)
     with events.status(f"submitting kernel {kernel.ref} to Kaggle ({slug}) and waiting for the score …"):
@@ -136,7 +144,7 @@ def _send(workspace: Workspace, slug: str, config: RunConfig, events: EventLog, 
         "public_score": scored.public_score, "private_score": scored.private_score, "leaderboard": None,
         "model": model, "validation_score": solve.validation_score,
         "kernel": {"ref": kernel.ref, "version": kernel.version, "url": kernel.url},
-        "dataset": names.dataset_ref, "wheels_missing": missing,
+        "dataset": names.dataset_ref, "wheels_missing": missing, "kernel_agreement": agreement,
     }
     run = RunResult.read(workspace.result_path)
     if scored.public_score is not None and run is not None and run.direction is not None:
@@ -147,3 +155,32 @@ def _send(workspace: Workspace, slug: str, config: RunConfig, events: EventLog, 
     events.emit("kaggle_submission", **report)
     _say_report(events, report)
     return report
+
+
+def kernel_agreement(local: Path, kernel_file: Path) -> dict[str, int] | None:
+    """How the kernel's file agrees with the run's own, row by id (the first column): a kernel run
+    on Kaggle's copy of the public test should write the run's predictions; None when the two
+    files hold other columns or other ids (then there is nothing to compare)."""
+    try:
+        ours = pd.read_csv(local, dtype=str, keep_default_na=False)
+        theirs = pd.read_csv(kernel_file, dtype=str, keep_default_na=False)
+    except (OSError, ValueError):
+        return None
+    key = ours.columns[0] if len(ours.columns) else None
+    if key is None or list(ours.columns) != list(theirs.columns) or ours[key].duplicated().any() \
+            or set(ours[key]) != set(theirs[key]) or len(ours) != len(theirs):
+        return None
+    aligned = theirs.set_index(key).loc[ours[key]].reset_index()
+    differing = int((_numbers_or_text(aligned) != _numbers_or_text(ours)).any(axis=1).sum())
+    return {"rows": len(ours), "differing_rows": differing}
+
+
+def _numbers_or_text(frame: pd.DataFrame) -> pd.DataFrame:
+    """Values as numbers rounded to 1e-6 where they read as numbers (a probability printed with
+    other digits is the same prediction), as text otherwise."""
+    out = frame.copy()
+    for column in out.columns:
+        numbers = pd.to_numeric(out[column], errors="coerce")
+        if numbers.notna().all():
+            out[column] = numbers.round(6).astype(str)
+    return out

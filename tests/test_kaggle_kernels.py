@@ -151,6 +151,22 @@ def test_a_kernel_owned_by_another_account_is_refused_in_one_line(fake_kaggle, t
         push_kernel(client, kernel_folder(tmp_path / "kernel", names))
 
 
+def test_kernel_agreement_compares_rows_by_id(tmp_path: Path) -> None:
+    from agentk.publish_code import kernel_agreement
+
+    local = tmp_path / "local.csv"
+    pd.DataFrame({"id": ["a", "b", "c"], "p": ["0.25", "0.5", "1"]}).to_csv(local, index=False)
+    same = tmp_path / "same.csv"
+    pd.DataFrame({"id": ["c", "a", "b"], "p": ["1.0", "0.2500000001", "0.5"]}).to_csv(same, index=False)
+    assert kernel_agreement(local, same) == {"rows": 3, "differing_rows": 0}
+    other = tmp_path / "other.csv"
+    pd.DataFrame({"id": ["c", "a", "b"], "p": ["1.0", "0.75", "0.5"]}).to_csv(other, index=False)
+    assert kernel_agreement(local, other) == {"rows": 3, "differing_rows": 1}
+    hidden = tmp_path / "hidden.csv"
+    pd.DataFrame({"id": ["x", "y"], "p": ["1", "0"]}).to_csv(hidden, index=False)
+    assert kernel_agreement(local, hidden) is None
+
+
 @pytest.mark.integration
 def test_run_on_a_code_competition_submits_through_a_kernel(fake_kaggle, tmp_path: Path, monkeypatch) -> None:
     """One real `agentk run --submit` on titanic made a code competition: export, upload, push,
@@ -177,6 +193,7 @@ def test_run_on_a_code_competition_submits_through_a_kernel(fake_kaggle, tmp_pat
     assert sent["status"] == "complete" and sent["public_score"] > 0.7 and sent["model"] == result["model"]
     assert sent["kernel"]["ref"] == "agentk-test-user/agentk-titanic" and kaggle["leaderboard"]["rank"] >= 1
     assert sent["wheels_missing"], "an empty wheel folder ships no wheel"
+    assert sent["kernel_agreement"]["differing_rows"] == 0 and sent["kernel_agreement"]["rows"] > 0
     meta = fake_kaggle.kernels.runs[0].meta
     assert meta["isPrivate"] and not meta["enableInternet"]
     # Kaggle scored the kernel's file for its own row order; each id has the run's prediction.
