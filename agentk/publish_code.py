@@ -23,7 +23,7 @@ from agentk.core.errors import AgentKError
 from agentk.core.records.results import RunResult, SolveResult
 from agentk.core.records.workspace import Workspace, read_json_object
 from agentk.grading import leaderboard_position
-from agentk.kaggle.client import KaggleClient
+from agentk.kaggle.client import UPLOAD_MIN_BYTES_PER_S, KaggleClient
 from agentk.kaggle.errors import DailyLimitReached
 from agentk.kaggle.kernel_bundle import (
     OUTPUT_FILE,
@@ -116,7 +116,12 @@ def _send(workspace: Workspace, slug: str, config: RunConfig, events: EventLog, 
         if missing:
             events.say(f"  kaggle: no wheel for {', '.join(missing)}: the kernel runs the image's versions of these")
         with events.status(f"uploading the predictor as the private dataset {names.dataset_ref} …"):
-            upload_dataset(client, Path(tmp) / "dataset", f"agentk: {model}", timeout_s=client.upload_timeout_s)
+            dataset = Path(tmp) / "dataset"
+            size = sum(p.stat().st_size for p in dataset.rglob("*") if p.is_file())
+            # Bounded as a file upload is, at a slow but live rate, without its cap: the wheels
+            # make a dataset far bigger than any CSV.
+            upload_dataset(client, dataset, f"agentk: {model}",
+                           timeout_s=client.upload_stall_s + size / UPLOAD_MIN_BYTES_PER_S)
             wait_dataset(client, names.dataset_ref, DATASET_WAIT_S, config.submit_poll_s)
     kernel = push_kernel(client, kernel_folder(here, names))
     events.emit("kernel_pushed", kernel=kernel.ref, version=kernel.version, url=kernel.url)
