@@ -20,7 +20,8 @@ from agentk.core.predictor_layout import ExportLayout
 
 # The Python of Kaggle's image, which the wheels are chosen for (AGENTK_KAGGLE_PYTHON overrides).
 KAGGLE_PYTHON = os.environ.get("AGENTK_KAGGLE_PYTHON", "3.11")
-KAGGLE_PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64", "linux_x86_64")
+# Linux x86-64 wheels its glibc (2.35, Ubuntu 22.04) runs: pip matches these tags literally.
+KAGGLE_PLATFORMS = ("manylinux2014_x86_64", *(f"manylinux_2_{minor}_x86_64" for minor in (17, 24, 27, 28, 31, 34, 35)))
 WHEELS = "wheels"
 CODE_FILE = "agentk_predict.py"
 OUTPUT_FILE = "submission.csv"
@@ -83,8 +84,14 @@ def install_missing(here):
         return None
     site = Path(tempfile.mkdtemp(prefix="agentk-site-"))
     print("installing from the dataset's wheels: " + ", ".join(wanted), flush=True)
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "--quiet",
-                           "--find-links", str(here / "{wheels}"), "--target", str(site), *wanted])
+    # With their dependencies (pydantic needs its own pydantic-core), every pin held to its version
+    # (a dependency the image already holds at the pinned version is the pinned one again); without
+    # them when a dependency has no wheel.
+    pip = [sys.executable, "-m", "pip", "install", "--no-index", "--quiet", "--disable-pip-version-check",
+           "--find-links", str(here / "{wheels}"), "--target", str(site), "-c", str(here / "requirements.txt")]
+    done = subprocess.run([*pip, *wanted])
+    if done.returncode != 0:
+        done = subprocess.run([*pip, "--no-deps", *wanted])
     if done.returncode != 0:
         print("warning: some pinned packages could not be installed; the image's versions are used",
               file=sys.stderr, flush=True)
@@ -151,9 +158,9 @@ WheelFetcher = Callable[[list[str], Path], list[str]]
 
 
 def pip_wheels(find_links: Path | None = None, timeout_s: float = 600.0) -> WheelFetcher:
-    """Wheels for Kaggle's image (its Python, Linux x86-64, binary only, no dependencies) by
-    `pip download`; with `find_links`, the wheels of that folder whose name and version match a
-    pin, and nothing from the internet."""
+    """Wheels of the pins and their dependencies for Kaggle's image (its Python, Linux x86-64,
+    binary only) by `pip download`; with `find_links`, every wheel of that folder, and nothing
+    from the internet."""
 
     def fetch(pins: list[str], dest: Path) -> list[str]:
         dest.mkdir(parents=True, exist_ok=True)
@@ -165,7 +172,7 @@ def pip_wheels(find_links: Path | None = None, timeout_s: float = 600.0) -> Whee
             try:
                 done = subprocess.run(
                     [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-                     "--only-binary=:all:", "--no-deps", "--python-version", KAGGLE_PYTHON, "--implementation",
+                     "--only-binary=:all:", "--python-version", KAGGLE_PYTHON, "--implementation",
                      "cp", *platforms, "--dest", str(dest), pin],
                     capture_output=True, text=True, timeout=timeout_s)
             except subprocess.TimeoutExpired:
@@ -183,20 +190,14 @@ def _normal(name: str) -> str:
 
 
 def _copy_matching(pins: list[str], source: Path, dest: Path) -> list[str]:
-    """The wheels in `source` named for a pin (a wheel's file name starts name-version-)."""
-    wheels = {}
+    """Every wheel in `source` (dependencies too); returns the pins none of them is for (a
+    wheel's file name starts name-version-)."""
+    have = set()
     for path in sorted(source.glob("*.whl")) if source.is_dir() else []:
         name, version = path.name.split("-")[:2]
-        wheels.setdefault((_normal(name), version), []).append(path)
-    missing = []
-    for pin in pins:
-        name, _, version = pin.partition("==")
-        found = wheels.get((_normal(name), version), [])
-        for path in found:
-            shutil.copy2(path, dest / path.name)
-        if not found:
-            missing.append(pin)
-    return missing
+        have.add((_normal(name), version))
+        shutil.copy2(path, dest / path.name)
+    return [pin for pin in pins if (_normal(pin.partition("==")[0]), pin.partition("==")[2]) not in have]
 
 
 def dataset_folder(export_dir: Path, dest: Path, names: KernelNames, fetch_wheels: WheelFetcher) -> list[str]:
