@@ -78,9 +78,14 @@ def upload_dataset(client: KaggleClient, folder: Path, notes: str, timeout_s: fl
     ref = str(meta["id"])
     exists = dataset_status(client, ref) is not None
     what = f"{'updating' if exists else 'creating'} the dataset {ref}"
+    attempts = 0
 
     def send() -> Any:
-        if exists:
+        nonlocal attempts
+        attempts += 1
+        # A retry after a server error must not create the dataset twice (Kaggle would refuse the
+        # second as a title in use): a first try that got through makes this one a new version.
+        if exists or (attempts > 1 and dataset_status(client, ref) is not None):
             return client.api.dataset_create_version(str(folder), notes, quiet=True, dir_mode="zip")
         return client.api.dataset_create_new(str(folder), public=False, quiet=True, dir_mode="zip")
 
