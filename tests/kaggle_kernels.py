@@ -49,7 +49,7 @@ class FakeKernels:
     """Datasets, kernels and their runs; `lock` is the server's."""
 
     lock: threading.Lock
-    work: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="fake-kaggle-kernels-")))
+    work: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / f"fake-kaggle-kernels-{os.getpid()}")
     python: str = sys.executable  # the kernel image's Python
     time_limit_s: float = 300.0  # Kaggle's session limit: a run past it ends in error
     start_delay_s: float = 0.0  # a queue before each run starts
@@ -159,6 +159,8 @@ class FakeKernels:
     def _run(self, fake: Any, run: KernelRun) -> None:
         """The kernel's script in a Kaggle-shaped folder, with the session's time limit."""
         time.sleep(self.start_delay_s)
+        if fake.stopped.is_set():  # the server is gone: a queued run never starts
+            return
         root = self.work / f"{run.slug}-v{run.version}" / "kaggle"
         with self.lock:
             run.status = "RUNNING"

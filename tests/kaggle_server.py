@@ -470,6 +470,7 @@ def serving(fake: FakeKaggle, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     from kagglesdk.kaggle_env import KaggleEnv, _env_to_endpoint
 
     server, thread = start(fake)
+    fake.kernels.work = tmp_path / "kaggle-kernels"  # where pushed kernels run
     assert fake.base_url.startswith("http://127.0.0.1:")
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
