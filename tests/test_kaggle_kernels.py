@@ -3,13 +3,13 @@ a private dataset (with a wheel the kernel installs offline), a private script k
 internet off that really runs on a test file the run never saw, its output submitted and scored;
 a kernel that fails (one line naming the predictor's error) and one that outlasts the wait.
 
-The unit tests use a prepared export (a hand-written predict.py, the shape `agentk export`
-writes); the one real run is `agentk run titanic --submit` on titanic made a code competition."""
+These tests use a prepared export (a hand-written predict.py, the shape `agentk export` writes);
+a real `agentk run titanic --submit` on titanic made a code competition is in test_kaggle_run.py
+(it resumes that module's solved workspace)."""
 
 from __future__ import annotations
 
 import base64
-import dataclasses
 import hashlib
 import io
 import json
@@ -165,57 +165,3 @@ def test_kernel_agreement_compares_rows_by_id(tmp_path: Path) -> None:
     hidden = tmp_path / "hidden.csv"
     pd.DataFrame({"id": ["x", "y"], "p": ["1", "0"]}).to_csv(hidden, index=False)
     assert kernel_agreement(local, hidden) is None
-
-
-@pytest.mark.integration
-def test_run_on_a_code_competition_submits_through_a_kernel(fake_kaggle, tmp_path: Path, monkeypatch) -> None:
-    """One real `agentk run --submit` on titanic made a code competition: export, upload, push,
-    wait, submit, score; then a rerun whose kernel fails ends cleanly with the local file kept."""
-    from typer.testing import CliRunner
-
-    from agentk.cli import app
-    from test_export import bare_python
-
-    monkeypatch.chdir(tmp_path)
-    fake_kaggle.competition = dataclasses.replace(fake_kaggle.competition, kernels_only=True)
-    fake_kaggle.kernels.python = str(bare_python(tmp_path / "image"))  # no agentk in the kernel's image
-    ws, wheels = tmp_path / "ws", tmp_path / "wheels"
-    wheels.mkdir()
-    args = ["run", "titanic", "--submit", "-w", str(ws), "--submit-poll", "0.05", "--kernel-wheels", str(wheels)]
-    run = CliRunner().invoke(app, [*args, "--time-budget", "10", "--folds", "3"])
-    assert run.exit_code == 0, run.output[-3000:]
-    workspace = ws / "titanic"
-    result = json.loads((workspace / "result.json").read_text())
-    assert result["code_competition"] and json.loads((workspace / "kaggle.json").read_text())["code_competition"]
-    kaggle = result["kaggle"]
-    assert kaggle["code_competition"] and kaggle["stop_reason"] is None, kaggle
-    sent = kaggle["submissions"][0]
-    assert sent["status"] == "complete" and sent["public_score"] > 0.7 and sent["model"] == result["model"]
-    assert sent["kernel"]["ref"] == "agentk-test-user/agentk-titanic" and kaggle["leaderboard"]["rank"] >= 1
-    assert sent["wheels_missing"], "an empty wheel folder ships no wheel"
-    assert sent["kernel_agreement"]["differing_rows"] == 0 and sent["kernel_agreement"]["rows"] > 0
-    meta = fake_kaggle.kernels.runs[0].meta
-    assert meta["isPrivate"] and not meta["enableInternet"]
-    # Kaggle scored the kernel's file for its own row order; each id has the run's prediction.
-    scored = pd.read_csv(io.BytesIO(fake_kaggle.submissions[0].content), dtype=str)
-    local = pd.read_csv(workspace / "submissions" / "submission.csv", dtype=str)
-    assert scored["PassengerId"].tolist() != local["PassengerId"].tolist()
-    assert scored.set_index("PassengerId").sort_index().equals(local.set_index("PassengerId").sort_index())
-    assert "code competition" in (workspace / "report.html").read_text()
-
-    again = CliRunner().invoke(app, args)
-    assert again.exit_code == 0 and "already sent" in again.output and len(fake_kaggle.submissions) == 1
-    as_file = CliRunner().invoke(app, ["submit", "titanic", "-w", str(ws)])
-    assert as_file.exit_code != 0 and "code competition" in as_file.output and len(fake_kaggle.submissions) == 1
-
-    before = (workspace / "submissions" / "submission.csv").read_bytes()
-    fake_kaggle.kernels.hidden_files = {"test.csv"}
-    failed = CliRunner().invoke(app, [*args, "--force-submit"])
-    assert failed.exit_code == 0, failed.output[-3000:]
-    result = json.loads((workspace / "result.json").read_text())
-    assert result["valid_submission"] and result["error"] is None
-    reason = result["kaggle"]["stop_reason"]
-    assert "failed" in reason and "test.csv" in reason and "\n" not in reason
-    assert (workspace / "submissions" / "submission.csv").read_bytes() == before
-    assert len(fake_kaggle.submissions) == 1 and len(fake_kaggle.kernels.runs) == 2
-    assert [line for line in failed.output.splitlines() if "error:" in line]
