@@ -79,6 +79,8 @@ def run(
     force_submit: bool = typer.Option(False, "--force-submit", help="Send the file even if this exact file was sent before."),
     top_k: Optional[int] = typer.Option(None, "--top-k", min=1, help=f"With --submit: send the K best models by validation score, best first (default: {default_of(RunConfig, 'submit_top_k')})."),
     submit_poll: Optional[float] = typer.Option(None, "--submit-poll", help=f"Seconds between polls for the Kaggle score (default: {default_of(RunConfig, 'submit_poll_s'):g})."),
+    kernel_timeout: Optional[float] = typer.Option(None, "--kernel-timeout", help=f"With --submit on a code competition: seconds to wait for the Kaggle kernel that runs the predictor (default: {default_of(RunConfig, 'kernel_timeout_s'):g})."),
+    kernel_wheels: Optional[Path] = typer.Option(None, "--kernel-wheels", help="With --submit on a code competition: a folder of wheels for the kernel, used instead of downloading them (offline)."),
     policy: Optional[str] = typer.Option(None, "--policy", help="expert | llm | hybrid (default: hybrid when an LLM is configured, else expert)."),
     llm: Optional[str] = typer.Option(None, "--llm", help="OpenAI-compatible base URL, e.g. http://localhost:8000/v1 (vllm serve)."),
     model: Optional[str] = typer.Option(None, "--model", "--llm-model", help="The served model name."),
@@ -100,6 +102,7 @@ def run(
         workspace_root=workspace_root, time_budget_s=time_budget, folds=folds, seed=seed, quiet=quiet or None,
         setup_deadline_s=setup_deadline, fusion=chosen_fusion, tune=False if no_tune else None, device=choice(Device, "--device", device),
         submit=submit or None, force_submit=force_submit or None, submit_top_k=top_k, submit_poll_s=submit_poll,
+        kernel_timeout_s=kernel_timeout, kernel_wheels=kernel_wheels.resolve() if kernel_wheels is not None else None,
         policy=chosen_policy, llm_base_url=llm, llm_model=model, llm_token_budget=token_budget,
         credit_assignment=False if no_credit_assignment else None, unsafe_no_sandbox=unsafe_no_sandbox or None,
         llm_solve=llm_solve, leaderboard=leaderboard.resolve() if leaderboard is not None else None, metric=metric,
@@ -432,6 +435,9 @@ def _print_result(result: RunResult) -> None:
     if kaggle:
         table.add_row("kaggle submissions", str(len(kaggle["submissions"])) + (" (daily limit reached)" if kaggle["daily_limit_reached"] else ""))
         table.add_row("kaggle best public", f"{fmt(kaggle['best_public'])} ({kaggle['best_model'] or '—'})")
+        if kaggle.get("code_competition"):
+            kernel = next((s.get("kernel") for s in kaggle["submissions"] if s.get("kernel")), None)
+            table.add_row("kaggle kernel", kernel["url"] if kernel else f"not submitted: {kaggle.get('stop_reason') or '—'}")
     console.print(table)
 
 

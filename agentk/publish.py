@@ -31,6 +31,15 @@ if TYPE_CHECKING:
     from agentk.core.records.events import EventLog
 
 
+# What Kaggle's metadata says of a run's competition (its slug, whether it is a code competition),
+# written by the runner into the workspace.
+KAGGLE_FACTS = "kaggle.json"
+
+
+def kaggle_facts(workspace: Workspace) -> dict[str, Any]:
+    return read_json_object(workspace.root / KAGGLE_FACTS)
+
+
 def ledger_for(workspace: Workspace) -> SubmissionLedger:
     return SubmissionLedger(workspace.submissions / "kaggle_submissions.jsonl")
 
@@ -75,6 +84,9 @@ def submit_run(
     file = Path(file) if file is not None else workspace.submission_path
     if result is None or not result.valid_submission or not file.is_file():
         raise AgentKError(f"no validated submission in {workspace.root}: run `agentk run {slug}` first")
+    if kaggle_facts(workspace).get("code_competition"):
+        raise AgentKError(f"{slug} is a code competition: Kaggle takes a kernel, not a file; `agentk run {slug} "
+                          "--submit` resumes the finished run and sends its predictor through a kernel")
     if file.resolve() != workspace.submission_path.resolve():
         _validate_extra_file(workspace, file)
     client = client or KaggleClient()

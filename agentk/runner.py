@@ -28,7 +28,9 @@ from agentk.core.records.workspace_lock import workspace_lock
 from agentk.grading import LeaderboardPosition, grade_run
 from agentk.llm import LLMConfig, make_client
 from agentk.llm.config import llm_configured
-from agentk.publish import submit_top_k
+from agentk.kaggle.fetch import is_code_competition
+from agentk.publish import KAGGLE_FACTS, submit_top_k
+from agentk.publish_code import submit_code_competition
 from agentk.solve_advisor import SolveAdvisor, llm_client
 from agentk.sources import load_competition
 from agentk.sources.base import Competition
@@ -84,6 +86,7 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
         workspace.save_state(current)
 
     kaggle_report: dict[str, Any] | None = None
+    kaggle_facts = _kaggle_facts(workspace, source, slug, events)
 
     try:
         for warning in competition.prepare(workspace.raw):
@@ -122,20 +125,39 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
             save(state)
         state.error = None
         if config.submit and slug is not None:
-            atomic_write_json(workspace.result_path, _result(competition, workspace, state, leaderboard=config.leaderboard).to_json())
-            kaggle_report = submit_top_k(workspace, slug, config, events)
+            atomic_write_json(workspace.result_path, _result(competition, workspace, state, leaderboard=config.leaderboard,
+                                                             kaggle=kaggle_facts).to_json())
+            if kaggle_facts.get("code_competition"):
+                kaggle_report = submit_code_competition(workspace, slug, config, events)
+            else:
+                kaggle_report = submit_top_k(workspace, slug, config, events)
     except AgentKError as exc:
         state.error = str(exc)
         raise
     finally:
         state.elapsed_s += time.monotonic() - started
         save(state)
-        result = _result(competition, workspace, state, kaggle_report, leaderboard=config.leaderboard)
+        result = _result(competition, workspace, state, kaggle_report, leaderboard=config.leaderboard,
+                         kaggle=kaggle_facts)
         record = result.to_json()
         atomic_write_json(workspace.result_path, record)
         _write_report(workspace, events)
         events.emit("run_end", **{k: v for k, v in record.items() if k != "setup"})
     return RunOutcome(workspace, result)
+
+
+def _kaggle_facts(workspace: Workspace, source: str | Path, slug: str | None, events: EventLog) -> dict[str, Any]:
+    """What Kaggle's metadata says about the competition, kept in the workspace (kaggle.json) and
+    in result.json: its slug, and whether it is a code competition (kernel submissions only)."""
+    if slug is None:
+        return {}
+    facts = {"slug": slug, "code_competition": is_code_competition(Path(source))}
+    atomic_write_json(workspace.root / KAGGLE_FACTS, facts)
+    events.emit("kaggle_competition", **facts)
+    if facts["code_competition"]:
+        events.say("  code competition: Kaggle scores a notebook on its hidden test set; with --submit the "
+                   "predictor is exported and run by a Kaggle kernel")
+    return facts
 
 
 def _hand_in_at_deadline(workspace: Workspace, events: EventLog, reached: SetupDeadline) -> None:
@@ -328,7 +350,8 @@ def _solver_printer(events: EventLog, status: Any = None, advisor: SolveAdvisor 
 
 
 def _result(competition: Competition, workspace: Workspace, state: RunState,
-            kaggle_report: dict[str, Any] | None = None, leaderboard: Path | None = None) -> RunResult:
+            kaggle_report: dict[str, Any] | None = None, leaderboard: Path | None = None,
+            kaggle: dict[str, Any] | None = None) -> RunResult:
     plan = read_json_object(SetupLayout(workspace.setup).plan)
     solve = SolveResult.read(workspace.solve) if state.phase == "done" else SolveResult()
     direction = run_direction(plan, solve)
@@ -337,6 +360,8 @@ def _result(competition: Competition, workspace: Workspace, state: RunState,
     if test_note == "the run did not finish" and state.error:
         test_note = f"the run did not finish: {state.error}"
     extra = {} if kaggle_report is None else {"kaggle": kaggle_report}
+    if kaggle:
+        extra["code_competition"] = bool(kaggle.get("code_competition"))
     return RunResult(
         competition_id=competition.id,
         source=competition.source_kind,

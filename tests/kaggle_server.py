@@ -2,7 +2,8 @@
 
 It serves real competitions (local folders, prepared as agentk's harness prepares them: part of
 train.csv held out as the answers): `competition` (titanic by default) and any in `more`, each by its
-slug, under the official client's URL scheme `POST /api/v1/competitions.CompetitionApiService/<Method>`,
+slug, under the official client's URL scheme `POST /api/v1/competitions.CompetitionApiService/<Method>`
+(datasets, kernels and code submissions: kaggle_kernels.py),
 plus the redirect targets that downloads and uploads go to, and the competitions list/search
 (category, search text, page or page token). Submissions and daily limits are per slug. Public and private scores come from `agentk.grading` on two halves
 of the held-out answers. Faults are scripted per method (`fail`), per slug (`forbidden`) and for the
@@ -34,11 +35,12 @@ import pytest
 import pandas as pd
 
 from agentk.grading import grade_submission
+from kaggle_kernels import FakeKernels, code_submission
 from agentk.sources import load_competition
 
 USERNAME, KEY = "agentk-test-user", "test-key-0123456789abcdef"
 TOKEN = "KGAT_test_token_0123456789"
-_API = re.compile(r"^/api/v1/competitions\.CompetitionApiService/(\w+)$")
+_API = re.compile(r"^/api/v1/(\w+\.\w+)/(\w+)$")
 _STARTED = datetime(2026, 1, 1, 12, 0, 0)
 
 
@@ -73,6 +75,7 @@ class FakeCompetition:
     grading: Any
     leaderboard_csv: bytes
     category: str = "gettingStarted"  # the official client's spelling (playground, featured ...)
+    kernels_only: bool = False  # a code competition: submissions are kernels (kaggle_kernels.py)
 
     @classmethod
     def from_folder(cls, folder: Path, work: Path, slug: str, category: str = "gettingStarted") -> FakeCompetition:
@@ -144,6 +147,11 @@ class FakeKaggle:
     submissions: list[Submission] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     base_url: str = ""
+    username: str = USERNAME
+    kernels: FakeKernels = field(init=False)  # datasets, kernels and their runs (kaggle_kernels.py)
+
+    def __post_init__(self) -> None:
+        self.kernels = FakeKernels(self.lock)
 
     def add_file(self, name: str, data: bytes) -> None:
         self.competition = with_extra_file(self.competition, name, data)
@@ -204,7 +212,7 @@ class FakeKaggle:
             "id": 3136, "ref": c.slug, "title": c.title, "url": f"https://www.kaggle.com/competitions/{c.slug}",
             "deadline": "2030-01-01T23:59:00Z", "category": "Getting Started", "teamCount": 40,
             "maxDailySubmissions": self.limit_of(c.slug), "evaluationMetric": "Categorization Accuracy",
-            "maxTeamSize": 5, "userHasEntered": True,
+            "maxTeamSize": 5, "userHasEntered": True, "isKernelsSubmissionsOnly": c.kernels_only,
         }
 
     def do_ListCompetitionPages(self, c: FakeCompetition, body: dict[str, Any]) -> tuple[int, Any]:
@@ -233,15 +241,24 @@ class FakeKaggle:
         content = self.uploads.get(body.get("blobFileTokens", ""))
         if content is None:
             return 400, {"code": 400, "message": "Upload token is unknown or the upload did not finish"}
+        return self._accept(c, None, body.get("submissionDescription", ""), content)
+
+    def _accept(self, c: FakeCompetition, name: str | None, description: str, content: bytes) -> tuple[int, Any]:
+        """A submission within the daily limit, pending until polled (a file's or a kernel's output)."""
         limit = self.limit_of(c.slug)
         if len(self.submissions_to(c.slug)) >= limit:
             return 400, {"code": 400, "message": f"Your team has used its daily Submission allowance ({limit}) today"}
         ref = 50_000 + len(self.submissions)  # unique over every competition, as Kaggle's refs are
-        name = f"submission-{ref}.csv"
-        self.submissions.append(Submission(ref, name, body.get("submissionDescription", ""),
+        self.submissions.append(Submission(ref, name or f"submission-{ref}.csv", description,
                                            _STARTED + timedelta(minutes=len(self.submissions)), content,
                                            self.polls_until_scored, slug=c.slug))
         return 200, {"ref": ref, "message": "Successfully submitted to " + c.title}
+
+    def do_CreateCodeSubmission(self, c: FakeCompetition, body: dict[str, Any]) -> tuple[int, Any]:
+        status, content, error = code_submission(self, c, body)
+        if content is None:
+            return status, {"code": status, "message": error}
+        return self._accept(c, body.get("fileName"), body.get("submissionDescription", ""), content)
 
     def do_ListSubmissions(self, c: FakeCompetition, body: dict[str, Any]) -> tuple[int, Any]:
         out = []
@@ -317,7 +334,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(length) or b"{}")
         if match is None:
             return self._json(404, {"code": 404, "message": "not found"})
-        method = match.group(1)
+        service, method = match.groups()
         with fake.lock:
             fake.calls.append(method)
         time.sleep(fake.delay.get(method, 0.0))  # outside the lock: a slow answer must not block others
@@ -328,7 +345,10 @@ class _Handler(BaseHTTPRequestHandler):
             if queued:
                 status = queued.pop(0)
                 return self._json(status, {"code": status, "message": f"scripted failure {status}"})
-            status, payload = fake.api(method, body)
+            if service == "competitions.CompetitionApiService":
+                status, payload = fake.api(method, body)
+            else:
+                status, payload = fake.kernels.api(fake, service, method, body)
         if status == 302:
             return self._send(302, b"", "text/plain", {"Location": payload})
         if isinstance(payload, bytes):
@@ -339,6 +359,11 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.server.fake
         if self.path.startswith("/competitions/"):
             return self._web_page()
+        if self.path.startswith("/kernel-output/"):
+            output = fake.kernels.output_file(self.path)
+            if output is None:
+                return self._json(404, {"code": 404, "message": "not found"})
+            return self._send(200, output, "application/octet-stream")
         served = re.fullmatch(r"/files/([a-z0-9-]+)\.zip", self.path)
         comp = fake.competitions.get(served.group(1)) if served else None
         if comp is None:
@@ -445,6 +470,7 @@ def serving(fake: FakeKaggle, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     from kagglesdk.kaggle_env import KaggleEnv, _env_to_endpoint
 
     server, thread = start(fake)
+    fake.kernels.work = tmp_path / "kaggle-kernels"  # where pushed kernels run
     assert fake.base_url.startswith("http://127.0.0.1:")
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)

@@ -1,5 +1,6 @@
 """`agentk run <kaggle url> --submit` end to end against the loopback fake Kaggle: download, setup,
-solve, submit, poll to a score, rank on the leaderboard; then `agentk submit` and `leaderboard`."""
+solve, submit, poll to a score, rank on the leaderboard; then `agentk submit` and `leaderboard`;
+a code competition submitted through a kernel."""
 
 from __future__ import annotations
 
@@ -177,3 +178,61 @@ def test_rules_not_accepted_is_one_line(fake_kaggle, tmp_path: Path) -> None:
     assert result.exit_code != 0
     assert "https://www.kaggle.com/competitions/titanic/rules" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_code_competition_is_submitted_through_a_kernel(fake_kaggle, solved_titanic: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Titanic made a code competition (Kaggle's metadata says kernels only), the solved run
+    resumed with --submit: the predictor is exported, uploaded as a private dataset, run by a
+    private offline kernel (a Python that cannot import agentk) on test rows in an order the run
+    never saw, and that kernel is submitted and scored. A rerun whose kernel fails ends cleanly,
+    in one error line, with the local submission kept."""
+    import dataclasses
+    import io
+
+    import pandas as pd
+
+    from test_export import bare_python
+
+    monkeypatch.chdir(tmp_path)
+    fake_kaggle.competition = dataclasses.replace(fake_kaggle.competition, kernels_only=True)
+    fake_kaggle.kernels.python = str(bare_python(tmp_path / "image"))
+    ws, wheels = solved_titanic, tmp_path / "wheels"
+    wheels.mkdir()  # no wheel: the image's versions (the ones the run used) serve
+    args = ["run", "titanic", "--submit", "-w", str(ws), *SOLVE, "--submit-poll", "0.05", "--kernel-wheels", str(wheels)]
+    run = invoke(*args)
+    assert run.exit_code == 0, run.output[-3000:]
+    workspace = ws / "titanic"
+    result = json.loads((workspace / "result.json").read_text())
+    assert result["code_competition"] and json.loads((workspace / "kaggle.json").read_text())["code_competition"]
+    kaggle = result["kaggle"]
+    assert kaggle["code_competition"] and kaggle["stop_reason"] is None, kaggle
+    sent = kaggle["submissions"][0]
+    assert sent["status"] == "complete" and sent["public_score"] > 0.7 and sent["model"] == result["model"]
+    assert sent["kernel"]["ref"] == "agentk-test-user/agentk-titanic" and kaggle["leaderboard"]["rank"] >= 1
+    assert sent["wheels_missing"] and sent["kernel_agreement"]["differing_rows"] == 0
+    meta = fake_kaggle.kernels.runs[0].meta
+    assert meta["isPrivate"] and not meta["enableInternet"] and meta["competitionDataSources"] == ["titanic"]
+    # Kaggle scored the kernel's file, in its own row order: each id has the run's prediction.
+    scored = pd.read_csv(io.BytesIO(fake_kaggle.submissions[0].content), dtype=str)
+    local = pd.read_csv(workspace / "submissions" / "submission.csv", dtype=str)
+    assert scored["PassengerId"].tolist() != local["PassengerId"].tolist()
+    assert scored.set_index("PassengerId").sort_index().equals(local.set_index("PassengerId").sort_index())
+    assert "code competition" in (workspace / "report.html").read_text()
+
+    again = invoke(*args)
+    assert again.exit_code == 0 and "already sent" in again.output and len(fake_kaggle.submissions) == 1
+    as_file = invoke("submit", "titanic", "-w", str(ws))
+    assert as_file.exit_code != 0 and "code competition" in as_file.output and len(fake_kaggle.submissions) == 1
+
+    before = (workspace / "submissions" / "submission.csv").read_bytes()
+    fake_kaggle.kernels.hidden_files = {"test.csv"}  # the rerun's test file is named otherwise
+    failed = invoke(*args, "--force-submit")
+    assert failed.exit_code == 0, failed.output[-3000:]
+    result = json.loads((workspace / "result.json").read_text())
+    assert result["valid_submission"] and result["error"] is None
+    reason = result["kaggle"]["stop_reason"]
+    assert "failed" in reason and "test.csv" in reason and "\n" not in reason
+    assert (workspace / "submissions" / "submission.csv").read_bytes() == before
+    assert len(fake_kaggle.submissions) == 1 and len(fake_kaggle.kernels.runs) == 2
+    assert any("kaggle: error:" in line for line in failed.output.splitlines())

@@ -2,7 +2,9 @@
 
 Public API: `parse_competition_reference`, `find_credentials`, `redact`, `scrubbed_environ`,
 `KaggleClient` (metadata, pages, files, download, submit, poll, leaderboard, limits), `extract_zip`,
-and the one-line errors in `agentk.kaggle.errors`. Importing this package never imports `kaggle`.
+and the one-line errors in `agentk.kaggle.errors`; code competitions' datasets, kernels and kernel
+submissions are in `agentk.kaggle.kernels`, the folders they send in `agentk.kaggle.kernel_bundle`.
+Importing this package never imports `kaggle`.
 """
 
 from agentk.kaggle.client import KaggleClient

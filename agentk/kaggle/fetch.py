@@ -63,3 +63,14 @@ def description_pages(client: KaggleClient, slug: str, raw_dir: Path, web_url: s
     save_raw_pages(api, raw_dir)
     extra = {name: text for name, text in api.items() if SECTIONS.get(name.lower()) not in have}
     return {**scraped, **extra}
+
+
+def is_code_competition(root: Path) -> bool:
+    """Whether Kaggle's metadata of the fetched competition says it takes kernel submissions only
+    (a code competition: its leaderboard is made by rerunning a notebook on a hidden test set)."""
+    path = Path(root) / META_DIR / "competition.json"
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return bool(record.get("kernels_only")) if isinstance(record, dict) else False

@@ -58,7 +58,7 @@ def read_header(root: Path) -> Header:
                       leaderboard=unfinished, tokens=section("the LLM usage", lambda: _tokens(None, workspace.logs / USAGE_FILE)))
     direction = result.direction
     header = Header(
-        competition=result.competition_id, source=result.source, metric=result.metric,
+        competition=result.competition_id, source=_source(result), metric=result.metric,
         higher_is_better=result.higher_is_better,
         direction="direction not recorded" if direction is None else ("higher is better" if direction.higher_is_better else "lower is better"),
         validation_score=result.validation_score, model=result.model, test_metric=result.test_metric,
@@ -72,6 +72,14 @@ def read_header(root: Path) -> Header:
     header.leaderboard = section("the leaderboard place", lambda: _leaderboard(result))
     header.tokens = section("the LLM usage", lambda: _tokens(result.llm_usage, workspace.logs / USAGE_FILE))
     return header
+
+
+def _source(result: RunResult) -> str | None:
+    """Where the competition came from; a Kaggle code competition says so (its leaderboard is a
+    kernel's rerun on a hidden test set, so --submit sends a kernel, not a file)."""
+    if getattr(result, "code_competition", False):
+        return "Kaggle code competition (--submit sends a kernel that runs the exported predictor)"
+    return result.source
 
 
 def _leaderboard(result: RunResult) -> Leaderboard | NotAvailable:

@@ -118,6 +118,10 @@ class RunConfig(BaseModel):
     submit_top_k: int = Field(1, ge=1)
     submit_timeout_s: float = Field(600.0, gt=0)
     submit_poll_s: float = Field(10.0, gt=0)
+    # Code competitions: how long to wait for the kernel that runs the predictor on Kaggle, and a
+    # folder of wheels to ship instead of downloading them (None: pip download for Kaggle's image).
+    kernel_timeout_s: float = Field(7200.0, gt=0)
+    kernel_wheels: Path | None = None
     # A leaderboard CSV the grader places the test score on (None: the competition's own, if any).
     leaderboard: Path | None = None
     # The metric of data that came without a competition page (a folder of files, a zip).
