@@ -37,7 +37,8 @@ def _load_image(path: str, size: int) -> np.ndarray:
     return pixels
 
 
-def _image_paths(frame: pd.DataFrame, base: Path) -> dict[str, list[str]]:
+def image_paths(frame: pd.DataFrame, base: Path) -> dict[str, list[str]]:
+    """Each column's files, relative paths read from `base` (the setup folder)."""
     return {str(c): [_image_path(v, base) for v in frame[c].tolist()] for c in frame.columns}
 
 
@@ -64,8 +65,11 @@ def image_blocks(train_img: pd.DataFrame, test_img: pd.DataFrame, base: Path, si
     columns = [c for c in train_img.columns if c in test_img.columns]
     if not columns:
         return ImageBlocks()
-    paths_train, paths_test = _image_paths(train_img[columns], base), _image_paths(test_img[columns], base)
-    block_train = _image_block(paths_train, len(train_img), size)
-    block_test = _image_block(paths_test, len(test_img), size)
-    return ImageBlocks(block_train.reshape(len(train_img), -1), block_test.reshape(len(test_img), -1),
+    paths_train, paths_test = image_paths(train_img[columns], base), image_paths(test_img[columns], base)
+    return ImageBlocks(pixel_block(paths_train, len(train_img), size), pixel_block(paths_test, len(test_img), size),
                        (len(columns), size, size), paths_train, paths_test)
+
+
+def pixel_block(paths: dict[str, list[str]], rows: int, size: int) -> np.ndarray:
+    """(rows, image columns * size * size): each row's grey grids, column after column."""
+    return _image_block(paths, rows, size).reshape(rows, -1)
