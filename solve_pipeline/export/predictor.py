@@ -39,6 +39,7 @@ from solve_pipeline.inputs.features import TableRecipe, aligned, joined_texts, t
 from solve_pipeline.phases.outputs import formatted_submission
 from solve_pipeline.base.setup_modules import load_setup_module
 from solve_pipeline.base.table_inputs import Rows
+from solve_pipeline.images.image_features import image_paths, pixel_block
 from solve_pipeline.texts.text_features import TextRecipe
 
 
@@ -58,9 +59,14 @@ class Predictor:
     text: TextRecipe | None  # how the text map's columns were vectorised (None: no such map)
     tab_names: list[str]  # the tabular block's columns, in the models' order
     maps: list[str]  # the map codes the setup writes for test rows, in MAP_CODES order
+    # The image map's columns the families read, by their files (None: no such map); the replays
+    # embed the pictures themselves (images.image_replay).
+    images: list[str] | None = None
+    pixels_side: int | None = None  # the side of the grey pixel grids the pixel families read
 
-    def rows(self, frames: dict[str, pd.DataFrame], ids: Sequence[str]) -> Rows:
-        """The inputs of the rows of the test maps, in `ids` order."""
+    def rows(self, frames: dict[str, pd.DataFrame], ids: Sequence[str], setup: Path | None = None) -> Rows:
+        """The inputs of the rows of the test maps, in `ids` order; the image map's relative paths
+        are read from `setup` (the setup folder its code ran in), as the solver reads them."""
         parts: dict[str, pd.Series] = {}
         if self.table is not None:
             rows = aligned(frames["tab"], ids).reindex(columns=list(self.table.columns)).reset_index(drop=True)
@@ -73,12 +79,25 @@ class Predictor:
         if missing:
             raise PredictError(f"the test maps give no column {missing[0]!r} of the model's inputs")
         tab = tab_matrix(parts, self.tab_names, len(ids))
+        pictures = None
+        if self.images is not None:
+            if setup is None:
+                raise PredictError("the image map's files are read from the setup folder: none given")
+            frame = aligned(frames["img"], ids)
+            absent = [c for c in self.images if c not in frame.columns]
+            if absent:
+                raise PredictError(f"the image map gives no column {absent[0]!r} of the model's inputs")
+            pictures = image_paths(frame[self.images], setup)
+        pixels = None if pictures is None or self.pixels_side is None else \
+            pixel_block(pictures, len(ids), self.pixels_side)
         if texts is None:
-            return Rows(tab)
-        return Rows(tab, self.text.block(texts), joined_texts(texts) if texts else None)  # type: ignore[union-attr]
+            return Rows(tab, images=pictures, pixels=pixels)
+        return Rows(tab, self.text.block(texts), joined_texts(texts) if texts else None,  # type: ignore[union-attr]
+                    images=pictures, pixels=pixels)
 
-    def predictions(self, frames: dict[str, pd.DataFrame], ids: Sequence[str]) -> dict[str, Predictions]:
-        rows = self.rows(frames, ids)
+    def predictions(self, frames: dict[str, pd.DataFrame], ids: Sequence[str],
+                    setup: Path | None = None) -> dict[str, Predictions]:
+        rows = self.rows(frames, ids, setup)
         return {spec.column: Predictions(self.models[spec.column], np.empty(0), self.replays[spec.column].test(rows),
                                          decoder=self.decoders[spec.column]) for spec in self.targets}
 
@@ -151,7 +170,7 @@ def predict_folder(bundle: Path, test_dir: Path, out: Path) -> pd.DataFrame:
                 raise failed("test-map code", error) from error
             first = frames[predictor.maps[0]]  # the solver's test ids: the first map's, in MAP_CODES order
             ids = list(dict.fromkeys(first["id"].tolist()))
-            predictions = predictor.predictions(frames, ids)
+            predictions = predictor.predictions(frames, ids, setup)
             artifacts = SimpleNamespace(
                 targets=predictor.targets,
                 transform=load_setup_module(setup / MODULE_FILES["transform"], "agentk_setup_transform"),
@@ -170,8 +189,8 @@ def predict_folder(bundle: Path, test_dir: Path, out: Path) -> pd.DataFrame:
 
 def _test_maps(setup: Path, predictor: Predictor) -> dict[str, pd.DataFrame]:
     """The setup's test-map code run as its stages ran it (as scripts in setup/), each map read."""
-    if not predictor.maps or set(predictor.maps) - {"tab", "txt"}:
-        raise PredictError(f"this predictor reads maps {predictor.maps}; only tables and texts are replayed")
+    if not predictor.maps or set(predictor.maps) - {"tab", "txt", "img"}:
+        raise PredictError(f"this predictor reads maps {predictor.maps}; only tables, texts and images are replayed")
     frames = {}
     for code in predictor.maps:
         runpy.run_path(str(setup / SetupLayout.input_map_code_name("test", code)), run_name="__main__")
