@@ -17,6 +17,7 @@ from solve_pipeline.race.calibration import calibrate_run
 from solve_pipeline.base.cv import finish_run, start_run
 from solve_pipeline.export.predictor import Predictor
 from solve_pipeline.export.saved import PICTURES_TOLERANCE
+from solve_pipeline.images.image_features import PictureFiles
 from solve_pipeline.race.registry import family_candidate
 from solve_pipeline.inputs.solve_inputs import SolveOptions, prepare
 from solve_pipeline.base.table_inputs import Rows
@@ -101,8 +102,8 @@ def test_the_picture_families_replay_on_pictures_they_read_again(tmp_path: Path,
         predictor = Predictor(targets=list(ctx.targets), replays=replays,  # type: ignore[arg-type]
                               decoders=dict.fromkeys(replays), models=dict.fromkeys(replays, name),
                               table=features.table, text=features.text_recipe, tab_names=list(features.tab_names),
-                              maps=list(frames), images=list(features.image_paths_test or {}),
-                              pixels_side=features.image_shape[1] if features.image_shape else None)
+                              maps=list(frames), pictures=PictureFiles(tuple(features.image_paths_test or {}),
+                                                                       features.image_shape[1]))
         blob = pickle.dumps(predictor)
         embedded = name.startswith("pretrained")
         assert (len(blob) > 5e6) == embedded, "the network's weights travel with the predictor that embeds"

@@ -39,7 +39,7 @@ from solve_pipeline.inputs.features import TableRecipe, aligned, joined_texts, t
 from solve_pipeline.phases.outputs import formatted_submission
 from solve_pipeline.base.setup_modules import load_setup_module
 from solve_pipeline.base.table_inputs import Rows
-from solve_pipeline.images.image_features import image_paths, pixel_block
+from solve_pipeline.images.image_features import PictureFiles
 from solve_pipeline.texts.text_features import TextRecipe
 
 
@@ -59,10 +59,9 @@ class Predictor:
     text: TextRecipe | None  # how the text map's columns were vectorised (None: no such map)
     tab_names: list[str]  # the tabular block's columns, in the models' order
     maps: list[str]  # the map codes the setup writes for test rows, in MAP_CODES order
-    # The image map's columns the families read, by their files (None: no such map); the replays
-    # embed the pictures themselves (images.image_replay).
-    images: list[str] | None = None
-    pixels_side: int | None = None  # the side of the grey pixel grids the pixel families read
+    # How the image map's files are read (None: no such map); the replays embed the pictures
+    # themselves (images.image_replay).
+    pictures: PictureFiles | None = None
 
     def rows(self, frames: dict[str, pd.DataFrame], ids: Sequence[str], setup: Path | None = None) -> Rows:
         """The inputs of the rows of the test maps, in `ids` order; the image map's relative paths
@@ -79,21 +78,19 @@ class Predictor:
         if missing:
             raise PredictError(f"the test maps give no column {missing[0]!r} of the model's inputs")
         tab = tab_matrix(parts, self.tab_names, len(ids))
-        pictures = None
-        if self.images is not None:
+        files = pixels = None
+        if self.pictures is not None:
             if setup is None:
                 raise PredictError("the image map's files are read from the setup folder: none given")
-            frame = aligned(frames["img"], ids)
-            absent = [c for c in self.images if c not in frame.columns]
-            if absent:
-                raise PredictError(f"the image map gives no column {absent[0]!r} of the model's inputs")
-            pictures = image_paths(frame[self.images], setup)
-        pixels = None if pictures is None or self.pixels_side is None else \
-            pixel_block(pictures, len(ids), self.pixels_side)
+            try:
+                files = self.pictures.paths(aligned(frames["img"], ids), setup)
+            except ValueError as error:
+                raise PredictError(str(error)) from error
+            pixels = self.pictures.grids(files, len(ids))
         if texts is None:
-            return Rows(tab, images=pictures, pixels=pixels)
+            return Rows(tab, images=files, pixels=pixels)
         return Rows(tab, self.text.block(texts), joined_texts(texts) if texts else None,  # type: ignore[union-attr]
-                    images=pictures, pixels=pixels)
+                    images=files, pixels=pixels)
 
     def predictions(self, frames: dict[str, pd.DataFrame], ids: Sequence[str],
                     setup: Path | None = None) -> dict[str, Predictions]:

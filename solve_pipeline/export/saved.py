@@ -25,6 +25,7 @@ from agentk.core.records.workspace import atomic_write_json, replacing
 from solve_pipeline.base.cv import emit
 from solve_pipeline.base.submission_record import file_sha256
 from solve_pipeline.export.predictor import Predictor
+from solve_pipeline.images.image_features import PictureFiles
 
 if TYPE_CHECKING:
     from solve_pipeline.phases.solve_state import Solver
@@ -84,17 +85,17 @@ def _predictor(solver: Solver) -> Predictor:
         text=features.text_recipe,
         tab_names=list(features.tab_names),
         maps=[code for code in REPLAYED_MAPS if code in solver.artifacts.test_maps],
-        images=None if features.image_paths_test is None else list(features.image_paths_test),
-        pixels_side=None if features.image_shape is None else features.image_shape[1],
+        pictures=None if features.image_paths_test is None else PictureFiles(
+            tuple(features.image_paths_test), None if features.image_shape is None else features.image_shape[1]),
     )
 
 
 def _check_rows(predictor: Predictor) -> int:
-    return CHECK_ROWS if predictor.images is None else CHECK_PICTURE_ROWS
+    return CHECK_ROWS if predictor.pictures is None else CHECK_PICTURE_ROWS
 
 
 def _tolerance(predictor: Predictor) -> float:
-    return PREDICTIONS_TOLERANCE if predictor.images is None else PICTURES_TOLERANCE
+    return PREDICTIONS_TOLERANCE if predictor.pictures is None else PICTURES_TOLERANCE
 
 
 def _check(predictor: Predictor, solver: Solver) -> float:

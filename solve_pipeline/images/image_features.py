@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import PIL.Image  # noqa: F401 - pictures are read by Pillow (agentk.core.pictures): an export pins it by this line
 
 from agentk.core.pictures import picture_image
 
@@ -68,6 +69,25 @@ def image_blocks(train_img: pd.DataFrame, test_img: pd.DataFrame, base: Path, si
     paths_train, paths_test = image_paths(train_img[columns], base), image_paths(test_img[columns], base)
     return ImageBlocks(pixel_block(paths_train, len(train_img), size), pixel_block(paths_test, len(test_img), size),
                        (len(columns), size, size), paths_train, paths_test)
+
+
+@dataclass(frozen=True)
+class PictureFiles:
+    """How a predictor reads the image map of unseen rows as the run's FeatureSet did: the columns
+    the families read, by their files, and the side of the grey grids where pixel families read them."""
+
+    columns: tuple[str, ...]
+    side: int | None = None
+
+    def paths(self, frame: pd.DataFrame, base: Path) -> dict[str, list[str]]:
+        """Each column's files (`frame`: the image map's rows, indexed by id); relative paths from `base`."""
+        absent = [c for c in self.columns if c not in frame.columns]
+        if absent:
+            raise ValueError(f"the image map gives no column {absent[0]!r} of the model's inputs")
+        return image_paths(frame[list(self.columns)], base)
+
+    def grids(self, paths: dict[str, list[str]], n_rows: int) -> np.ndarray | None:
+        return None if self.side is None else pixel_block(paths, n_rows, self.side)
 
 
 def pixel_block(paths: dict[str, list[str]], rows: int, size: int) -> np.ndarray:

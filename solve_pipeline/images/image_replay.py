@@ -2,7 +2,10 @@
 travel in the pickle, so an export reads no weight file and no network), at the plan's resolution,
 mirror and ImageNet head, through the very code the run embedded with (image_embedding.embed_images).
 
-A picture that cannot be read gets the run's mean vector, as it did in the run.
+A picture that cannot be read gets the run's mean vector, as it did in the run. The pictures are
+embedded on the CPU in float32 wherever the predictor runs, so that every machine gives one
+answer: a run that embedded on a GPU (bfloat16 autocast) differs from it past the predictor's
+check, which then refuses it and says by how much.
 """
 
 from __future__ import annotations
@@ -63,10 +66,8 @@ class EmbeddingReplay:
                             classes=self.classes)
         plan = ImagePlan(backbone, self.px, self.flip, 0.0)
         missing: list[int] = []
-        try:
-            vectors = embed_images(paths, plan, cache_dir=None, threads=torch.get_num_threads(), missing=missing)
-        finally:
-            module.cpu()
+        vectors = embed_images(paths, plan, cache_dir=None, threads=torch.get_num_threads(), missing=missing,
+                               on=torch.device("cpu"))
         if vectors is None:
             vectors = np.tile(self.mean, (len(paths), 1)).astype(np.float32)
         vectors[missing] = self.mean
