@@ -84,12 +84,13 @@ def test_a_bag_replays_the_mean_of_its_runs(tmp_path: Path, monkeypatch) -> None
 def test_the_picture_families_replay_on_pictures_they_read_again(tmp_path: Path, monkeypatch) -> None:
     """Frozen EfficientNet-Lite embeddings (pooled, and with the ImageNet head): the replay embeds
     the test pictures again by the kept network, its weights in the pickle, and the heads come out
-    as the run's to float32's noise, in any order; the pixel families' grids exactly. An unreadable
-    picture gets the run's mean vector."""
+    as the run's to float32's noise, in any order; the pixel families' grids exactly; a table beside
+    the pictures by its own fitted maps. An unreadable picture gets the run's mean vector."""
     monkeypatch.chdir(tmp_path)
-    workspace = shapes_workspace(tmp_path / "ws")
+    workspace = shapes_workspace(tmp_path / "ws", with_table=True)
     artifacts, ctx, _, _ = prepare(SolveOptions(workspace=workspace, folds=2, seed=0))
     features = ctx.features
+    assert features.table is not None and features.tab_names and features.image_paths_test
     frames = artifacts.test_maps
     shuffled = {code: frame.sample(frac=1.0, random_state=1) for code, frame in frames.items()}
     ids = list(features.test_ids)
@@ -120,5 +121,5 @@ def test_the_picture_families_replay_on_pictures_they_read_again(tmp_path: Path,
     # A picture that is gone: the run's mean vector, not a failure.
     gone = frames["img"].copy()
     gone.iloc[0, 1] = "../raw/data/images/no-such-picture.png"
-    predicted = pickle.loads(blob_of_embedding).predictions({"img": gone}, ids[:3], artifacts.setup_dir)
+    predicted = pickle.loads(blob_of_embedding).predictions({**frames, "img": gone}, ids[:3], artifacts.setup_dir)
     assert all(np.isfinite(p.test).all() for p in predicted.values())

@@ -2,7 +2,8 @@
 
 `Predictor` holds what the submission's test predictions were made by: per target the recipe
 (replay.py: fold models, fitted maps, calibration, bag, blend) and the decoder, and how the tabular
-block was made from the setup's test map (features.TableRecipe). `predict_folder` replays the
+block was made from the setup's test map (features.TableRecipe) and how the image map's pictures are
+read (image_features.PictureFiles). `predict_folder` replays the
 run's own test path on a folder of test files laid out as the competition's data folder: the
 setup's generated test-map code writes the map, the map is read as the solver reads it, encoded,
 predicted, decoded, inverted by the setup's target transform and formatted by its submission code,
