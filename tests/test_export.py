@@ -199,9 +199,11 @@ def test_exported_predictor_embeds_unseen_pictures_as_the_run_did(tmp_path: Path
     unseen = tmp_path / "unseen"
     (unseen / "images").mkdir(parents=True)
     for image_id in picked["image_id"]:
-        (unseen / "images" / f"{image_id}.png").write_bytes((workspace / f"raw/data/images/{image_id}.png").read_bytes())
+        name = f"{image_id}.png"
+        (unseen / "images" / name).write_bytes((workspace / "raw/data/images" / name).read_bytes())
     picked.to_csv(unseen / "test.csv", index=False)
-    pd.DataFrame({"image_id": picked["image_id"], "label": "left"}).to_csv(unseen / "sample_submission.csv", index=False)
+    sample = pd.DataFrame({"image_id": picked["image_id"], "label": "left"})
+    sample.to_csv(unseen / "sample_submission.csv", index=False)
 
     python = bare_python(tmp_path / "venv")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -5,8 +5,8 @@ The check replays the submission's whole recipe on the test maps the run read (i
 CHECK_ROWS rows, CHECK_PICTURE_ROWS where pictures are embedded again), by the predictor's own path
 (Predictor.rows, the replays), and keeps the predictor only when every target's test predictions
 come out as the solve's own (to PREDICTIONS_TOLERANCE, or PICTURES_TOLERANCE). Where the
-submission cannot be replayed (sound, pixels or fine-tuned nets, a model whose fitted maps were
-not kept, an earlier solve's file), the record says why and `agentk export` repeats it.
+submission cannot be replayed (sound, fine-tuned image nets, the fusion net, a model whose fitted
+maps were not kept, an earlier solve's file), the record says why and `agentk export` repeats it.
 """
 
 from __future__ import annotations
@@ -31,12 +31,13 @@ if TYPE_CHECKING:
     from solve_pipeline.phases.solve_state import Solver
 
 PREDICTIONS_TOLERANCE = 1e-9
-# Pictures are embedded again in float32 by a network of ~100 layers, in batches other than the
-# run's (its test pictures were batched with train ones, or read from its cache): the kernels a
-# batch's shape selects round differently, ~1e-6 relative in each pooled feature. Standardized and
-# summed over a couple of thousand features by the heads, that moves a probability by ~1e-5 at
-# most; a recipe that is wrong (another network, resolution, mirror or scaler) moves it by 1e-2
-# and more.
+# Pictures are embedded again in float32 by a network of ~100 layers, in other batches than the
+# run's (its test pictures were batched with train ones, or read from its cache) and on other
+# threads: the kernels a batch's shape and the thread count select sum in another order, ~1e-6
+# relative in each pooled feature. Standardized and summed over a couple of thousand features by
+# the heads, that moves a probability by ~1e-5 at most (on one machine the replay came out exactly
+# the run's); a recipe that is wrong (another network, resolution, mirror or scaler) moves it by
+# 1e-2 and more.
 PICTURES_TOLERANCE = 1e-4
 # The check's rows: the first test rows, enough to meet every step of the recipe, few enough that
 # the check costs seconds past the budget on any test set (each row is encoded on its own).
