@@ -10,13 +10,14 @@ import pickle
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from solve_pipeline.race.bagging import Bag, add_repeat
 from solve_pipeline.race.calibration import calibrate_run
 from solve_pipeline.base.cv import finish_run, start_run
 from solve_pipeline.export.predictor import Predictor
-from solve_pipeline.export.saved import PICTURES_TOLERANCE
+from solve_pipeline.export.saved import PICTURES_TOLERANCE, _pictures_made_at_setup
 from solve_pipeline.images.image_features import PictureFiles
 from solve_pipeline.race.registry import family_candidate
 from solve_pipeline.inputs.solve_inputs import SolveOptions, prepare
@@ -123,3 +124,20 @@ def test_the_picture_families_replay_on_pictures_they_read_again(tmp_path: Path,
     gone.iloc[0, 1] = "../raw/data/images/no-such-picture.png"
     predicted = pickle.loads(blob_of_embedding).predictions({**frames, "img": gone}, ids[:3], artifacts.setup_dir)
     assert all(np.isfinite(p.test).all() for p in predicted.values())
+
+
+def test_pictures_unpacked_at_setup_or_missing_are_refused(tmp_path: Path) -> None:
+    """Pictures unpacked from stacked arrays into setup/ are named by the test-map code, never made
+    by it: such a predictor is refused at the solve. At predict time, a map whose pictures are
+    mostly not there is refused in one line rather than predicted as blank pictures."""
+    setup = tmp_path / "setup"
+    (setup / "pictures").mkdir(parents=True)
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw" / "a.png").write_bytes(b"")
+    unpacked = {"image_path": [str(setup / "pictures" / "0.npy")]}
+    assert _pictures_made_at_setup(unpacked, setup) == "pictures/0.npy"
+    assert _pictures_made_at_setup({"image_path": [str(setup / "../raw/a.png"), ""]}, setup) is None
+    frame = pd.DataFrame({"image_path": ["../raw/a.png", "../raw/b.png", "../raw/c.png"]}, index=["1", "2", "3"])
+    with pytest.raises(ValueError, match="2 of the 3 pictures"):
+        PictureFiles(("image_path",)).paths(frame, setup)
+    assert PictureFiles(("image_path",)).paths(frame.iloc[:2], setup)["image_path"][0].endswith("a.png")

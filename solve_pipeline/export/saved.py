@@ -65,6 +65,10 @@ def _why_not(solver: Solver) -> str | None:
         return f"the setup also maps {', '.join(other)} inputs: exports replay tables, texts and images only for now"
     if features.table is None and features.text_recipe is None and features.image_paths_test is None:
         return "the setup writes no tabular, text or image map"
+    made = _pictures_made_at_setup(features.image_paths_test or {}, solver.artifacts.setup_dir)
+    if made:
+        return (f"the test pictures were unpacked into the setup folder (e.g. {made}): the setup's test-map code "
+                "names them but does not make them again, so new test files cannot be replayed yet")
     if solver.ctx.forecast is not None:
         return "forecast features read the training targets of each series: not replayed yet"
     if not solver.ctx.keep_models:
@@ -72,6 +76,17 @@ def _why_not(solver: Solver) -> str | None:
     for target, prediction in state.best.items():
         if prediction.replay is None:
             return f"{target}: the solution {prediction.model!r} keeps no fitted maps or fold models to replay"
+    return None
+
+
+def _pictures_made_at_setup(paths: dict[str, list[str]], setup: Path) -> str | None:
+    """A test picture the setup stages wrote into setup/ (pictures unpacked from stacked arrays),
+    which replaying the test-map code on new files does not write again; None when all are the data's."""
+    inside = setup.resolve()
+    for column in paths.values():
+        for path in column:
+            if path and inside in Path(path).resolve().parents:
+                return str(Path(path).resolve().relative_to(inside))
     return None
 
 

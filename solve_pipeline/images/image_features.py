@@ -84,7 +84,14 @@ class PictureFiles:
         absent = [c for c in self.columns if c not in frame.columns]
         if absent:
             raise ValueError(f"the image map gives no column {absent[0]!r} of the model's inputs")
-        return image_paths(frame[list(self.columns)], base)
+        paths = image_paths(frame[list(self.columns)], base)
+        named = [p for column in paths.values() for p in column if p]
+        absent = [p for p in named if not Path(p).exists()]
+        # One file gone costs its row, as in the run; most gone is a test folder in another layout.
+        if named and len(absent) * 2 > len(named):
+            raise ValueError(f"{len(absent)} of the {len(named)} pictures the image map names are not there "
+                             f"(e.g. {Path(absent[0]).name})")
+        return paths
 
     def grids(self, paths: dict[str, list[str]], n_rows: int) -> np.ndarray | None:
         return None if self.side is None else pixel_block(paths, n_rows, self.side)
