@@ -133,3 +133,32 @@ def make_stacked_competition(out: Path, n_train: int = 150, n_test: int = 60, se
     return _finish(out, "blob-stacked", "id", ids[n_train:], labels[n_train:],
                    "- **train_images.npy**, **test_images.npy**: the pictures, one per row of train.csv and test.csv, in order.\n"
                    "- **train.csv**: `id,label`; **test.csv**: `id`.")
+
+
+
+# Blob colours of one brightness (ITU-R 601 luma ~76): grey pixel grids cannot tell the classes
+# apart, a pretrained network reading colour can.
+HUES = ((255, 0, 0), (0, 130, 0), (160, 0, 255))
+
+
+def make_png_competition(out: Path, n_train: int = 60, n_test: int = 30, side: int = 40, seed: int = 2) -> Path:
+    """data/images/<id>.png (RGB, big enough for the pretrained backbones) with train.csv
+    (image_id,label) and test.csv (image_id): the layout most photo competitions ship. The class
+    is the blob's colour (its place is random), so a model must read the pictures in colour."""
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    labels = _labels(n_train + n_test, rng)
+    ids = [f"img_{rng.integers(16**6):06x}" for _ in range(n_train + n_test)]
+    folder = out / "data" / "images"
+    folder.mkdir(parents=True, exist_ok=True)
+    for pid, label in zip(ids, labels):
+        shape = blob(int(rng.integers(len(CLASSES))), rng, side)[..., None]
+        picture = 40 + shape * (np.array(HUES[int(label)]) - 40)
+        Image.fromarray(np.clip(picture, 0, 255).astype(np.uint8), "RGB").save(folder / f"{pid}.png")
+    data = out / "data"
+    (data / "train.csv").write_text("image_id,label\n" + "".join(f"{ids[i]},{CLASSES[labels[i]]}\n" for i in range(n_train)))
+    (data / "test.csv").write_text("image_id\n" + "".join(f"{i}\n" for i in ids[n_train:]))
+    return _finish(out, "blob-png", "image_id", ids[n_train:], labels[n_train:],
+                   "- **images/**: every picture, named `<image_id>.png`.\n"
+                   "- **train.csv**: `image_id,label`; **test.csv**: `image_id`.")

@@ -188,8 +188,9 @@ def house_workspace(root: Path) -> Path:
         id_name="Id", metric=RMSE_LOG_METRIC, formatter=LABEL_FORMAT, sample=sample)
 
 
-def shapes_workspace(root: Path, n: int = 60) -> Path:
-    """Filled circles versus filled squares of varied size and position, drawn with Pillow."""
+def shapes_workspace(root: Path, n: int = 60, with_table: bool = False) -> Path:
+    """Filled circles versus filled squares of varied size and position, drawn with Pillow; with
+    `with_table`, a table beside them too (a noisy size and a colour name per picture)."""
     rng = np.random.default_rng(0)
     images = root / "raw" / "data" / "images"
     images.mkdir(parents=True)
@@ -205,9 +206,14 @@ def shapes_workspace(root: Path, n: int = 60) -> Path:
         canvas.save(images / f"img{i}.png")
         rows.append({"id": f"img{i}", "path": f"../raw/data/images/img{i}.png", "shape": shape})
     frame = pd.DataFrame(rows)
+    frame["size"] = rng.normal(10, 3, len(frame)).round(2)
+    frame["colour"] = rng.choice(["red", "green", "blue"], len(frame))
     train, test = frame.iloc[:48], frame.iloc[48:]
+    inputs = {"img": (train[["id", "path"]], test[["id", "path"]])}
+    if with_table:
+        inputs["tab"] = (train[["id", "size", "colour"]], test[["id", "size", "colour"]])
     return write_workspace(
-        root, inputs={"img": (train[["id", "path"]], test[["id", "path"]])},
+        root, inputs=inputs,
         targets=train[["id", "shape"]], test_ids=test["id"].tolist(),
         spec={"column": "shape", "task": "binary", "classes": ["circle", "square"]}, id_name="id",
         metric=ACCURACY_METRIC, formatter=LABEL_FORMAT,

@@ -1,5 +1,5 @@
 """A model to take away, end to end as a user does it: a real `agentk run` on small copies of
-shared competitions (two tables, one text), `agentk export`, then the exported `predict.py` run by a Python that
+shared competitions (two tables, one text) and on made pictures, `agentk export`, then the exported `predict.py` run by a Python that
 cannot import agentk (its packages only), outside the repository, on a test folder the run never
 saw: the public test rows resampled and shuffled, ids kept. Its submission must be the one the
 run wrote for those rows; `agentk predict` must write the same file from the workspace."""
@@ -11,12 +11,14 @@ import os
 import site
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from picture_files import make_png_competition
 from solve_pipeline.export.code_closure import OWN_PACKAGES
 
 pytestmark = pytest.mark.integration
@@ -172,3 +174,52 @@ def test_export_refuses_a_folder_without_a_predictor_in_one_line(tmp_path: Path)
     proc = _cli("export", str(tmp_path / "ws"), str(tmp_path / "out"), cwd=tmp_path)
     assert proc.returncode != 0 and "holds no predictor" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_exported_predictor_embeds_unseen_pictures_as_the_run_did(tmp_path: Path) -> None:
+    """Pictures whose class is their colour (grey pixel grids cannot tell them apart): the run's
+    pretrained families embed them, and the export carries the network's weights. In a Python
+    without agentk, on a folder of resampled, shuffled test pictures (ids kept, the train pictures
+    gone), it writes the labels the run wrote for them."""
+    competition = make_png_competition(tmp_path / "competition")
+    # Embedding the 90 pictures takes the pretrained families' share of the budget: 45 s gives
+    # them ~20 s on a loaded 2-core machine (20 s embedded a fifth of them, the pixels carried).
+    ran = _cli("run", str(competition), "-w", str(tmp_path / "ws"), "--time-budget", "45", "--json", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    workspace = tmp_path / "ws" / "blob-png"
+    record = json.loads((workspace / "solve/predictor/predictor.json").read_text())
+    assert record["exportable"], record
+    assert record["check"]["max_abs_diff"] <= record["check"]["tolerance"] <= 1e-4
+    models = json.loads((workspace / "solve/solve_result.json").read_text())["models_per_target"]
+    assert "pretrained" in json.dumps(models) or "blend" in json.dumps(models), models
+
+    out = tmp_path / "away"
+    exported = _cli("export", str(workspace), str(out), cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    assert any(p.startswith("torch==") for p in (out / "requirements.txt").read_text().split())
+    assert not [p for p in out.rglob("*") if p.suffix in (".csv", ".png", ".pth")], "no data and no weight file"
+
+    test = pd.read_csv(workspace / "raw/data/test.csv", dtype=str)
+    picked = test.sample(n=int(len(test) * 0.6), random_state=5)
+    unseen = tmp_path / "unseen"
+    (unseen / "images").mkdir(parents=True)
+    for image_id in picked["image_id"]:
+        name = f"{image_id}.png"
+        (unseen / "images" / name).write_bytes((workspace / "raw/data/images" / name).read_bytes())
+    picked.to_csv(unseen / "test.csv", index=False)
+    sample = pd.DataFrame({"image_id": picked["image_id"], "label": "left"})
+    sample.to_csv(unseen / "sample_submission.csv", index=False)
+
+    python = bare_python(tmp_path / "venv")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    written = tmp_path / "unseen.csv"
+    began = time.monotonic()
+    predicted = subprocess.run([str(python), "-I", str(out / "predict.py"), str(unseen), str(written)],
+                               capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    assert predicted.returncode == 0, predicted.stderr[-3000:]
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    print(f"export {size / 1e6:.1f} MB; predict.py on {len(picked)} pictures {time.monotonic() - began:.1f} s")  # -s
+    mine = pd.read_csv(written, dtype=str)
+    assert mine["image_id"].tolist() == picked["image_id"].tolist()
+    runs = pd.read_csv(workspace / "submissions/submission.csv", dtype=str).set_index("image_id")
+    assert mine["label"].tolist() == runs.loc[picked["image_id"], "label"].tolist()

@@ -298,7 +298,7 @@ def tree_matrices(features: FeatureSet, seed: int = 0) -> Matrices | None:
     X_train = np.hstack(train).astype(np.float32)
     if X_train.shape[1] == 0:
         return None
-    replay = None if features.image_train is not None else TreeReplay(svd[2] if svd is not None else None)
+    replay = TreeReplay(svd[2] if svd is not None else None, pixels=features.image_train is not None)
     return Matrices(X_train, np.hstack(test).astype(np.float32), replay)
 
 
@@ -316,10 +316,10 @@ def _linear_table(features: FeatureSet, power: bool = False) -> tuple[list[Matri
     return fit_linear_table(features.tab_train, features.tab_test, dense_cols, cat_cols, power=power)
 
 
-def tabular_linear_blocks(features: FeatureSet, power: bool = False) -> tuple[list[Matrix], list[Matrix]]:
-    """Standardized numerics and one-hot categories (train blocks, test blocks), sparse."""
-    train, test, _ = _linear_table(features, power=power)
-    return train, test
+def tabular_linear_blocks(features: FeatureSet, power: bool = False) -> tuple[list[Matrix], list[Matrix], LinearTable]:
+    """Standardized numerics and one-hot categories (train blocks, test blocks), sparse, and the
+    fitted maps that make the test blocks of unseen rows."""
+    return _linear_table(features, power=power)
 
 
 def linear_matrices(features: FeatureSet, seed: int = 0, power: bool = False) -> Matrices | None:
@@ -333,7 +333,7 @@ def linear_matrices(features: FeatureSet, seed: int = 0, power: bool = False) ->
     if features.image_train is not None:
         train.append(sparse.csr_matrix(features.image_train))
         test.append(sparse.csr_matrix(features.image_test))
-        replay = None
+        replay = replace(replay, with_pixels=True)
     if not train:
         return None
     return Matrices(sparse.hstack(train).tocsr(), sparse.hstack(test).tocsr(), replay)

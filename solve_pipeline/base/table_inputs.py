@@ -3,14 +3,14 @@ train and test stacked (as the race always did) and kept, so that a predictor ca
 side of the same matrices from unseen rows (`InputReplay.test`), by the same code.
 
 `Matrices` is the (train, test) pair every family's inputs return, carrying its replay when the
-matrices come from the tabular block and the texts (None otherwise: images and sounds have fitted
-maps of their own that no replay keeps yet).
+matrices come from the tabular block, the texts, the pixel grids or the frozen image embeddings
+(fusion/pretrained_replay.py); None otherwise (sounds and fine-tuned maps are not replayed).
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,11 +33,17 @@ class Matrices(tuple):
 @dataclass
 class Rows:
     """Some rows' inputs as the families read them: the tabular block, the text block (every text
-    column's TF-IDF side by side), the raw texts joined per row; row i of each is the same row."""
+    column's TF-IDF side by side), the raw texts joined per row, each image column's picture
+    files; row i of each is the same row."""
 
     tab: np.ndarray
     text: sparse.csr_matrix | None = None
     joined: list[str] | None = None
+    images: dict[str, list[str]] | None = None
+    pixels: np.ndarray | None = None  # the image columns' grey pixel grids, flat (FeatureSet.image_test)
+    # What a fitted map computed from these rows once for every family that reads it (a forward
+    # pass of each picture through the backbone costs far more than the families' own steps).
+    memo: dict[str, Any] = field(default_factory=dict)
 
 
 class InputReplay:
@@ -53,10 +59,21 @@ class TreeReplay(InputReplay):
     SVD summary of the text block where there is one."""
 
     svd: Any = None  # the fitted TruncatedSVD
+    pixels: bool = False  # the pixel grids follow the table
 
     def test(self, rows: Rows) -> np.ndarray:
-        blocks = [rows.tab] if self.svd is None else [rows.tab, self.svd.transform(rows.text)]
+        blocks = [rows.tab]
+        if self.pixels:
+            blocks.append(_pixels(rows))
+        if self.svd is not None:
+            blocks.append(self.svd.transform(rows.text))
         return np.hstack(blocks).astype(np.float32)
+
+
+def _pixels(rows: Rows) -> np.ndarray:
+    if rows.pixels is None:
+        raise ValueError("the rows hold no pixel grids, which this family reads")
+    return rows.pixels
 
 
 @dataclass(frozen=True)
@@ -143,9 +160,12 @@ class LinearTable(InputReplay):
         return blocks
 
     with_text: bool = False  # the text block follows the table's
+    with_pixels: bool = False  # the pixel grids follow (the text block where there is one)
 
     def test(self, rows: Rows) -> Any:
         blocks = self.blocks(rows.tab) + ([rows.text] if self.with_text else [])
+        if self.with_pixels:
+            blocks.append(sparse.csr_matrix(_pixels(rows)))
         return sparse.hstack(blocks).tocsr()
 
 

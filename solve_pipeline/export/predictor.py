@@ -2,7 +2,8 @@
 
 `Predictor` holds what the submission's test predictions were made by: per target the recipe
 (replay.py: fold models, fitted maps, calibration, bag, blend) and the decoder, and how the tabular
-block was made from the setup's test map (features.TableRecipe). `predict_folder` replays the
+block was made from the setup's test map (features.TableRecipe) and how the image map's pictures are
+read (image_features.PictureFiles). `predict_folder` replays the
 run's own test path on a folder of test files laid out as the competition's data folder: the
 setup's generated test-map code writes the map, the map is read as the solver reads it, encoded,
 predicted, decoded, inverted by the setup's target transform and formatted by its submission code,
@@ -39,6 +40,7 @@ from solve_pipeline.inputs.features import TableRecipe, aligned, joined_texts, t
 from solve_pipeline.phases.outputs import formatted_submission
 from solve_pipeline.base.setup_modules import load_setup_module
 from solve_pipeline.base.table_inputs import Rows
+from solve_pipeline.images.image_features import PictureFiles
 from solve_pipeline.texts.text_features import TextRecipe
 
 
@@ -58,9 +60,13 @@ class Predictor:
     text: TextRecipe | None  # how the text map's columns were vectorised (None: no such map)
     tab_names: list[str]  # the tabular block's columns, in the models' order
     maps: list[str]  # the map codes the setup writes for test rows, in MAP_CODES order
+    # How the image map's files are read (None: no such map); the replays embed the pictures
+    # themselves (images.image_replay).
+    pictures: PictureFiles | None = None
 
-    def rows(self, frames: dict[str, pd.DataFrame], ids: Sequence[str]) -> Rows:
-        """The inputs of the rows of the test maps, in `ids` order."""
+    def rows(self, frames: dict[str, pd.DataFrame], ids: Sequence[str], setup: Path | None = None) -> Rows:
+        """The inputs of the rows of the test maps, in `ids` order; the image map's relative paths
+        are read from `setup` (the setup folder its code ran in), as the solver reads them."""
         parts: dict[str, pd.Series] = {}
         if self.table is not None:
             rows = aligned(frames["tab"], ids).reindex(columns=list(self.table.columns)).reset_index(drop=True)
@@ -73,12 +79,23 @@ class Predictor:
         if missing:
             raise PredictError(f"the test maps give no column {missing[0]!r} of the model's inputs")
         tab = tab_matrix(parts, self.tab_names, len(ids))
+        files = pixels = None
+        if self.pictures is not None:
+            if setup is None:
+                raise PredictError("the image map's files are read from the setup folder: none given")
+            try:
+                files = self.pictures.paths(aligned(frames["img"], ids), setup)
+            except ValueError as error:
+                raise PredictError(str(error)) from error
+            pixels = self.pictures.grids(files, len(ids))
         if texts is None:
-            return Rows(tab)
-        return Rows(tab, self.text.block(texts), joined_texts(texts) if texts else None)  # type: ignore[union-attr]
+            return Rows(tab, images=files, pixels=pixels)
+        return Rows(tab, self.text.block(texts), joined_texts(texts) if texts else None,  # type: ignore[union-attr]
+                    images=files, pixels=pixels)
 
-    def predictions(self, frames: dict[str, pd.DataFrame], ids: Sequence[str]) -> dict[str, Predictions]:
-        rows = self.rows(frames, ids)
+    def predictions(self, frames: dict[str, pd.DataFrame], ids: Sequence[str],
+                    setup: Path | None = None) -> dict[str, Predictions]:
+        rows = self.rows(frames, ids, setup)
         return {spec.column: Predictions(self.models[spec.column], np.empty(0), self.replays[spec.column].test(rows),
                                          decoder=self.decoders[spec.column]) for spec in self.targets}
 
@@ -151,7 +168,7 @@ def predict_folder(bundle: Path, test_dir: Path, out: Path) -> pd.DataFrame:
                 raise failed("test-map code", error) from error
             first = frames[predictor.maps[0]]  # the solver's test ids: the first map's, in MAP_CODES order
             ids = list(dict.fromkeys(first["id"].tolist()))
-            predictions = predictor.predictions(frames, ids)
+            predictions = predictor.predictions(frames, ids, setup)
             artifacts = SimpleNamespace(
                 targets=predictor.targets,
                 transform=load_setup_module(setup / MODULE_FILES["transform"], "agentk_setup_transform"),
@@ -170,8 +187,8 @@ def predict_folder(bundle: Path, test_dir: Path, out: Path) -> pd.DataFrame:
 
 def _test_maps(setup: Path, predictor: Predictor) -> dict[str, pd.DataFrame]:
     """The setup's test-map code run as its stages ran it (as scripts in setup/), each map read."""
-    if not predictor.maps or set(predictor.maps) - {"tab", "txt"}:
-        raise PredictError(f"this predictor reads maps {predictor.maps}; only tables and texts are replayed")
+    if not predictor.maps or set(predictor.maps) - {"tab", "txt", "img"}:
+        raise PredictError(f"this predictor reads maps {predictor.maps}; only tables, texts and images are replayed")
     frames = {}
     for code in predictor.maps:
         runpy.run_path(str(setup / SetupLayout.input_map_code_name("test", code)), run_name="__main__")

@@ -21,8 +21,11 @@ from sklearn.preprocessing import StandardScaler
 from solve_pipeline.base.baseline_models import tabular_linear_blocks
 from solve_pipeline.base.cv import emit
 from solve_pipeline.base.dataset import FeatureSet
+from solve_pipeline.base.table_inputs import Matrices
+from solve_pipeline.fusion.pretrained_replay import HEAD, POOLED, PretrainedReplay
 from solve_pipeline.images.image_backbones import cheapest
 from solve_pipeline.images.image_backbones_local import chosen_note
+from solve_pipeline.images.image_replay import EmbeddingReplay
 from solve_pipeline.images.image_embedding import (
     PARTIAL_MIN_SHARE, ImagePlan, TooSlow, embed_images, partial_plan, plan_embedding, split_head,
 )
@@ -47,6 +50,8 @@ class PretrainedFeatures:
     # fold, Lite0@128): the race and the blend decide, the pooled-only family staying as it was.
     image_head: EmbeddingBlock | None = None
     image_plan: ImagePlan | None = None  # the backbone and resolution the images were embedded at
+    # How unseen rows' pictures get the same vectors (None: a partial plan left test pictures out).
+    image_replay: EmbeddingReplay | None = None
     text: EmbeddingBlock | None = None
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -61,7 +66,7 @@ class PretrainedFeatures:
         return [b.source for b in (self.image, self.image_head, self.text) if b is not None]
 
 
-_ImageBlocks = tuple[EmbeddingBlock | None, EmbeddingBlock | None, ImagePlan | None, str]
+_ImageBlocks = tuple[EmbeddingBlock | None, EmbeddingBlock | None, ImagePlan | None, EmbeddingReplay | None, str]
 
 
 def _rows(vectors: np.ndarray, columns: int, n_train: int, n_test: int) -> tuple[np.ndarray, np.ndarray]:
@@ -114,10 +119,10 @@ def _image_block(features: FeatureSet, seconds: float, threads: int) -> _ImageBl
                 why = "no option kept pace with every image"
             continue
         if vectors is None:
-            return None, None, None, "images: none of the image files could be read"
+            return None, None, None, None, "images: none of the image files could be read"
         train_left = sum(1 for i in missing if i % (n_train + n_test) < n_train)
         if train_left > (1 - PARTIAL_MIN_SHARE) * n_train * len(columns):
-            return None, None, None, (f"images: {plan.label} embedded only {n_train * len(columns) - train_left} "
+            return None, None, None, None, (f"images: {plan.label} embedded only {n_train * len(columns) - train_left} "
                                       f"of {n_train * len(columns)} train images in the time: the pixels carry")
         pooled, head = split_head(vectors, plan)
         image = EmbeddingBlock(*_rows(pooled, len(columns), n_train, n_test), f"image:{plan.label}")
@@ -132,10 +137,22 @@ def _image_block(features: FeatureSet, seconds: float, threads: int) -> _ImageBl
         if missing:
             note += (f"; {len(missing)} of {len(everything)} images left out ({train_left} train, "
                      f"{len(missing) - train_left} test): they get the mean vector")
-        return image, head_block, plan, note
+        return image, head_block, plan, _replay(vectors, missing, plan, columns, n_train, n_test), note
     if given_up:
         why = f"every affordable option ran too slow ({', '.join(p.label for p in given_up)}); {seconds:.0f} s allowed"
-    return None, None, None, f"images: {why}"
+    return None, None, None, None, f"images: {why}"
+
+
+def _replay(vectors: np.ndarray, missing: list[int], plan: ImagePlan, columns: list[str], n_train: int,
+            n_test: int) -> EmbeddingReplay | None:
+    """The embedding's recipe for unseen rows; None when a test picture was left out for time (a
+    replay would embed it, where the run gave it the mean vector)."""
+    if plan.partial and any(i % (n_train + n_test) >= n_train for i in missing):
+        return None
+    kept = np.ones(len(vectors), dtype=bool)
+    kept[missing] = False
+    return EmbeddingReplay(plan.cache_label, plan.px, plan.flip_tta, plan.backbone.classes if plan.head else 0,
+                           [str(c) for c in columns], vectors[kept].mean(axis=0), backbone=plan.backbone)
 
 
 def _text_block(features: FeatureSet, seconds: float, threads: int) -> tuple[EmbeddingBlock | None, str]:
@@ -168,8 +185,8 @@ def pretrained_features(features: FeatureSet, *, seconds: float, threads: int = 
     has_text = features.raw_text_columns_train is not None and features.raw_text_columns_test is not None
     image_share = 0.6 if has_images and has_text else 1.0
     if has_images:
-        result.image, result.image_head, result.image_plan, note = _image_block(features, seconds * image_share,
-                                                                                threads)
+        result.image, result.image_head, result.image_plan, result.image_replay, note = \
+            _image_block(features, seconds * image_share, threads)
         result.notes.append(note)
     if has_text:
         result.text, note = _text_block(features, max(seconds - (time.monotonic() - started), 0.0), threads)
@@ -182,10 +199,11 @@ def pretrained_features(features: FeatureSet, *, seconds: float, threads: int = 
 
 
 def pretrained_matrices(features: FeatureSet, *, seconds: float, threads: int = 2,
-                        head: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+                        head: bool = False) -> Matrices | None:
     """Standardized embeddings beside the linear models' tabular blocks, dense; with `head`, the
     images' ImageNet logits beside them too. None without any embedding (or head): the family then
-    sits the race out."""
+    sits the race out. Their replay where the embeddings are the images' alone (sentence
+    embeddings of texts are not replayed)."""
     found = pretrained_features(features, seconds=seconds, threads=threads)
     blocks = found.blocks
     if head:
@@ -194,10 +212,17 @@ def pretrained_matrices(features: FeatureSet, *, seconds: float, threads: int = 
         blocks = [b for b in (found.image, found.image_head, found.text) if b is not None]
     if not blocks:
         return None
-    train, test = tabular_linear_blocks(features)
+    train, test, table = tabular_linear_blocks(features)
+    scalers = []
     for block in blocks:
-        both = StandardScaler().fit_transform(np.vstack([block.train, block.test]))
-        train.append(sparse.csr_matrix(both[: len(block.train)]))
-        test.append(sparse.csr_matrix(both[len(block.train):]))
-    return (sparse.hstack(train).toarray().astype(np.float32),
-            sparse.hstack(test).toarray().astype(np.float32))
+        both = np.vstack([block.train, block.test])
+        scaler = StandardScaler().fit(both)  # fit_transform is fit, then transform: the same numbers
+        scaled = scaler.transform(both)
+        train.append(sparse.csr_matrix(scaled[: len(block.train)]))
+        test.append(sparse.csr_matrix(scaled[len(block.train):]))
+        scalers.append((HEAD if block is found.image_head else POOLED, scaler))
+    replay = None
+    if found.image_replay is not None and all(b is found.image or b is found.image_head for b in blocks):
+        replay = PretrainedReplay(table, found.image_replay, scalers)
+    return Matrices(sparse.hstack(train).toarray().astype(np.float32),
+                    sparse.hstack(test).toarray().astype(np.float32), replay)

@@ -302,7 +302,7 @@ class TooSlow(Exception):
 
 def embed_images(paths: Sequence[str], plan: ImagePlan, *, cache_dir: Path | None = None,
                  deadline: float | None = None, threads: int = 2, first: Sequence[int] = (),
-                 missing: list[int] | None = None) -> np.ndarray | None:
+                 missing: list[int] | None = None, on: torch.device | None = None) -> np.ndarray | None:
     """(n, width + classes) float32 features: the pooled features, then the ImageNet classifier's
     logits where the backbone keeps its classifier (`split_head` parts them), both
     averaged with the mirror's under flip TTA; a missing or unreadable image gets the mean vector;
@@ -312,7 +312,8 @@ def embed_images(paths: Sequence[str], plan: ImagePlan, *, cache_dir: Path | Non
     says it cannot be met, checked before every batch from the third on, so a wrong projection
     costs seconds, not the budget. What was embedded stays in the cache either way. A partial
     plan instead embeds until the deadline, the rows in `first` first, and returns what it has.
-    `missing` receives the rows given the mean vector."""
+    `missing` receives the rows given the mean vector. `on`: that device alone (default: the
+    solve's, falling back from a GPU short of memory to the CPU)."""
     cache = VectorCache(cache_dir, plan.cache_label)
     keys = [file_key(p) if p else "" for p in paths]
     rank = {row: position for position, row in enumerate(first)}
@@ -338,7 +339,10 @@ def embed_images(paths: Sequence[str], plan: ImagePlan, *, cache_dir: Path | Non
                     raise
 
     if todo:
-        device.with_fallback("image embedding", attempt)
+        if on is None:
+            device.with_fallback("image embedding", attempt)
+        else:
+            attempt(on, 1.0)
         cache.save()
     found = [cache.vectors.get(key) for key in keys]
     if missing is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import PIL.Image  # noqa: F401 - pictures are read by Pillow (agentk.core.pictures): an export pins it by this line
 
 from agentk.core.pictures import picture_image
 
@@ -37,7 +38,8 @@ def _load_image(path: str, size: int) -> np.ndarray:
     return pixels
 
 
-def _image_paths(frame: pd.DataFrame, base: Path) -> dict[str, list[str]]:
+def image_paths(frame: pd.DataFrame, base: Path) -> dict[str, list[str]]:
+    """Each column's files, relative paths read from `base` (the setup folder)."""
     return {str(c): [_image_path(v, base) for v in frame[c].tolist()] for c in frame.columns}
 
 
@@ -64,8 +66,37 @@ def image_blocks(train_img: pd.DataFrame, test_img: pd.DataFrame, base: Path, si
     columns = [c for c in train_img.columns if c in test_img.columns]
     if not columns:
         return ImageBlocks()
-    paths_train, paths_test = _image_paths(train_img[columns], base), _image_paths(test_img[columns], base)
-    block_train = _image_block(paths_train, len(train_img), size)
-    block_test = _image_block(paths_test, len(test_img), size)
-    return ImageBlocks(block_train.reshape(len(train_img), -1), block_test.reshape(len(test_img), -1),
+    paths_train, paths_test = image_paths(train_img[columns], base), image_paths(test_img[columns], base)
+    return ImageBlocks(pixel_block(paths_train, len(train_img), size), pixel_block(paths_test, len(test_img), size),
                        (len(columns), size, size), paths_train, paths_test)
+
+
+@dataclass(frozen=True)
+class PictureFiles:
+    """How a predictor reads the image map of unseen rows as the run's FeatureSet did: the columns
+    the families read, by their files, and the side of the grey grids where pixel families read them."""
+
+    columns: tuple[str, ...]
+    side: int | None = None
+
+    def paths(self, frame: pd.DataFrame, base: Path) -> dict[str, list[str]]:
+        """Each column's files (`frame`: the image map's rows, indexed by id); relative paths from `base`."""
+        absent = [c for c in self.columns if c not in frame.columns]
+        if absent:
+            raise ValueError(f"the image map gives no column {absent[0]!r} of the model's inputs")
+        paths = image_paths(frame[list(self.columns)], base)
+        named = [p for column in paths.values() for p in column if p]
+        absent = [p for p in named if not Path(p).exists()]
+        # One file gone costs its row, as in the run; most gone is a test folder in another layout.
+        if named and len(absent) * 2 > len(named):
+            raise ValueError(f"{len(absent)} of the {len(named)} pictures the image map names are not there "
+                             f"(e.g. {Path(absent[0]).name})")
+        return paths
+
+    def grids(self, paths: dict[str, list[str]], n_rows: int) -> np.ndarray | None:
+        return None if self.side is None else pixel_block(paths, n_rows, self.side)
+
+
+def pixel_block(paths: dict[str, list[str]], rows: int, size: int) -> np.ndarray:
+    """(rows, image columns * size * size): each row's grey grids, column after column."""
+    return _image_block(paths, rows, size).reshape(rows, -1)
