@@ -57,10 +57,11 @@ def constant_submission(workspace: Workspace, plan: dict) -> ConstantSubmission 
     values = _TrainTargets(workspace, plan)
     frame = pd.DataFrame({id_column: ids.to_numpy()})
     described = []
-    for column in columns:
-        if column == id_column:
-            continue
-        value = values.constant(column)
+    answers = [c for c in columns if c != id_column]
+    # One answer column for one target: the same, whatever the sample calls it ("Label" for "label").
+    alias = values.target_columns[0] if len(answers) == 1 and len(values.target_columns) == 1 else None
+    for column in answers:
+        value = values.constant(column if alias is None or values.known(column) else alias)
         if value is None:
             return None
         frame[column] = value[0]
@@ -129,6 +130,13 @@ class _TrainTargets:
         except UnknownMetricError:
             self.kind = None
         self._train: pd.DataFrame | None | bool = False  # False: not read yet
+
+    def known(self, column: str) -> bool:
+        """Whether the column is a target, or a class of the one target, as train writes them."""
+        if column in self.target_columns:
+            return True
+        labels = self._values(self.target_columns[0]) if len(self.target_columns) == 1 else None
+        return labels is not None and column in set(labels.astype(str).str.strip())
 
     def constant(self, column: str) -> tuple[object, str] | None:
         """(value, how it was chosen) for one submission column, or None."""

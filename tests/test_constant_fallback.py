@@ -140,7 +140,10 @@ def test_numbers_are_given_their_mean_and_class_columns_their_shares(tmp_path: P
               "submission_columns": ["key", "cat", "dog", "eel"], "facts": {"submission_format": "per_class_proba"}}
     frame = constant_submission(workspace, shares).frame  # type: ignore[union-attr]
     assert frame.iloc[0].tolist() == ["a", 0.75, 0.25, 0.0]
-    assert constant_submission(workspace, {**shares, "submission_columns": ["key", "echo"], "facts": {}}) is None
+    assert constant_submission(workspace, {**shares, "submission_columns": ["key", "echo", "more"], "facts": {}}) is None
+    # One answer column for the one target, named otherwise: the target's commonest value.
+    renamed = constant_submission(workspace, {**shares, "metric": "accuracy", "submission_columns": ["key", "Kind"], "facts": {}})
+    assert renamed is not None and set(renamed.frame["Kind"]) == {"cat"}
 
 
 def test_with_nothing_known_there_is_no_constant(tmp_path: Path) -> None:
