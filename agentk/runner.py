@@ -37,7 +37,7 @@ from agentk.sources.base import Competition
 from agentk.sources.kaggle import fetch_source, kaggle_slug
 from curriculum.embedding import EmbeddingUnavailable
 from curriculum.experience import ExperienceStore, ingest_attempts
-from setup_pipeline.deadline import Deadline, SetupDeadline, hand_in_sample, setup_deadline_s
+from setup_pipeline.deadline import SAMPLE_MODEL, Deadline, SetupDeadline, hand_in_without_model, setup_deadline_s
 from setup_pipeline.expert.expert_policy import ExpertPolicy
 from setup_pipeline.llm_policy import HybridPolicy, LLMPolicy, assign_blame
 from setup_pipeline.mdp import Blame, SetupMDP
@@ -162,13 +162,19 @@ def _kaggle_facts(workspace: Workspace, source: str | Path, slug: str | None, ev
 
 def _hand_in_at_deadline(workspace: Workspace, events: EventLog, reached: SetupDeadline) -> None:
     """The setup deadline passed: the sample submission is the run's answer when it is a valid
-    one (said in one line); without one the run fails as a setup that ran out of budget."""
-    sample = hand_in_sample(workspace)
-    if sample is None:
-        raise SetupFailed(f"{reached}, and there is no valid sample submission to hand in")
-    shown = sample.relative_to(workspace.raw).as_posix() if sample.is_relative_to(workspace.raw) else sample.name
-    events.emit("setup_deadline_submission", source="sample_submission", file=shown)
-    events.say(f"  [yellow]{reached}[/]: handed in the sample submission {shown} as it is (no model trained)")
+    one, else a constant one (said in one line); when setup knows too little for either, the run
+    fails as a setup that ran out of budget."""
+    handed = hand_in_without_model(workspace)
+    if handed is None:
+        raise SetupFailed(f"{reached}, and setup knew too little by then to write a submission without a model "
+                          "(no valid sample submission, nor the test's ids and the target)")
+    if handed.source == SAMPLE_MODEL:
+        events.emit("setup_deadline_submission", source=SAMPLE_MODEL, file=handed.described)
+        events.say(f"  [yellow]{reached}[/]: handed in the sample submission {handed.described} as it is (no model trained)")
+        return
+    events.emit("setup_deadline_submission", source=handed.source, values=handed.described)
+    events.say(f"  [yellow]{reached}[/]: no valid sample submission; handed in a constant one, "
+               f"{handed.described} (no model trained)")
 
 
 def _write_report(workspace: Workspace, events: EventLog) -> None:

@@ -15,11 +15,13 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from agentk.core.artifacts import SetupLayout
 from agentk.core.records.config import SetupBudget
 from agentk.core.errors import SetupFailed
 from agentk.core.records.workspace import Workspace, read_json_object
+from setup_pipeline.constant_submission import constant_submission
 from solve_pipeline.base.submission_record import SubmissionRecord, adopt_submission
 from unit_tests_setup.files import find_sample_submission
 from unit_tests_setup.submission_rules import validate_against_setup
@@ -30,8 +32,9 @@ SETUP_FLOOR_S = 180.0
 SETUP_SHARE = 2.0
 # A sandboxed step started near the deadline still gets enough time to start Python and read.
 _LEAST_STEP_S = 5.0
-# The record's model name for a submission handed in without a model.
+# The record's model names for a submission handed in without a model.
 SAMPLE_MODEL = "sample_submission"
+CONSTANT_MODEL = "constant"
 
 
 class SetupDeadline(SetupFailed):
@@ -71,17 +74,44 @@ class Deadline:
                                          for name in ("stage_timeout_s", "light_solve_timeout_s", "probe_timeout_s")})
 
 
-def hand_in_sample(workspace: Workspace) -> Path | None:
-    """Write the sample submission as the run's submission when the run's own check accepts it;
-    returns the sample used, or None when there is none (or it is no valid submission)."""
+@dataclass(frozen=True)
+class HandedIn:
+    """What the run handed in at the deadline: `source` is the record's model name."""
+
+    source: str
+    described: str  # for the run's one line: the sample's file, or the constant's values
+
+
+def hand_in_without_model(workspace: Workspace) -> HandedIn | None:
+    """The sample submission when the run's own check accepts it, else the constant one when it
+    does; None when setup knows too little for either."""
     plan = read_json_object(SetupLayout(workspace.setup).plan)
     sample = find_sample_submission(workspace.raw, plan)
-    if sample is None or validate_against_setup(workspace, sample, plan):
+    if sample is not None and not validate_against_setup(workspace, sample, plan):
+        _adopt(workspace, plan, SAMPLE_MODEL, lambda tmp: shutil.copyfile(sample, tmp))
+        shown = sample.relative_to(workspace.raw).as_posix() if sample.is_relative_to(workspace.raw) else sample.name
+        return HandedIn(SAMPLE_MODEL, shown)
+    constant = constant_submission(workspace, plan)
+    if constant is None:
         return None
+    # Checked before it replaces anything: a constant the check refuses is no answer either.
+    # Named as atomic writers' leftovers are, which a resumed run clears.
+    trial = workspace.submission_path.with_name(f".{workspace.submission_path.name}.constant.tmp")
+    trial.parent.mkdir(parents=True, exist_ok=True)
+    constant.frame.to_csv(trial, index=False)
+    try:
+        if validate_against_setup(workspace, trial, plan, ids=constant.ids):
+            return None
+        _adopt(workspace, plan, CONSTANT_MODEL, lambda tmp: shutil.copyfile(trial, tmp))
+    finally:
+        trial.unlink(missing_ok=True)
+    return HandedIn(CONSTANT_MODEL, constant.described)
+
+
+def _adopt(workspace: Workspace, plan: dict, model: str, write: Callable[[Path], None]) -> None:
     metric = plan.get("metric")
-    record = SubmissionRecord(model=SAMPLE_MODEL, validation_score=None,
+    record = SubmissionRecord(model=model, validation_score=None,
                               metric=metric if isinstance(metric, str) else "unknown",
                               higher_is_better=bool(plan.get("higher_is_better", True)),
                               setup_fingerprint="setup-deadline")
-    adopt_submission(workspace.submission_path, lambda tmp: shutil.copyfile(sample, tmp), record, force=True)
-    return sample
+    adopt_submission(workspace.submission_path, write, record, force=True)

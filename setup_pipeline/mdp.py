@@ -91,6 +91,21 @@ class SetupMDP:
             raise SetupDeadline(f"setup's deadline ({self.deadline.seconds:.0f} s) passed before {step!r}")
         self.check_ctx.budget = self.deadline.capped(self.budget)
 
+    def _checkpoint(self, stage: str) -> Callable[[str], None] | None:
+        """What a policy calls between the long steps of its own work: past the deadline it stops
+        the stage there (recorded as reached during the stage, at that step)."""
+        if self.deadline is None:
+            return None
+
+        def check(step: str) -> None:
+            deadline = self.deadline
+            if deadline is not None and deadline.passed():
+                self.events.emit("setup_deadline", outcome="reached", before=stage, during=step,
+                                 elapsed_s=round(deadline.elapsed(), 1), deadline_s=deadline.seconds)
+                raise SetupDeadline(f"setup's deadline ({deadline.seconds:.0f} s) passed during {stage!r} ({step})")
+
+        return check
+
     # ---- one stage ------------------------------------------------------------------------
 
     def _run_stage(self, spec: StageSpec, state: RunState, save: Callable[[RunState], None]) -> None:
@@ -104,7 +119,8 @@ class SetupMDP:
             if record.attempts > first:
                 self._before(spec.name)
             record.attempts += 1
-            ctx = StageContext(self.ws, attempt=record.attempts, last_error=record.last_error, meta_error=self._meta_error, meta_thought=self._meta_thought)
+            ctx = StageContext(self.ws, attempt=record.attempts, last_error=record.last_error, meta_error=self._meta_error,
+                               meta_thought=self._meta_thought, checkpoint=self._checkpoint(spec.name))
             started = time.monotonic()
             action = self.policy.act(spec, ctx)
             if isinstance(action, Decline):

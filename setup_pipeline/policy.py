@@ -6,7 +6,7 @@ The runtime (`mdp.py`) is policy-agnostic: the expert policy here, an LLM policy
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, Union
+from typing import TYPE_CHECKING, Callable, Protocol, Union
 
 from agentk.core.records.workspace import Workspace
 
@@ -55,6 +55,10 @@ class StageContext:
     meta_error: str | None = None
     meta_thought: str | None = None
     notes: dict[str, str] = field(default_factory=dict)
+    # Called between the long steps of a policy's own work (the expert's perception) with the step
+    # about to start; raises once setup's deadline has passed (deadline.py), so the deadline holds
+    # inside a stage too. None: no deadline.
+    checkpoint: Callable[[str], None] | None = None
 
 
 class Policy(Protocol):

@@ -103,6 +103,35 @@ def test_the_deadline_caps_every_step_and_stops_setup_between_stages(tmp_path: P
     assert [(e["outcome"], e["before"]) for e in recorded if e["event"] == "setup_deadline"] == [("reached", "modalities")]
 
 
+def test_the_deadline_stops_perception_between_its_own_steps(tmp_path: Path) -> None:
+    """Perception runs inside a stage: past the deadline it stops at its next step (before the
+    next table is read, the roles decided, ...), the stage neither passes nor is blamed, and the
+    event says during which step."""
+    source = _wide_competition(tmp_path / "wide-perception", 10)
+    workspace = Workspace(tmp_path / "ws")
+    workspace.create()
+    load_competition(source).prepare(workspace.raw)
+    events = EventLog(workspace.logs / "events.jsonl", quiet=True)
+
+    class SpentInPerception(ExpertPolicy):
+        """The expert, whose perception starts just as setup's time runs out."""
+
+        def act(self, spec, ctx):  # type: ignore[no-untyped-def]
+            if spec.name == "modalities":
+                mdp.deadline = Deadline.starting(0.0, started=0)
+            return super().act(spec, ctx)
+
+    mdp = SetupMDP(workspace, SpentInPerception(), events, deadline=Deadline.starting(3600))
+    state = workspace.load_state()
+    with pytest.raises(SetupDeadline, match="during 'modalities'"):
+        mdp.run(state, workspace.save_state)
+    assert state.stages["summarise"].passed and not state.stage("modalities").passed
+    assert not (workspace.logs / "expert_errors.log").exists()  # the deadline is no error of the rules
+    recorded = [json.loads(line) for line in (workspace.logs / "events.jsonl").read_text().splitlines()]
+    reached = [e for e in recorded if e["event"] == "setup_deadline"]
+    assert len(reached) == 1 and reached[0]["before"] == "modalities" and reached[0]["during"].startswith("reading data/")
+
+
 @pytest.mark.parametrize("content", ['\ufeffid, name ,"a, b"\n1,x,2\n2,y,3\n', "a;b;c\n1,5;2;3\n4;5,5;6\n",
                                      "a\tb\n1\t2\n3\t4\n", "a,a,b\n1,2,3\n4,5,6\n", ",x,y\n1,2,3\n4,5,6\n",
                                      "only\n1\n2\n", '"q ""w""",e\n1,2\n3,4\n'])

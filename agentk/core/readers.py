@@ -51,6 +51,8 @@ _PLAIN_NUMBER = re.compile(r"^[+-]?\d+$")
 # pandas' C parser alone, whose reading every test pins down.
 ARROW_MIN_BYTES = 4 * 2**20
 _ARROW_BLOCK_BYTES = 2**20
+# Wider tables are read in one block per thread, and their first rows checked in one chunk.
+WIDE_READ_COLUMNS = 1000
 _ARROW_CHECK_ROWS = 500
 # ... and at most this many cells: the C parser pays per column and chunk, and a check of 500 rows
 # of a table 20,000 columns wide took a minute.
@@ -284,6 +286,13 @@ def _read_delimited(data: bytes, nrows: int | None) -> pd.DataFrame:
     return frame
 
 
+def _arrow_block_bytes(size: int, columns: int, text: str) -> int:
+    """Blocks of a hundred records at least, parsed in parallel; a wide table's, one per thread:
+    Arrow pays per column and block (20,000 columns read in 8 s in seven blocks, in 4 s in two)."""
+    block = max(_ARROW_BLOCK_BYTES, 40 * _nth_line_end(text, 3))
+    return max(block, -(-size // pa.cpu_count())) if columns > WIDE_READ_COLUMNS else block
+
+
 def _read_with_arrow(utf8: bytes, text: str, delimiter: str) -> pd.DataFrame | None:
     """The frame pandas' C parser gives from `text` (`utf8` holds it encoded), read by Arrow's
     multithreaded reader (a million rows in seconds rather than half a minute); None when Arrow
@@ -295,9 +304,7 @@ def _read_with_arrow(utf8: bytes, text: str, delimiter: str) -> pd.DataFrame | N
     try:
         table = pa_csv.read_csv(
             pa.py_buffer(utf8),
-            # Blocks of a hundred records at least, parsed in parallel: Arrow pays per column and
-            # block, and a table 20,000 columns wide in blocks of a few records took many seconds.
-            read_options=pa_csv.ReadOptions(block_size=max(_ARROW_BLOCK_BYTES, 40 * _nth_line_end(text, 3))),
+            read_options=pa_csv.ReadOptions(block_size=_arrow_block_bytes(len(utf8), len(header), text)),
             parse_options=pa_csv.ParseOptions(delimiter=delimiter, quote_char='"', double_quote=True, escape_char=False,
                                               newlines_in_values=True, ignore_empty_lines=True),
             convert_options=pa_csv.ConvertOptions(column_types={c: pa.large_string() for c in header}, null_values=[],
@@ -315,7 +322,7 @@ def _read_with_arrow(utf8: bytes, text: str, delimiter: str) -> pd.DataFrame | N
         if end < 0:
             break
     try:
-        head = _c_parser(text[:end + 1] if end >= 0 else text, delimiter, check_rows)
+        head = _c_parser(text[:end + 1] if end >= 0 else text, delimiter, check_rows, whole=len(header) > WIDE_READ_COLUMNS)
     except (ValueError, pd.errors.ParserError):
         return None
     if list(head.columns) != header or not head.equals(frame.head(len(head))):
@@ -351,10 +358,12 @@ def numbers_from_text(column: pd.Series) -> pd.Series:
         return pd.to_numeric(stripped, errors="coerce")
 
 
-def _c_parser(text: str, delimiter: str, nrows: int | None) -> pd.DataFrame:
-    """Every cell as its text, blanks kept: how every delimited table is read (Arrow must match it)."""
+def _c_parser(text: str, delimiter: str, nrows: int | None, whole: bool = False) -> pd.DataFrame:
+    """Every cell as its text, blanks kept: how every delimited table is read (Arrow must match it).
+    `whole`: in one chunk (the same cells; a wide table's chunks are a few rows, each converting
+    every column again)."""
     return pd.read_csv(io.StringIO(text), sep=delimiter, dtype=str, keep_default_na=False, na_filter=False,
-                       nrows=nrows, skipinitialspace=False)
+                       nrows=nrows, skipinitialspace=False, **({"low_memory": False} if whole else {}))
 
 
 def _nth_line_end(text: str, n: int) -> int:

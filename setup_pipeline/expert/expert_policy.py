@@ -13,6 +13,7 @@ from types import ModuleType
 from agentk.core.records.config import PolicyName
 from agentk.core.metrics import get_metric, normalise_labels
 from setup_pipeline.expert import box_codegen, codegen, lookup_codegen, mask_codegen, pixel_codegen, window_codegen
+from setup_pipeline.deadline import SetupDeadline
 from setup_pipeline.expert.description import summarise
 from setup_pipeline.expert.facts import DataFacts, ExpertDeclined
 from setup_pipeline.expert.inspect import inspect_competition
@@ -33,6 +34,8 @@ class ExpertPolicy:
             return self._act(stage, ctx)
         except ExpertDeclined as exc:
             return Decline(exc.reason)
+        except SetupDeadline:
+            raise  # the run's deadline, not the data: the run hands in what it has
         except Exception as exc:  # noqa: BLE001 - data the rules never met: say so in one line, keep the trace
             trace = ctx.workspace.logs / "expert_errors.log"
             trace.parent.mkdir(parents=True, exist_ok=True)
@@ -47,7 +50,7 @@ class ExpertPolicy:
         if self._facts is None:
             plan_path = SetupLayout(ctx.workspace.setup).plan
             saved = json.loads(plan_path.read_text(encoding="utf-8")).get("facts") if plan_path.exists() else None
-            self._facts = DataFacts.model_validate(saved) if saved else inspect_competition(ctx.workspace.raw)
+            self._facts = DataFacts.model_validate(saved) if saved else inspect_competition(ctx.workspace.raw, ctx.checkpoint)
         return self._facts
 
     # ---- stages ---------------------------------------------------------------------------

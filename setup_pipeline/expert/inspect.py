@@ -11,6 +11,7 @@ import functools
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 import pyarrow as pa
@@ -54,16 +55,19 @@ def _whitespace_class() -> str:
     return "[" + "".join(c for c in map(chr, range(0x110000)) if c.isspace()) + "]"
 
 
-def inspect_competition(raw_dir: Path) -> DataFacts:
-    """All facts about the competition in `raw_dir`, or ExpertDeclined saying what is missing."""
-    return _Inspection(Path(raw_dir)).run()
+def inspect_competition(raw_dir: Path, checkpoint: Callable[[str], None] | None = None) -> DataFacts:
+    """All facts about the competition in `raw_dir`, or ExpertDeclined saying what is missing.
+    `checkpoint(step)` is called before each long step (reading each table, deciding the tables'
+    roles, the features, the series) and may raise to stop the inspection there."""
+    return _Inspection(Path(raw_dir), checkpoint or (lambda step: None)).run()
 
 
 class _Inspection(TargetDecisions, ImageLayouts):
     """One inspection; state is kept on the instance so each step stays a short method."""
 
-    def __init__(self, raw_dir: Path) -> None:
+    def __init__(self, raw_dir: Path, checkpoint: Callable[[str], None]) -> None:
         self.raw, self.data = raw_dir, raw_dir / "data"
+        self.checkpoint = checkpoint
         self.notes: list[str] = []
         self.dropped: dict[str, str] = {}
         self.metric_override: str | None = None
@@ -97,7 +101,7 @@ class _Inspection(TargetDecisions, ImageLayouts):
                               "a metric is assumed from the data instead")
         if not self.data.is_dir():
             raise ExpertDeclined("there is no data/ folder next to the description")
-        catalogue = build_catalogue(self.raw)
+        catalogue = build_catalogue(self.raw, self.checkpoint)
         self.notes += catalogue.notes
         self.images = catalogue.images
         self.stacks = catalogue.stacks
@@ -130,7 +134,9 @@ class _Inspection(TargetDecisions, ImageLayouts):
         self.page = text
         described = submission_header(text)
         self.example_rows = submission_example_rows(text, described) if described else []
+        self.checkpoint("deciding the tables' roles")
         roles = decide_roles(catalogue, described, self.example_rows, text)
+        self.checkpoint("the ids and targets")
         self.roles = roles
         self.notes += roles.evidence
         self.train_df = roles.train_frame
@@ -184,10 +190,12 @@ class _Inspection(TargetDecisions, ImageLayouts):
         self._name_target_kinds(targets, base_metric)
         n_classes = max((len(t.classes) for t in targets if t.classes), default=None)
         metric = metrics.for_task(base_metric, n_classes)
+        self.checkpoint("the features")
         tabular, text_cols = self._features(train_id, test_id, [t.column for t in targets], image)
         row_files = self._row_files(catalogue, id_column, train_id, test_id)
         if row_files is not None:
             text_cols.append(row_files.column)
+        self.checkpoint("looking for series")
         series = self._series(catalogue, tabular)
         modalities = [m for m, on in (("tabular", tabular), ("text", text_cols), ("image", image), ("audio", audio)) if on]
         if not modalities:

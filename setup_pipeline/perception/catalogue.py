@@ -13,6 +13,7 @@ import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
@@ -123,8 +124,9 @@ def unpack_archives(data: Path, notes: list[str], skipped: list[str] | None = No
                 skip(path, exc)
 
 
-def build_catalogue(raw: Path) -> Catalogue:
-    """Every file under raw/data, by kind, with its tables read (cells as text)."""
+def build_catalogue(raw: Path, checkpoint: Callable[[str], None] | None = None) -> Catalogue:
+    """Every file under raw/data, by kind, with its tables read (cells as text). `checkpoint(step)`
+    is called before each table is read, and may raise to stop there."""
     raw = Path(raw)
     catalogue = Catalogue(raw=raw)
     data = raw / "data"
@@ -142,6 +144,8 @@ def build_catalogue(raw: Path) -> Catalogue:
         if path.stat().st_size > _TABLE_BYTES_LIMIT:
             catalogue.notes.append(f"{path.relative_to(raw)} is over {_TABLE_BYTES_LIMIT >> 30} GB: not read")
             continue
+        if checkpoint is not None:
+            checkpoint(f"reading {path.relative_to(raw).as_posix()}")
         try:
             frame = read_table(path)
         except UnreadableTable as exc:
