@@ -138,7 +138,7 @@ def spectrogram_matrices(features: FeatureSet, *, seconds: float, threads: int =
     block = spectrogram_embedding(features, seconds=seconds, threads=threads).block
     if block is None:
         return None
-    train, test = tabular_linear_blocks(features)
+    train, test, _ = tabular_linear_blocks(features)  # sound is not exported: the fitted maps stay here
     both = StandardScaler().fit_transform(np.vstack([block.train, block.test]))
     train.append(sparse.csr_matrix(both[: len(block.train)]))
     test.append(sparse.csr_matrix(both[len(block.train):]))
