@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from concurrent.futures import Future, ThreadPoolExecutor
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -135,6 +136,27 @@ def test_clips_are_read_shorter_when_the_budget_would_not_hold_them(tmp_path: Pa
     assert "read up to 1 s each" in blocks.note
     duration = feature_names().index("aud_duration_s")
     assert blocks.train is not None and np.allclose(blocks.train[:, duration], 6.0)  # the full length, from the header
+
+
+def test_the_first_clips_start_up_is_not_charged_to_every_clip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The decoders' start-up (seconds, once) is no clip's cost: a set that fits is read whole."""
+    import solve_pipeline.sound.audio_features as features
+
+    rng = np.random.default_rng(2)
+    clips = {f"{i}.wav": (rng.normal(0, 0.2, 8000 * 2), 8000) for i in range(12)}
+    train = _clip_map(tmp_path, clips)
+    one, calls = features._one, []
+
+    def starting_up(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        calls.append(1)
+        if len(calls) == 1:
+            time.sleep(2.0)  # a first call's imports and JIT, as a real process pays them
+        return one(*args, **kwargs)
+
+    monkeypatch.setattr(features, "_one", starting_up)
+    blocks = audio_blocks(train.iloc[:8], train.iloc[8:], tmp_path, seconds=2.0, cache_dir=tmp_path / "cache")
+    assert blocks.note is not None and "would take" not in blocks.note, blocks.note
+    assert "read up to 30 s each" in blocks.note and len(calls) == 12  # each clip read once, whole
 
 
 # ---- the setup --------------------------------------------------------------------------------
