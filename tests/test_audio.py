@@ -127,7 +127,10 @@ def test_clips_of_several_rates_and_formats_are_summarised_and_cached(tmp_path: 
     assert "0 decoded" in (again.note or "") and np.array_equal(again.train, blocks.train)
 
 
-def test_clips_are_read_shorter_when_the_budget_would_not_hold_them(tmp_path: Path) -> None:
+def test_clips_are_read_shorter_when_the_budget_would_not_hold_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import solve_pipeline.sound.audio_features as features
+
+    monkeypatch.setattr(features, "_workers", lambda: 1)  # a probe of 8 clips of the 12
     rng = np.random.default_rng(1)
     clips = {f"{i}.wav": (rng.normal(0, 0.2, 16000 * 6), 16000) for i in range(12)}
     train = _clip_map(tmp_path, clips)
@@ -143,9 +146,10 @@ def test_the_first_clips_start_up_is_not_charged_to_every_clip(tmp_path: Path, m
     import solve_pipeline.sound.audio_features as features
 
     rng = np.random.default_rng(2)
-    clips = {f"{i}.wav": (rng.normal(0, 0.2, 8000 * 2), 8000) for i in range(12)}
+    clips = {f"{i}.wav": (rng.normal(0, 0.2, 8000), 8000) for i in range(24)}
     train = _clip_map(tmp_path, clips)
     one, calls = features._one, []
+    monkeypatch.setattr(features, "_workers", lambda: 2)  # a probe of 16 clips, as on two cores
 
     def starting_up(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         calls.append(1)
@@ -154,9 +158,9 @@ def test_the_first_clips_start_up_is_not_charged_to_every_clip(tmp_path: Path, m
         return one(*args, **kwargs)
 
     monkeypatch.setattr(features, "_one", starting_up)
-    blocks = audio_blocks(train.iloc[:8], train.iloc[8:], tmp_path, seconds=2.0, cache_dir=tmp_path / "cache")
+    blocks = audio_blocks(train.iloc[:16], train.iloc[16:], tmp_path, seconds=2.0, cache_dir=tmp_path / "cache")
     assert blocks.note is not None and "would take" not in blocks.note, blocks.note
-    assert "read up to 30 s each" in blocks.note and len(calls) == 12  # each clip read once, whole
+    assert "read up to 30 s each" in blocks.note and len(calls) == 24  # each clip read once, whole
 
 
 # ---- the setup --------------------------------------------------------------------------------
