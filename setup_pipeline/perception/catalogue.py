@@ -83,10 +83,22 @@ def _walk(root: Path) -> list[Path]:
     return found
 
 
-def unpack_archives(data: Path, notes: list[str], skipped: list[str] | None = None) -> None:
+def _kind(path: Path, known: dict[Path, FileKind]) -> FileKind:
+    """`file_kind`, read once per file: the archive passes and the catalogue walk the same tree,
+    and 30,000 clips sniffed three times cost a minute of setup."""
+    kind = known.get(path)
+    if kind is None:
+        kind = known[path] = file_kind(path)
+    return kind
+
+
+def unpack_archives(data: Path, notes: list[str], skipped: list[str] | None = None,
+                    known: dict[Path, FileKind] | None = None) -> None:
     """Unpack every zip (and gzip of a non-table) under data/ beside itself; an archive that is
-    refused or unreadable is named in `notes` and `skipped`, not fatal."""
+    refused or unreadable is named in `notes` and `skipped`, not fatal. `known` keeps each file's
+    kind for the caller's own walk."""
     skipped = skipped if skipped is not None else []
+    known = known if known is not None else {}
 
     def skip(path: Path, exc: Exception) -> None:
         # ArchiveError messages name the archive and say why; an OSError (disk full ...) does not.
@@ -101,7 +113,7 @@ def unpack_archives(data: Path, notes: list[str], skipped: list[str] | None = No
     for _level in range(MAX_NESTING):
         unpacked = False
         for path in _walk(data):
-            if path.name.lower().endswith(IMAGE_EXTENSIONS) or file_kind(path) != "archive":
+            if path.name.lower().endswith(IMAGE_EXTENSIONS) or _kind(path, known) != "archive":
                 continue
             dest = path.with_name(path.name.split(".")[0] + UNPACKED_SUFFIX)
             if dest.exists():
@@ -117,7 +129,7 @@ def unpack_archives(data: Path, notes: list[str], skipped: list[str] | None = No
         if not unpacked:
             break
     for path in _walk(data):
-        if path.suffix.lower() == ".gz" and file_kind(path) == "other" and not path.with_suffix("").exists():
+        if path.suffix.lower() == ".gz" and _kind(path, known) == "other" and not path.with_suffix("").exists():
             try:
                 gunzip_file(path, path.with_suffix(""), _LIMITS)
             except (ArchiveError, OSError) as exc:
@@ -132,10 +144,11 @@ def build_catalogue(raw: Path, checkpoint: Callable[[str], None] | None = None) 
     data = raw / "data"
     if not data.is_dir():
         return catalogue
-    unpack_archives(data, catalogue.notes, catalogue.skipped)
+    known: dict[Path, FileKind] = {}
+    unpack_archives(data, catalogue.notes, catalogue.skipped, known)
     kinds: dict[FileKind, list[Path]] = {"table": [], "image": [], "audio": [], "archive": [], "text": [], "other": []}
     for path in _walk(data):
-        kinds[file_kind(path)].append(path)
+        kinds[_kind(path, known)].append(path)
     catalogue.images = kinds["image"]
     catalogue.audio = kinds["audio"]
     catalogue.texts = kinds["text"]
