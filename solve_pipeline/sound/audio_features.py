@@ -21,6 +21,7 @@ import warnings
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import lru_cache
 from math import gcd
 from pathlib import Path
 
@@ -63,8 +64,10 @@ def feature_names() -> list[str]:
     return [f"aud_mel{b:02d}_{s}" for b in range(MEL_BANDS) for s in BAND_STATS] + [f"aud_{s}" for s in CLIP_STATS]
 
 
+@lru_cache(maxsize=16)
 def mel_filterbank(rate: int, n_fft: int, n_mels: int = MEL_BANDS, fmin: float = 20.0) -> np.ndarray:
-    """(n_mels, n_fft // 2 + 1) triangular filters evenly spaced on the HTK mel scale up to rate / 2."""
+    """(n_mels, n_fft // 2 + 1) triangular filters evenly spaced on the HTK mel scale up to rate / 2;
+    one set per rate, shared by every clip (read-only)."""
     def mel(hz: np.ndarray | float) -> np.ndarray:
         return 2595.0 * np.log10(1.0 + np.asarray(hz) / 700.0)
 
@@ -74,7 +77,9 @@ def mel_filterbank(rate: int, n_fft: int, n_mels: int = MEL_BANDS, fmin: float =
     lower, centre, upper = edges[:-2, None], edges[1:-1, None], edges[2:, None]
     rising = (bins[None, :] - lower) / (centre - lower)
     falling = (upper - bins[None, :]) / (upper - centre)
-    return np.maximum(0.0, np.minimum(rising, falling))
+    filters = np.maximum(0.0, np.minimum(rising, falling))
+    filters.setflags(write=False)
+    return filters
 
 
 def band_centres(rate: int, n_mels: int = MEL_BANDS, fmin: float = 20.0) -> np.ndarray:
