@@ -100,7 +100,9 @@ def _words_kept(path: Path, frame: pd.DataFrame) -> pd.DataFrame:
     columns = [c for c, number, blank in zip(frame.columns, numeric, empty) if not number or blank]
     if not columns or not frame[columns].isna().any().any():
         return frame
-    text = pd.read_csv(path, usecols=columns, dtype=str, keep_default_na=False, na_filter=False)
+    text = _text_by_arrow(path, map_columns(path), columns)
+    if text is None:
+        text = pd.read_csv(path, usecols=columns, dtype=str, keep_default_na=False, na_filter=False)
     for column in columns:
         cells = text[column]
         if pd.api.types.is_numeric_dtype(frame[column]) and not (cells.str.strip() != "").any():
