@@ -146,7 +146,9 @@ def write_map(frame: pd.DataFrame, path: Path) -> None:
             pa_csv.write_csv(pa.Table.from_pandas(frame, preserve_index=False), path, write_options=options)
             return
         except (pa.ArrowException, ValueError, TypeError):
-            pass
+            # Cells that need quotes (a column of punctuation): quoted by Arrow too, as the csv writer quotes.
+            write_text_csv(frame, path, "\r\n")
+            return
     # Chunks of whole rows bounded by cells: pandas' default of 100,000 cells converts every
     # column once per chunk, and a wide frame's chunks are a few rows each.
     frame.to_csv(path, index=False, lineterminator="\r\n", chunksize=max(1, _WRITE_CELLS // max(1, frame.shape[1])))
@@ -156,7 +158,10 @@ def _all_text(frame: pd.DataFrame) -> bool:
     """Text columns under distinct text names, at least two (pandas quotes a lone empty cell)."""
     names = list(frame.columns)
     return (frame.shape[1] >= 2 and all(isinstance(c, str) for c in names) and len(set(names)) == len(names)
-            and all(isinstance(t, pd.StringDtype) and t.storage == "pyarrow" for t in frame.dtypes))
+            and all((isinstance(t, pd.StringDtype) and t.storage == "pyarrow")
+                    # Python strings only (ids taken out of a text column as an array): Arrow writes them alike.
+                    or (t == object and pd.api.types.infer_dtype(frame.iloc[:, i], skipna=False) == "string")
+                    for i, t in enumerate(frame.dtypes)))
 
 
 def _text_columns(frame: pd.DataFrame) -> bool:
