@@ -13,6 +13,7 @@ from setup_pipeline.perception.tables import Logical
 from solve_pipeline.text_to_text import spelling
 from solve_pipeline.text_to_text.memory import memorise
 from solve_pipeline.text_to_text.rules import fit_rules
+from text_normalisation_files import normalisation_files
 
 
 def test_numbers_years_and_ordinals_in_words() -> None:
@@ -73,3 +74,25 @@ def test_a_key_made_of_two_columns_is_found_by_content(tmp_path: Path) -> None:
     plain = [Logical(["s.csv"], pd.DataFrame({"PassengerId": ["0013_01", "0014_01"], "y": ["0", "1"]})),
              Logical(["t.csv"], pd.DataFrame({"PassengerId": ["0013_01", "0014_01"], "age": ["3", "4"]}))]
     assert find_composed_keys(plain)[1] == []
+
+
+def test_made_normalisation_files_are_learnt_beyond_the_memorised_pairs(tmp_path: Path) -> None:
+    """The large-competition maker at a small size: its train and test as the solver reads them,
+    the pairs memorised in numpy (the same answers as row by row), and rules for the unseen
+    numbers lifting the test accuracy above the memorisation baseline the maker computes."""
+    root, scores = normalisation_files(tmp_path / "tn", 30_000, zipped=False)
+    train = pd.read_csv(root / "data" / "en_train.csv", dtype=str, keep_default_na=False)
+    test = pd.read_csv(root / "data" / "en_test_2.csv", dtype=str, keep_default_na=False)
+    truth = pd.read_csv(root / "private" / "answers.csv", dtype=str, keep_default_na=False)["after"].tolist()
+    assert list(train.columns) == ["sentence_id", "token_id", "class", "before", "after"] and len(test) == len(truth)
+    assert scores["keep_input"] < scores["memorised"] < 1.0
+    previous = [""] + train["before"].tolist()[:-1]
+    memory = memorise(previous, train["before"].tolist(), train["after"].tolist())
+    rules = fit_rules(list(zip(train["before"], train["after"])), previous)
+    tokens = test["before"].tolist()
+    before = [""] + tokens[:-1]
+    recalled = memory.recall_all(before, tokens, use_context=True)
+    assert list(recalled) == [memory.recall(b, t, use_context=True) for b, t in zip(before, tokens)]
+    said = [r if r is not None else (rules.say(t, b) or t) for r, t, b in zip(recalled, tokens, before)]
+    accuracy = sum(s == a for s, a in zip(said, truth)) / len(truth)
+    assert accuracy > scores["memorised"] + 0.005, (accuracy, scores)

@@ -350,7 +350,8 @@ class _Inspection(TargetDecisions, ImageLayouts):
         if self.train_df is not None and train_id is None:
             self.notes.append(f"train has no {id_column!r} column: train rows are identified by position")
         if self.train_df is not None and train_id is not None:
-            repeated = int(self.train_df[train_id].astype(str).str.strip().duplicated().sum())
+            cells = self.train_df[train_id].astype(str).str.strip()
+            repeated = len(cells) - int(cells.nunique(dropna=False))  # duplicated().sum(), hashed by Arrow
             if repeated:
                 # Train rows need no unique key: only test rows must be matched to the submission.
                 self.train_ids_by_position = True

@@ -8,6 +8,7 @@ token as written there. Units ("kg" -> "kilograms") are learnt from the training
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -25,8 +26,11 @@ _MDY = re.compile(rf"^{_MONTH}\s+(\d{{1,2}}),?\s+(\d{{4}})$")
 _DMY = re.compile(rf"^(\d{{1,2}})\s+{_MONTH}\s+(\d{{4}})$")
 _MEASURE = re.compile(r"^(\d+(?:\.\d+)?)\s?([A-Za-z%°µ]+[23]?)$")
 _LETTERS = re.compile(r"^(?:[A-Z]{2,6}|(?:[A-Za-z]\.){2,6})$")
-_MAY_HAVE_SHAPE = re.compile(r"[0-9A-Z]")  # every shape holds a digit or a capital
+MAY_HAVE_SHAPE = re.compile(r"[0-9A-Z]")  # every shape holds a digit or a capital
 _MIN_SEEN = 3  # training tokens of a shape before a rule for it is trusted
+# Readings are kept per distinct token: a year or a name recurs thousands of times in millions of
+# training pairs, and each reading is a few regular expressions.
+_cached = functools.lru_cache(maxsize=1 << 18)
 
 
 def _month(name: str) -> str:
@@ -34,6 +38,7 @@ def _month(name: str) -> str:
     return next(m for m in _MONTHS if m.startswith(key))
 
 
+@_cached
 def _number(text: str) -> str | None:
     if _INT.match(text):
         return spelling.cardinal(int(text))
@@ -42,10 +47,12 @@ def _number(text: str) -> str | None:
     return spelling.decimal(text) if _DECIMAL.match(text) else None
 
 
+@_cached
 def _year(text: str) -> str | None:
     return spelling.year(int(text)) if _YEAR.match(text) else None
 
 
+@_cached
 def _date_mdy(text: str) -> str | None:
     found = _MDY.match(text)
     if not found or not 1 <= int(found.group(2)) <= 31:
@@ -53,6 +60,7 @@ def _date_mdy(text: str) -> str | None:
     return f"{_month(found.group(1))} {spelling.ordinal(int(found.group(2)))} {spelling.year(int(found.group(3)))}"
 
 
+@_cached
 def _date_dmy(text: str) -> str | None:
     found = _DMY.match(text)
     if not found or not 1 <= int(found.group(1)) <= 31:
@@ -60,6 +68,7 @@ def _date_dmy(text: str) -> str | None:
     return f"the {spelling.ordinal(int(found.group(1)))} of {_month(found.group(2))} {spelling.year(int(found.group(3)))}"
 
 
+@_cached
 def _letters(text: str) -> str | None:
     return " ".join(c.lower() for c in text if c.isalpha()) if _LETTERS.match(text) else None
 
@@ -75,9 +84,10 @@ _RULES: list[tuple[str, str, Callable[[str], str | None]]] = [
 ]
 
 
+@_cached
 def shape_of(text: str) -> str | None:
     """The first shape a token has ("number" before "measure": "2015" is a number)."""
-    if not _MAY_HAVE_SHAPE.search(text):
+    if not MAY_HAVE_SHAPE.search(text):
         return None  # most tokens are lower-case words and marks: one scan settles them
     for shape, pattern in _SHAPES.items():
         if pattern.search(text) if shape == "date" else pattern.match(text):

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from agentk.core.artifacts import TEXT_TASK, SetupLayout
-from agentk.core.maps import read_map
+from agentk.core.maps import map_columns, read_map
 from agentk.core.metrics.direction import Direction
 from agentk.core.records.results import SolveResult
 from agentk.core.records.workspace import atomic_write_json, replacing
@@ -27,7 +28,7 @@ from solve_pipeline.base.cv import emit
 from solve_pipeline.base.setup_modules import load_setup_module
 from solve_pipeline.base.submission_record import SubmissionRecord, adopt_submission, setup_fingerprint
 from solve_pipeline.text_to_text.memory import Memory, memorise
-from solve_pipeline.text_to_text.rules import Rules, fit_rules
+from solve_pipeline.text_to_text.rules import MAY_HAVE_SHAPE, Rules, fit_rules
 
 _HELD_OUT = 0.2
 LIGHT_ROWS = 20_000
@@ -48,45 +49,64 @@ def text_target(setup_dir: Path) -> dict | None:
 
 @dataclass
 class _Rows:
-    ids: list[str]
-    tokens: list[str]
-    answers: list[str] | None
+    """Rows in the files' order, each column an Arrow-backed text Series (no Python object per cell)."""
+
+    ids: pd.Series
+    tokens: pd.Series
+    answers: pd.Series | None
 
     @property
-    def previous(self) -> list[str]:
+    def previous(self) -> pd.Series:
         # The map keeps the files' row order: the row before is the token before (a sentence's
         # first token gets the last of the sentence before, which context rarely matches).
-        return [""] + self.tokens[:-1]
+        return self.tokens.shift(1, fill_value="")
+
+    def part(self, rows: slice) -> "_Rows":
+        def cut(s: pd.Series) -> pd.Series:
+            return s.iloc[rows].reset_index(drop=True)
+        return _Rows(cut(self.ids), cut(self.tokens), None if self.answers is None else cut(self.answers))
 
 
 def _read(setup: Path, split: str, target: dict, limit: int | None) -> _Rows:
     layout = SetupLayout(setup)
     source = str(target["source"])
-    frames = [read_map(p, text=True) for p in layout.input_maps(split)]
-    frame = next((f for f in frames if source in f.columns), None)
-    if frame is None:
+    path = next((p for p in layout.input_maps(split) if source in map_columns(p)), None)
+    if path is None:
         raise ValueError(f"no {split} input map holds the text column {source!r}")
+    frame = read_map(path, text=True, columns=["id", source])
     answers = None
     if split == "train":
-        truth = read_map(layout.target_map, text=True).drop_duplicates("id").set_index("id")[target["column"]]
-        frame = frame[frame["id"].isin(truth.index)]
+        column = str(target["column"])
+        truth = read_map(layout.target_map, text=True, columns=["id", column])
+        if not frame["id"].equals(truth["id"]):  # the maps list the same rows in the same order, as a rule
+            truth = truth.drop_duplicates("id").set_index("id")[column]
+            frame = frame[frame["id"].isin(truth.index)]
+            truth = truth.loc[frame["id"]].reset_index()
         if limit is not None:
-            frame = frame.head(limit)
-        answers = truth.loc[frame["id"]].astype(str).tolist()
-    return _Rows(frame["id"].astype(str).tolist(), frame[source].astype(str).tolist(), answers)
+            frame, truth = frame.head(limit), truth.head(limit)
+        answers = truth[column].reset_index(drop=True)
+    frame = frame.reset_index(drop=True)
+    return _Rows(frame["id"], frame[source], answers)
 
 
-def _predict(name: str, memory: Memory, rules: Rules, rows: _Rows) -> list[str]:
+def _predict(name: str, memory: Memory, rules: Rules, rows: _Rows) -> pd.Series:
     use_memory, use_context, use_rules = _CANDIDATES[name]
     if not use_memory:
-        return list(rows.tokens)
-    out = []
-    for previous, token in zip(rows.previous, rows.tokens):
-        said = memory.recall(previous, token, use_context)
-        if said is None and use_rules:
-            said = rules.say(token, previous if use_context else "")
-        out.append(token if said is None else said)
-    return out
+        return rows.tokens
+    tokens = rows.tokens.to_numpy(dtype=object)
+    previous = rows.previous.to_numpy(dtype=object)
+    said = memory.recall_all(previous, tokens, use_context)
+    unknown = np.flatnonzero(pd.isna(said))
+    if use_rules:
+        spoken: dict[tuple[str, str], str | None] = {}  # an unseen token repeats (a new year, a name)
+        for i in unknown:
+            key = (tokens[i], previous[i] if use_context else "")
+            if key not in spoken:
+                spoken[key] = rules.say(*key)
+            said[i] = spoken[key]
+        unknown = unknown[pd.isna(said[unknown])]
+    said[unknown] = tokens[unknown]
+    return pd.Series(said, dtype=object)
 
 
 def _memorise(rows: _Rows) -> Memory:
@@ -96,8 +116,10 @@ def _memorise(rows: _Rows) -> Memory:
 
 def _fit_rules(rows: _Rows) -> Rules:
     assert rows.answers is not None
-    n = _RULE_ROWS
-    return fit_rules(list(zip(rows.tokens[:n], rows.answers[:n])), rows.previous[:n])
+    tokens, answers, previous = (s.iloc[:_RULE_ROWS] for s in (rows.tokens, rows.answers, rows.previous))
+    # Only tokens with a shape reach the rules (a digit or a capital): the rest are most rows.
+    shaped = tokens.str.contains(MAY_HAVE_SHAPE.pattern, regex=True).to_numpy(dtype=bool)
+    return fit_rules(list(zip(tokens[shaped].tolist(), answers[shaped].tolist())), previous[shaped].tolist())
 
 
 def solve_texts(workspace: Path, out: Path, budget: float | None, seed: int, light: bool) -> dict:
@@ -113,13 +135,14 @@ def solve_texts(workspace: Path, out: Path, budget: float | None, seed: int, lig
     test = _read(setup, "test", target, None)
     assert train.answers is not None
     cut = len(train.ids) - max(1, int(round(_HELD_OUT * len(train.ids))))
-    fit = _Rows(train.ids[:cut], train.tokens[:cut], train.answers[:cut])
-    held = _Rows(train.ids[cut:], train.tokens[cut:], train.answers[cut:])
+    fit, held = train.part(slice(None, cut)), train.part(slice(cut, None))
     emit("start", n_train=len(train.ids), n_test=len(test.ids), held_out_rows=len(held.ids), task=TEXT_TASK)
 
-    def score(rows: _Rows, predicted: list[str]) -> float:
-        truth = pd.DataFrame({"id": rows.ids, column: rows.answers})
-        return float(metric.score(truth, pd.DataFrame({"id": rows.ids, column: predicted})))
+    def score(rows: _Rows, predicted: pd.Series) -> float:
+        # Row positions as ids, the same on both sides: the metric has nothing to align.
+        positions = np.arange(len(rows.ids))
+        truth = pd.DataFrame({"id": positions, column: rows.answers})
+        return float(metric.score(truth, pd.DataFrame({"id": positions, column: predicted.to_numpy()})))
 
     # Fitted after the input itself is submitted (seconds), on the rows before the held-out ones;
     # `full` on every training row once a model is adopted.
@@ -132,6 +155,7 @@ def solve_texts(workspace: Path, out: Path, budget: float | None, seed: int, lig
     submitted: tuple[str, float] | None = None  # the light check submits the input alone
     first_submission: float | None = None
     direction = Direction(higher)
+    fingerprint = setup_fingerprint(setup, test.ids.tolist())
     for name in _CANDIDATES:
         if budget is not None and best is not None and time.monotonic() - began > 0.8 * budget:
             race.append({"family": name, "status": "skipped", "reason": "the budget is spent"})
@@ -139,7 +163,7 @@ def solve_texts(workspace: Path, out: Path, budget: float | None, seed: int, lig
         started = time.monotonic()
         if held_fit is None and _CANDIDATES[name][0]:
             held_fit = (_memorise(fit), _fit_rules(fit))
-        value = score(held, _predict(name, *held_fit, held) if held_fit else list(held.tokens))
+        value = score(held, _predict(name, *held_fit, held) if held_fit else held.tokens)
         cv[name] = value
         race.append({"family": name, "status": "finished", "first_fold_score": value,
                      "seconds": round(time.monotonic() - started, 2)})
@@ -150,10 +174,10 @@ def solve_texts(workspace: Path, out: Path, budget: float | None, seed: int, lig
                 # The input itself goes first (valid in seconds); a better candidate replaces it.
                 if full is None and _CANDIDATES[name][0]:
                     full = (_memorise(train), _fit_rules(train))
-                predicted = _predict(name, *full, test) if full is not None else list(test.tokens)
-                formatted = submission.format_submission(pd.DataFrame({"id": test.ids, column: predicted}))
+                predicted = _predict(name, *full, test) if full is not None else test.tokens
+                formatted = submission.format_submission(pd.DataFrame({"id": test.ids, column: predicted.to_numpy()}))
                 record = SubmissionRecord(model=name, validation_score=value, metric="setup", higher_is_better=higher,
-                                          setup_fingerprint=setup_fingerprint(setup, test.ids))
+                                          setup_fingerprint=fingerprint)
                 adoption = adopt_submission(out, lambda tmp: formatted.to_csv(tmp, index=False), record, force=light)
                 first_submission = first_submission or time.monotonic() - began
                 timeline.append((round(time.monotonic() - began, 3), value))
