@@ -9,7 +9,10 @@ ship one: no train.csv, but text tables keyed by a recording number.
 - essential_data/species_list.txt: `class_id,code,species`;
 - supplemental_data/histogram_of_segments.txt: `rec_id,[histogram of segment features]`, then
   `rec_id,v0,...` per recording (a bump in each singing species' bins, under noise);
-- supplemental_data/segment_features.txt: `rec_id,[segment_id],[features]`, several rows per recording;
+- supplemental_data/segment_features.txt: `rec_id,segment_id,f0,...` rows, several per recording,
+  under the histogram's own header (as Kaggle's copy writes it): its columns are the histogram's;
+- supplemental_data/filtered_spectrograms/<filename>.bmp: a small picture of each recording, and
+  segment_mosaic.bmp: pictures named as the clips, their renderings;
 - sample_submission.csv: `Id,Probability` with Id = rec_id * 100 + class_id for every test
   recording and class; answers the same, scored by the ROC AUC over all rows.
 """
@@ -20,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from PIL import Image
 
 from audio_competition import chirp, tone, write_clip
 
@@ -85,7 +89,7 @@ def _recording(rng: np.random.Generator, present: list[int]) -> np.ndarray:
         while at < SECONDS - 0.45:
             call = _song(rng, species)
             i = int(at * RATE)
-            audio[i:i + call.size] += float(rng.uniform(0.1, 0.3)) * call
+            audio[i:i + call.size] += float(rng.uniform(0.01, 0.06)) * call  # faint: not every song is heard
             at += call.size / RATE + float(rng.uniform(0.2, 0.5))
     return audio.astype(np.float32)
 
@@ -98,6 +102,15 @@ def _histogram(rng: np.random.Generator, present: list[int]) -> np.ndarray:
             counts[4 * species:4 * species + 4] += rng.poisson(1.0, 4)
     total = counts.sum()
     return counts / total if total else counts
+
+
+def _picture(audio: np.ndarray, path: Path) -> None:
+    """A 16x32 grey spectrogram of the clip (rows: frequency, high at the top; columns: time)."""
+    frames = audio[: audio.size // 32 * 32].reshape(32, -1)
+    power = np.abs(np.fft.rfft(frames * np.hanning(frames.shape[1]), axis=1))[:, :frames.shape[1] // 32 * 16]
+    bands = np.log1p(power.reshape(32, 16, -1).mean(axis=2)).T[::-1]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray((255 * bands / max(bands.max(), 1e-9)).astype(np.uint8), "L").save(path)
 
 
 def make_packed_label_competition(root: Path, n_train: int = 60, n_test: int = 20, seed: int = 0) -> Path:
@@ -113,7 +126,9 @@ def make_packed_label_competition(root: Path, n_train: int = 60, n_test: int = 2
         if rec_id not in test and rec_id < len(SPECIES) and rec_id not in present:
             present.append(rec_id)
         name = f"S{rng.integers(1, 9)}_2009{rng.integers(4, 8):02d}{rng.integers(1, 29):02d}_{rng.integers(0, 2400):04d}_{rec_id:03d}"
-        write_clip(essential / "src_wavs" / f"{name}.wav", _recording(rng, present), RATE)
+        audio = _recording(rng, present)
+        write_clip(essential / "src_wavs" / f"{name}.wav", audio, RATE)
+        _picture(audio, supplemental / "filtered_spectrograms" / f"{name}.bmp")
         names.append(f"{rec_id},{name}")
         folds.append(f"{rec_id},{int(rec_id in test)}")
         labels.append(f"{rec_id},?" if rec_id in test else ",".join(map(str, [rec_id, *present])))
@@ -132,7 +147,8 @@ def make_packed_label_competition(root: Path, n_train: int = 60, n_test: int = 2
     (supplemental / "histogram_of_segments.txt").write_text(
         "rec_id,[histogram of segment features]\n" + "\n".join(histograms) + "\n")
     (supplemental / "segment_features.txt").write_text(
-        "rec_id,[segment_id],[segment features]\n" + "\n".join(segments) + "\n")
+        "rec_id,[histogram of segment features]\n" + "\n".join(segments) + "\n")
+    Image.new("RGB", (40, 20), (30, 60, 90)).save(supplemental / "segment_mosaic.bmp")
     truth = pd.DataFrame(sorted(answers), columns=["Id", "Probability"])
     truth.assign(Probability=0).to_csv(root / "data" / "sample_submission.csv", index=False)
     (root / "private").mkdir(parents=True, exist_ok=True)

@@ -119,6 +119,11 @@ def test_inspection_reads_lists_packed_ids_and_named_clips(tmp_path: Path) -> No
     assert f"{labels}: labels as lists of class indices" in notes and "6 row(s) marked '?'" in notes
     assert "ids packed as entity*100+class" in notes
     assert "audio files named through data/essential_data/rec_id2filename.txt's 'filename'" in notes
+    # The spectrogram pictures share the clips' names: the clips are the inputs.
+    assert "picture(s) are named as the clips" in notes and facts.image is None
+    # The segments' table repeats the histogram's header: its columns are the histogram's, not joined twice.
+    assert [j.file[0].rsplit("/", 1)[-1] for j in facts.train_table.joins] == [
+        "CVfolds_2.txt", "rec_id2filename.txt", "histogram_of_segments.txt"]
 
 
 @pytest.mark.integration

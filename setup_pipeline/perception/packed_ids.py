@@ -22,12 +22,14 @@ from setup_pipeline.perception.lookup_table import LookupTable
 from setup_pipeline.perception.tables import MATCH, Logical, is_unique, overlap
 
 _MOST_DIGITS = 6  # M up to 10**6: more classes than that are no classes
+_KEY_COLUMNS = 3  # a table's key among its first columns: a wide table's every column is not listed
 _TRAILING = re.compile(r"(\d+)$")
 
 
 def _whole_numbers(cells: pd.Series) -> np.ndarray | None:
     text = cells.astype(str).str.strip()
-    if text.empty or not text.str.fullmatch(r"\d{1,15}").all():
+    digits = r"\d{1,15}"
+    if text.empty or not text.head(100).str.fullmatch(digits).all() or not text.str.fullmatch(digits).all():
         return None
     return text.astype(np.int64).to_numpy()
 
@@ -61,7 +63,8 @@ def _class_columns(columns: list[str], classes: list[int]) -> dict[str, str]:
 
 
 def _blank_rows(table: Logical, key: str, entities: set[str]) -> list[str]:
-    """The columns blank on exactly the rows whose key is one of `entities`."""
+    """The columns blank on exactly the rows whose key is one of `entities`, and holding two values
+    or more on the others (a class no training row has is no target: the submission predicts 0)."""
     rows = table.frame[key].astype(str).str.strip().isin(entities).to_numpy()
     if not rows.any() or rows.all():
         return []
@@ -69,21 +72,25 @@ def _blank_rows(table: Logical, key: str, entities: set[str]) -> list[str]:
     for column in table.columns:
         if column == key:
             continue
-        blank = (table.frame[column].astype(str).str.strip() == "").to_numpy()
-        if blank[rows].all() and not blank[~rows].any():
+        cells = table.frame[column].astype(str).str.strip()
+        blank = (cells == "").to_numpy()
+        if blank[rows].all() and not blank[~rows].any() and cells[~rows].nunique() > 1:
             found.append(column)
     return found
 
 
 def find_packed(sample: Logical, key: str, tables: list[Logical]) -> tuple[LookupTable, Logical] | None:
-    """The packed ids of the sample's `key` and the table holding train and test rows, if any."""
+    """The packed ids of the sample's `key` and the table holding train and test rows, if any. Only
+    a sample of an id and one placeholder column is looked at (this runs on every sample candidate)."""
+    if len(sample.columns) != 2 or sample.frame[sample.columns[1]].astype(str).str.strip().nunique() > 1:
+        return None
     ids = _whole_numbers(sample.frame[key])
     for modulus in _moduli(ids) if ids is not None else []:
         entities, remainders = unpack(ids, modulus)
         wanted = {str(e) for e in np.unique(entities)}
         classes = sorted(int(c) for c in np.unique(remainders))
         for table in tables:
-            for column in table.columns:
+            for column in table.columns[:_KEY_COLUMNS]:
                 if not is_unique(table.frame, column) or overlap(wanted, table.values(column)) < MATCH:
                     continue
                 mapped = _class_columns(_blank_rows(table, column, wanted), classes)

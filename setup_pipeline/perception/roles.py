@@ -78,7 +78,7 @@ class _Decider(FeatureTables):
             return score - 2
         match = self.key_match(table, others)
         key = match[0] if match is not None else self.image_key(table) or self.row_numbers(table, others)
-        if key is None and len(table.columns) >= 2 and find_packed(table, table.columns[0], others) is not None:
+        if key is None and find_packed(table, table.columns[0], others) is not None:
             key = table.columns[0]  # ids packing (test row, class): packed_ids.py
         if key is not None:
             score += 2

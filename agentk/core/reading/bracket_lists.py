@@ -34,9 +34,16 @@ def _list_name(field: str) -> str:
     return re.sub(r"\W+", "_", _field_name(field)).strip("_").lower() or "value"
 
 
+def _trimmed(fields: list[str]) -> list[str]:
+    """Without trailing empty fields (`0,3,11,`: a writer ending every field with a comma)."""
+    while fields and not fields[-1].strip():
+        fields = fields[:-1]
+    return fields
+
+
 def bracketed_header(first_line: str) -> list[str] | None:
     """The header's fields when its last one is bracketed (`[labels]`) and another comes before it."""
-    fields = next(csv.reader(io.StringIO(first_line)), [])
+    fields = _trimmed(next(csv.reader(io.StringIO(first_line)), []))
     last = fields[-1].strip() if fields else ""
     return fields if len(fields) >= 2 and last.startswith("[") and last.endswith("]") else None
 
@@ -58,9 +65,12 @@ def read_bracket_lists(text: str) -> pd.DataFrame | None:
     header = bracketed_header(first)
     if header is None:
         return None
-    rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)][1:]
+    written = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
+    if len(written) < 2 or all(len(r) == len(written[0]) for r in written[1:]):
+        return None  # as wide as its header everywhere: a plain table
+    rows = [_trimmed(r) for r in written[1:]]
     fixed = len(header) - 1
-    if not rows or all(len(r) == len(header) for r in rows) or any(len(r) < fixed for r in rows):
+    if any(len(r) < fixed for r in rows):
         return None
     plain = {_field_name(h): [r[i].strip() for r in rows] for i, h in enumerate(header[:fixed])}
     lists = [[c.strip() for c in r[fixed:]] for r in rows]
