@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from agentk.core.sandbox.isolation import Mounts
-from agentk.core.lookup_rows import listed_pairs
+from agentk.core.lookup_rows import listed_pairs, packed_pairs
 from agentk.core.pixels import PIXEL_TASK, image_keys
 from agentk.core.readers import read_table
 from agentk.core.sandbox.sandbox import Limits, run_python
@@ -170,6 +170,8 @@ def _sample_ids(sample, id_column: str | None, by_picture: bool = False) -> set[
 def _listed_entities(raw: Path, sample: Path, lookup: dict) -> set[str]:
     """The test rows a long sample's rows name through its lookup table (plan facts' `lookup`)."""
     ids = read_table(sample)[lookup["key"]]
+    if lookup.get("packed"):
+        return set(packed_pairs(ids, int(lookup["packed"]))["entity"].tolist())
     pairs = listed_pairs(read_table(raw / lookup["file"]), ids, lookup["key"], lookup["entity"], lookup["name"])
     return set(pairs["entity"].tolist())
 

@@ -1,6 +1,6 @@
 """A long submission written from wide predictions through a lookup table: each submission row is
 one (test entity, target) pair the lookup lists under the row's id (facial keypoints'
-`RowId -> ImageId, FeatureName`). Imported by generated setup code and by the meta checks, so both
+`RowId -> ImageId, FeatureName`), or that the id packs as entity * M + class (`packed_pairs`). Imported by generated setup code and by the meta checks, so both
 read the lookup one way.
 """
 
@@ -21,6 +21,18 @@ def listed_pairs(lookup: pd.DataFrame, ids: pd.Series, key: str, entity: str, na
         raise ValueError(f"{int((rows < 0).sum())} submission id(s) are not in the lookup table, e.g. {wanted[rows < 0].iloc[0]!r}")
     return pd.DataFrame({"entity": id_text(table[entity].iloc[rows].astype(str)).to_numpy(),
                          "name": table[name].iloc[rows].astype(str).str.strip().to_numpy()})
+
+
+def packed_pairs(ids: pd.Series, modulus: int) -> pd.DataFrame:
+    """The (entity, name) pair of each id packed as entity * modulus + class, the class as text
+    (`1403` by 100 is entity "14", name "3"); ValueError naming an id that is no whole number."""
+    text = ids.astype(str).str.strip()
+    bad = ~text.str.fullmatch(r"\d+")
+    if bad.any():
+        raise ValueError(f"{int(bad.sum())} submission id(s) are not whole numbers packing (row, class), e.g. {text[bad].iloc[0]!r}")
+    numbers = text.astype("int64")
+    return pd.DataFrame({"entity": (numbers // modulus).astype(str).to_numpy(),
+                         "name": (numbers % modulus).astype(str).to_numpy()})
 
 
 def through_lookup(wide: pd.DataFrame, pairs: pd.DataFrame) -> np.ndarray:

@@ -27,6 +27,7 @@ import pyarrow.csv as pa_csv
 from charset_normalizer import from_bytes
 
 from agentk.core.reading.archives import check_zip, open_zip
+from agentk.core.reading.bracket_lists import looks_bracketed, read_bracket_lists
 from agentk.core.errors import ArchiveError
 from agentk.core.reading.header_rows import without_repeated_headers
 from agentk.core.pictures import ARRAY_EXTENSIONS, PICTURE_EXTENSIONS, picture_form
@@ -116,7 +117,8 @@ def file_kind(path: Path) -> FileKind:
     if head.startswith(b"PAR1"):
         return "table"
     # Prose has commas too: a .txt is a table only when several lines split alike.
-    if name.endswith((".md", ".txt", ".html", ".htm", ".pdf")) and not _looks_delimited(head, min_records=3):
+    if name.endswith((".md", ".txt", ".html", ".htm", ".pdf")) and not _looks_delimited(head, min_records=3) \
+            and not (_is_text(head) and looks_bracketed(_decode(head))):
         return "text"
     if _text_table_format(head, path.name) is not None:
         return "table"
@@ -164,7 +166,8 @@ def _text_table_format(head: bytes, name: str = "") -> TableFormat | None:
         if len(lines) > 1 and all(line.startswith("{") for line in lines[:-1][:20]):
             return "jsonl"
         return "json"
-    return "csv" if _looks_delimited(head) else None
+    # `rec_id,[labels]` then rows of varying length: no delimiter sniffs it (reading/bracket_lists.py).
+    return "csv" if _looks_delimited(head) or looks_bracketed(text) else None
 
 
 def _records(text: str, delimiter: str, limit: int = 20) -> list[int]:
@@ -270,6 +273,9 @@ def _one_column_delimiter(text: str) -> str | None:
 def _read_delimited(data: bytes, nrows: int | None) -> pd.DataFrame:
     check_records(data)
     text = _decode(data)
+    listed = read_bracket_lists(text)
+    if listed is not None:
+        return listed.head(nrows) if nrows is not None else listed
     sniffed = _delimiter(text[:max(_SNIFF_BYTES, _nth_line_end(text, 3))])
     one_column = _one_column_delimiter(text) if sniffed is None else None
     delimiter = sniffed or one_column or ","

@@ -191,6 +191,14 @@ def _media_map(facts: DataFacts, split: str, layout: ImageLayout) -> str:
             f"    paths = sorted(p for p in root.rglob('*') if {is_file})\n"
             f'    return pd.DataFrame({{"id": [{spelling} for p in paths], {column!r}: [relative_to_setup(p) for p in paths]}})\n'
         )
+    if layout.path_column and layout.path_stems:
+        return (
+            _IMPORTS + "def build_map() -> pd.DataFrame:\n"
+            f"{_read(facts, split, drop_missing_targets=split == 'train')}\n"
+            f"    root = RAW / {(layout.path_base or '.')!r}\n"
+            f"    names = frame[{layout.path_column!r}].astype(str).str.strip()  # each file's name without extension\n"
+            + _image_lookup(layout, "names")
+        )
     if layout.path_column:
         return (
             _IMPORTS + "def build_map() -> pd.DataFrame:\n"
@@ -207,8 +215,9 @@ def _media_map(facts: DataFacts, split: str, layout: ImageLayout) -> str:
     )
 
 
-def _image_lookup(layout: ImageLayout) -> str:
-    """Lines that find the file of every id in `ids` under `root` (by file name, stem or folder)."""
+def _image_lookup(layout: ImageLayout, names: str = "ids") -> str:
+    """Lines that find the file of every id in `ids` (or every name in `names`) under `root` (by file
+    name, stem or folder)."""
     return (
         "    by_name = {}\n"
         "    for path in root.rglob('*'):\n"
@@ -216,10 +225,10 @@ def _image_lookup(layout: ImageLayout) -> str:
         "            by_name.setdefault(path.name, path)\n"
         "            by_name.setdefault(path.stem, path)\n"
         + ("            by_name.setdefault(path.parent.name, path)\n" if layout.ids_are_folders else "") +
-        "    missing = [i for i in ids if i not in by_name and Path(i).name not in by_name]\n"
+        f"    missing = [i for i in {names} if i not in by_name and Path(i).name not in by_name]\n"
         "    if missing:\n"
         f"        raise FileNotFoundError(f'{{len(missing)}} ids have no {layout.media} file under {{root}}, e.g. {{missing[:3]}}')\n"
-        "    paths = [by_name.get(i) or by_name[Path(i).name] for i in ids]\n"
+        f"    paths = [by_name.get(i) or by_name[Path(i).name] for i in {names}]\n"
         f'    return pd.DataFrame({{"id": ids.to_numpy(), {_path_column(layout)!r}: [relative_to_setup(p) for p in paths]}})\n'
     )
 

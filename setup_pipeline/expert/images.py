@@ -54,6 +54,7 @@ class ImageLayout(BaseModel):
     ids_are_folders: bool = False  # each image sits in a folder named by its id
     path_column: str | None = None
     path_base: str | None = None
+    path_stems: bool = False  # the path column names each file by its stem, found under path_base
     name_label_pattern: str | None = None  # name_labels: a regex on the file stem, group "label"
     # A split whose pictures were stacked in one array: the folder (relative to raw/, under
     # setup/pictures/) holding `<row>.npy` for each row of the split's table (or of the sample).
@@ -123,7 +124,8 @@ class ImageLayouts:
             return self._class_layout(id_column, ext)
         if self.name_labels is not None:
             return self._name_label_layout(id_column, ext)
-        return self._path_column_layout(ext) or self._id_file_layout(id_column, train_id, test_id, ext)
+        return (self._path_column_layout(ext) or self._stem_column_layout(ext, {id_column, train_id, test_id})
+                or self._id_file_layout(id_column, train_id, test_id, ext))
 
     def _describe_pictures(self, paths: list[Path]) -> None:
         """A note on how the first picture that opens is read (DICOM windowing, 16-bit scaling,
@@ -257,6 +259,30 @@ class ImageLayouts:
                     return ImageLayout(kind="id_files", extension=ext, path_column=column,
                                        path_base=rel(base, self.raw) if base != self.raw else ".",
                                        n_train_images=len(values), n_test_images=n_test)
+        return None
+
+    def _stem_column_layout(self, ext: str, ids: set[str | None]) -> ImageLayout | None:
+        """A column of train and test (not the key: a joined table `rec_id,filename`) naming each
+        row's file by its stem: the files are named through an id table."""
+        if self.train_df is None or self.test_df is None:
+            return None
+        stems: dict[str, Path] = {}
+        for path in self.images:
+            stems.setdefault(path.stem, path)
+        for column in (c for c in self.train_df.columns if c not in ids and c in self.test_df.columns):
+            values = present(self.train_df[column])
+            if values.empty or not values.head(20).isin(stems).all() or values.isin(stems).mean() < 0.9 \
+                    or present(self.test_df[column]).isin(stems).mean() < 0.9:
+                continue
+            base = Path(os.path.commonpath([stems[v].parent for v in values if v in stems]))
+            joined = [j.file[0] for j in (self.roles.train.joins if self.roles.train else []) if column in j.columns]
+            self.dropped[column] = f"{self.media} file names: used as the {self.media} input"
+            self.notes.append(f"{self.media} files named through {joined[0] if joined else 'the table'}'s {column!r}: "
+                              f"each row's file is the one under {rel(base, self.raw)}/ whose name without "
+                              "extension is that cell")
+            return ImageLayout(kind="id_files", extension=ext, path_column=column, path_stems=True,
+                               path_base=rel(base, self.raw), n_train_images=len(values),
+                               n_test_images=len(present(self.test_df[column])))
         return None
 
     def _id_file_layout(self, id_column: str, train_id: str | None, test_id: str | None,

@@ -33,7 +33,7 @@ from setup_pipeline.expert.row_files import RowFiles, find_row_files
 from setup_pipeline.expert.targets import NA_WORDS, TargetDecisions, as_numbers, is_bool_like, sorted_labels
 from setup_pipeline.perception.catalogue import Catalogue, build_catalogue
 from setup_pipeline.perception.column_profile import column_profiles, constant_columns
-from setup_pipeline.perception.clips import describe_clips
+from setup_pipeline.perception.clips import describe_clips, pictures_of_clips
 from setup_pipeline.perception.page_text import as_markdown
 from setup_pipeline.perception.roles import decide_roles
 from setup_pipeline.perception.series import SeriesShape, find_series
@@ -105,8 +105,11 @@ class _Inspection(TargetDecisions, ImageLayouts):
         self.notes += catalogue.notes
         self.images = catalogue.images
         self.stacks = catalogue.stacks
-        if catalogue.audio and not catalogue.images:
+        if catalogue.audio and (not catalogue.images or pictures_of_clips(catalogue.images, catalogue.audio)):
             # Sound clips, one per example, are laid out like images: the same rules find them.
+            if catalogue.images:
+                self.notes.append(f"{len(catalogue.images)} picture(s) are named as the clips (their spectrograms): "
+                                  "the clips are read instead")
             self.images, self.media = catalogue.audio, "audio"
             self.notes.append(describe_clips(catalogue.audio, self.data))
         elif catalogue.audio:
@@ -283,6 +286,8 @@ class _Inspection(TargetDecisions, ImageLayouts):
         binary = [t.column for t in targets if t.task == "binary"]
         if len(binary) > 1 and len(binary) == len(targets):
             averaged = "mean column-wise " + metric if metrics.get_metric(metric).kind == "proba" else metric + " per column, averaged"
+            if self.roles.lookup is not None:  # a long submission: its rows' cells are scored together
+                averaged = f"{metric} over every (row, label) cell of the submission together"
             self.notes.append(f"several labels per row: {len(binary)} binary targets ({', '.join(binary[:8])}"
                               f"{', ...' if len(binary) > 8 else ''}), one model per label over one shared featurisation; "
                               f"scored by the {averaged}")

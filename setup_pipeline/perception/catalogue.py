@@ -19,6 +19,7 @@ import pandas as pd
 
 from agentk.core.reading.archives import ArchiveLimits, extract_archive, gunzip_file
 from agentk.core.errors import ArchiveError
+from agentk.core.reading.bracket_lists import READ_AS
 from agentk.core.reading.header_rows import REPEATED_HEADER_ROWS
 from agentk.core.readers import IMAGE_EXTENSIONS, FileKind, UnreadableTable, file_kind, read_table
 from setup_pipeline.perception.stacks import PictureStack, find_stacks
@@ -175,6 +176,8 @@ def build_catalogue(raw: Path, checkpoint: Callable[[str], None] | None = None) 
             where = ", ".join(map(str, repeated[:5])) + (" ..." if len(repeated) > 5 else "")
             catalogue.notes.append(f"warning: {path.relative_to(raw).as_posix()}: {len(repeated)} row(s) repeating the "
                                    f"header dropped (line {where}): two exports concatenated")
+        if frame.attrs.get(READ_AS):
+            catalogue.notes.append(f"{path.relative_to(raw).as_posix()}: {frame.attrs[READ_AS]}")
         catalogue.tables.append(Table(path.relative_to(raw), frame))
     _find_stacks(catalogue)
     return catalogue

@@ -48,3 +48,11 @@ def describe_clips(paths: list[Path], data: Path) -> str:
     if unreadable:
         line += f"; {len(unreadable)} of {len(sampled)} sampled could not be read, e.g. {unreadable[0]}"
     return line
+
+
+def pictures_of_clips(pictures: list[Path], clips: list[Path]) -> bool:
+    """Pictures named as the clips are (nearly every clip's name without extension is a picture's):
+    renderings of the clips (spectrograms), so the clips are the inputs, and the solver draws its
+    own spectrograms from them."""
+    names = {p.stem for p in pictures}
+    return bool(clips) and sum(c.stem in names for c in clips) >= 0.9 * len(clips)

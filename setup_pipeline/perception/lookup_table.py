@@ -34,8 +34,19 @@ class LookupTable(BaseModel):
     # `label` the classes of that train column (each pair's value then the class's probability).
     targets: list[str]
     label: str | None = None
+    # Packed ids (packed_ids.py): no lookup file, `file` is the sample and each of its ids is
+    # entity * packed + class; `classes` maps each class (as text) to its target column, and a
+    # class no column holds (no training row has it) is predicted 0.
+    packed: int | None = None
+    classes: dict[str, str] = {}
 
     def describe(self, sample: str, value: str) -> str:
+        if self.packed is not None:
+            return (f"ids packed as entity*{self.packed}+class: each row of {sample} ({self.key!r}) is the pair "
+                    f"(test row {self.key} // {self.packed} = {self.test_file}'s {self.test_key!r}, class "
+                    f"{self.key} % {self.packed}), {len(self.classes)} classes read from the columns "
+                    f"{', '.join(self.targets[:3])}{', ...' if len(self.targets) > 3 else ''}; each row's "
+                    f"{value!r} is that row's probability of that class, in the sample's order")
         named = f"{len(self.targets)} columns of {self.train_file}" if self.label is None else \
             f"{len(self.targets)} classes of {self.train_file}'s {self.label!r}"
         return (f"long submission through a lookup table: each row of {sample} ({self.key!r}) is a pair "

@@ -11,7 +11,6 @@ Every decision is recorded as an evidence line, so the run can say how it read t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 
 import pandas as pd
 
@@ -19,9 +18,10 @@ from setup_pipeline.perception.catalogue import Catalogue
 from setup_pipeline.perception.composed_keys import composed_for, find_composed_keys
 from setup_pipeline.perception.echo import echoed_by_example, echoed_by_sample
 from setup_pipeline.perception.lookup_table import LookupTable, find_lookup
+from setup_pipeline.perception.packed_ids import find_packed
 from setup_pipeline.perception.recipe import Join, TableRecipe, assemble
 from setup_pipeline.perception.relations import find_side_joins
-from setup_pipeline.perception.table_index import TableIndex
+from setup_pipeline.perception.feature_tables import FeatureTables
 from setup_pipeline.perception.tables import (
     MATCH, Logical, agrees, blank_for, is_constant, is_unique, keys_agree, match_column, overlap,
 )
@@ -54,7 +54,7 @@ class Roles:
         return [c for c in (self.header or []) if c != self.key and c not in self.echo]
 
 
-class _Decider(TableIndex):
+class _Decider(FeatureTables):
     def __init__(self, catalogue: Catalogue, header_hint: list[str] | None,
                  example_rows: list[dict[str, str]] | None = None, page: str = "") -> None:
         super().__init__(catalogue)
@@ -78,6 +78,8 @@ class _Decider(TableIndex):
             return score - 2
         match = self.key_match(table, others)
         key = match[0] if match is not None else self.image_key(table) or self.row_numbers(table, others)
+        if key is None and find_packed(table, table.columns[0], others) is not None:
+            key = table.columns[0]  # ids packing (test row, class): packed_ids.py
         if key is not None:
             score += 2
         rest = [c for c in table.columns if c != key]
@@ -195,6 +197,10 @@ class _Decider(TableIndex):
             return None
         found = find_lookup(sample, sample.columns[0], rest)
         if found is None:
+            packed = find_packed(sample, sample.columns[0], rest)
+            # Ids packing (test row, class): the sample is its own lookup, test and train one table.
+            found = None if packed is None else (packed[0], sample, packed[1], packed[1])
+        if found is None:
             return None
         spec, lookup, test, train = found
         roles = self.roles
@@ -245,25 +251,6 @@ class _Decider(TableIndex):
                 return table, None, None
         return None
 
-    def feature_tables(self, train: Logical, test: Logical | None, train_key: str | None, test_key: str | None,
-                       rest: list[Logical]) -> list[tuple[Logical, str]]:
-        """Tables that add columns to train and test rows, matched by their key."""
-        if train_key is None:
-            return []
-        found = []
-        train_keys = self.values(train, train_key)
-        test_keys = self.values(test, test_key) if test is not None and test_key else set()
-        for table in rest:
-            for column in table.columns:
-                theirs = self.values(table, column)
-                # Under the key's own name, half the rows having details is enough (not every
-                # customer has past loans); under another name the keys must all be there.
-                need = 0.5 if column.lower() == train_key.lower() else MATCH
-                if overlap(train_keys, theirs) >= need and (not test_keys or overlap(test_keys, theirs) >= need):
-                    found.append((table, column))
-                    break
-        return found
-
     # ------------------------------------------------------------ all together
 
     def run(self) -> Roles:
@@ -292,7 +279,8 @@ class _Decider(TableIndex):
             keys = [c for c in test.columns if c != test_key and c not in targets]
             # Judged as two row sets, the answered and the blank, as the files of other layouts.
             blank = test.frame[targets].apply(lambda c: c.astype(str).str.strip() == "").all(axis=1)
-            self.side_tables(test.frame[~blank], test.frame[blank], keys, [t for t in rest if t is not test], targets)
+            others = self.join_feature_tables(test, test, test_key, test_key, [t for t in rest if t is not test])
+            self.side_tables(test.frame[~blank], test.frame[blank], keys, others, targets)
             # The rows to predict, without their blank answers, are the test rows a sample echoes.
             return self._finish(test, test, sample, test_key)
         others = [t for t in rest if t is not test]
@@ -325,20 +313,7 @@ class _Decider(TableIndex):
                     roles.train.beside, roles.train.beside_columns = table.files, columns
                     self.say(f"training answers: {' + '.join(table.files)}, row by row beside the features")
                 others = [t for t in others if t is not table]
-        for table, column in self.feature_tables(train, test, train_key, test_key, others):
-            present = set(train.columns) | set(roles.train.beside_columns) | {c for j in roles.train.joins for c in j.columns}
-            columns = [c for c in table.columns if c != column and c not in present]
-            if not columns:
-                continue
-            many = not is_unique(table.frame, column)
-            count = f"{PurePosixPath(table.files[0]).name.split('.')[0]}_rows" if many else None
-            spec = {"file": table.files, "other_on": column, "columns": columns, "aggregate": many, "count_column": count}
-            roles.train.joins.append(Join(on=train_key, **spec))
-            if roles.test is not None and test_key:
-                roles.test.joins.append(Join(on=test_key, **spec))
-            self.say(f"more features: {' + '.join(table.files)} ({len(columns)} columns), joined on {column!r}"
-                     + (" (several rows per key: averaged, with a row count)" if many else ""))
-            others = [t for t in others if t is not table]
+        others = self.join_feature_tables(train, test, train_key, test_key, others)
         if test is not None:
             keys = [c for c in train.columns if c in test.column_set and c not in (train_key, test_key)]
             self.side_tables(train.frame, test.frame, keys, others, [c for c in targets_here if c != train_key])
