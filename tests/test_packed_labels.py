@@ -18,6 +18,7 @@ from agentk.core.readers import file_kind, read_table, table_columns
 from agentk.core.records.workspace import Workspace
 from agentk.sources import load_competition
 from packed_label_files import SPECIES, make_packed_label_competition
+from setup_pipeline.expert import lookup_codegen
 from setup_pipeline.expert.inspect import inspect_competition
 from setup_pipeline.perception.packed_ids import find_packed
 from setup_pipeline.perception.tables import Logical
@@ -77,6 +78,11 @@ def test_packed_ids_are_found_by_structure() -> None:
     assert spec.packed == 100 and table.files == ["labels.txt"] and spec.test_key == "rec"
     assert spec.classes == {str(k): f"lab_{k}" for k in range(5)} and spec.targets == [f"lab_{k}" for k in range(5)]
     assert "ids packed as entity*100+class" in spec.describe("s.csv", "Probability")
+    # A class no training row holds (all 0 there) is no target: the submission predicts 0 for it.
+    labels = tables[1].frame.assign(lab_4=lambda f: f["lab_4"].where(f["lab_4"] == "", "0"))
+    spec, _ = find_packed(sample, "Id", [tables[0], Logical(["labels.txt"], labels)])
+    assert spec.targets == [f"lab_{k}" for k in range(4)] and spec.unseen == ["4"]
+    assert "class(es) 4 no training row holds: predicted 0" in spec.describe("s.csv", "Probability")
 
 
 def test_what_is_no_packed_id() -> None:
@@ -121,6 +127,18 @@ def test_inspection_reads_lists_packed_ids_and_named_clips(tmp_path: Path) -> No
     assert "audio files named through data/essential_data/rec_id2filename.txt's 'filename'" in notes
     # The spectrogram pictures share the clips' names: the clips are the inputs.
     assert "picture(s) are named as the clips" in notes and facts.image is None
+    # The submission code unpacks the sample's ids: each row is its recording's probability of its
+    # species; a species without a model (dropped here, as a class no training row holds) gets 0.
+    sources = {f"labels_{k}": f"labels_{k}__proba__1" for k in range(len(SPECIES) - 1)}
+    scope = {"pd": pd, "np": np, "Path": Path, "RAW": workspace.raw}
+    exec(lookup_codegen.submission_format(facts, sources), scope)
+    test_ids = sorted({str(int(i) // 100) for i in pd.read_csv(source / "data" / "sample_submission.csv")["Id"]})
+    pred = pd.DataFrame({"id": test_ids, **{s: [int(r) + k / 10 for r in test_ids] for k, s in enumerate(sources.values())}})
+    written = scope["format_submission"](pred.iloc[::-1])
+    sample = pd.read_csv(source / "data" / "sample_submission.csv", dtype=str)
+    assert written["Id"].tolist() == sample["Id"].tolist()
+    expected = [0.0 if int(i) % 100 == len(SPECIES) - 1 else int(i) // 100 + int(i) % 100 / 10 for i in sample["Id"]]
+    assert np.allclose(written["Probability"].astype(float), expected)
     # The segments' table repeats the histogram's header: its columns are the histogram's, not joined twice.
     assert [j.file[0].rsplit("/", 1)[-1] for j in facts.train_table.joins] == [
         "CVfolds_2.txt", "rec_id2filename.txt", "histogram_of_segments.txt"]

@@ -39,6 +39,7 @@ class LookupTable(BaseModel):
     # class no column holds (no training row has it) is predicted 0.
     packed: int | None = None
     classes: dict[str, str] = {}
+    unseen: list[str] = []  # classes of the sample's ids that no target column holds
 
     def describe(self, sample: str, value: str) -> str:
         if self.packed is not None:
@@ -46,7 +47,8 @@ class LookupTable(BaseModel):
                     f"(test row {self.key} // {self.packed} = {self.test_file}'s {self.test_key!r}, class "
                     f"{self.key} % {self.packed}), {len(self.classes)} classes read from the columns "
                     f"{', '.join(self.targets[:3])}{', ...' if len(self.targets) > 3 else ''}; each row's "
-                    f"{value!r} is that row's probability of that class, in the sample's order")
+                    f"{value!r} is that row's probability of that class, in the sample's order"
+                    + (f"; class(es) {', '.join(self.unseen[:5])} no training row holds: predicted 0" if self.unseen else ""))
         named = f"{len(self.targets)} columns of {self.train_file}" if self.label is None else \
             f"{len(self.targets)} classes of {self.train_file}'s {self.label!r}"
         return (f"long submission through a lookup table: each row of {sample} ({self.key!r}) is a pair "

@@ -97,6 +97,7 @@ def find_packed(sample: Logical, key: str, tables: list[Logical]) -> tuple[Looku
                 if mapped:
                     spec = LookupTable(file=sample.files[0], key=key, entity=column, name="", test_file=table.files[0],
                                        test_key=column, train_file=table.files[0], targets=list(mapped.values()),
-                                       packed=modulus, classes=mapped)
+                                       packed=modulus, classes=mapped,
+                                       unseen=[str(k) for k in classes if str(k) not in mapped])
                     return spec, table
     return None
