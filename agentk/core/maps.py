@@ -160,7 +160,7 @@ def _all_text(frame: pd.DataFrame) -> bool:
     return (frame.shape[1] >= 2 and all(isinstance(c, str) for c in names) and len(set(names)) == len(names)
             and all((isinstance(t, pd.StringDtype) and t.storage == "pyarrow")
                     # Python strings only (ids taken out of a text column as an array): Arrow writes them alike.
-                    or (t == object and pd.api.types.infer_dtype(frame.iloc[:, i], skipna=False) == "string")
+                    or (pd.api.types.is_object_dtype(t) and pd.api.types.infer_dtype(frame.iloc[:, i], skipna=False) == "string")
                     for i, t in enumerate(frame.dtypes)))
 
 
