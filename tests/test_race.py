@@ -100,3 +100,32 @@ def test_the_pace_setter_runs_when_features_took_the_whole_budget(tmp_path: Path
                    lambda run: finished.append(run.name), hard_deadline=now - 1)
     status = {e.family: e.status for e in outcome.entries}
     assert finished == ["linear"] and status == {"linear": "finished", "lightgbm": "out_of_time"}
+
+
+class CountedSlowConstant(SlowConstant):
+    fits = 0
+
+    def fit(self, X: np.ndarray, y: np.ndarray, **kwargs: object) -> CountedSlowConstant:
+        CountedSlowConstant.fits += 1
+        return super().fit(X, y, **kwargs)
+
+
+def test_a_family_revived_unstarted_stops_between_its_targets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four targets (titanic's, repeated), 2.5 s a fit, 6 s left: revive starts the never-raced
+    family, and gives up its first fold once the deadline passes, not after every target (one
+    linear fit per keypoint, 16 of them, once ran a solve minutes past its budget)."""
+    from dataclasses import replace
+
+    from solve_pipeline.race.automl import RaceEntry, RaceOutcome
+
+    ctx = _context(tmp_path, monkeypatch)
+    first = ctx.targets[0]
+    copies = [replace(first, column=f"{first.column}_{i}") for i in range(3)]
+    monkeypatch.setattr(ctx.artifacts, "targets", [first, *copies])
+    ctx.y.update({spec.column: ctx.y[first.column] for spec in copies})
+    slow = ModelCandidate("slow", family_candidate("linear").matrices, lambda s, o, f: CountedSlowConstant(s))
+    outcome = RaceOutcome([RaceEntry("slow", "out_of_time")], [], [slow])
+    finished: list[str] = []
+    revive(outcome, ctx, time.monotonic() + 6, lambda run: finished.append(run.name))
+    assert finished == [] and outcome.entries[0].status == "out_of_time", outcome.entries
+    assert CountedSlowConstant.fits < 4 and "targets of fold 0" in (outcome.entries[0].reason or "")

@@ -22,6 +22,16 @@ from solve_pipeline.base.table_inputs import LinearTable, Matrices, TreeReplay, 
 Matrix = np.ndarray | sparse.csr_matrix
 
 
+def dense_if_full(X: Matrix, min_density: float = 0.5) -> Matrix:
+    """`X` as a dense array when it is sparse in type only (an image embedding's block: every
+    cell set): scipy's sparse product that RidgeCV's leave-one-out search builds on such a matrix
+    took minutes per target (16 keypoint targets ran the solve far past its budget) where BLAS
+    takes seconds. Callers bound the size (RidgeCV's matrices are at most 20000 x 3000)."""
+    if sparse.issparse(X) and X.nnz >= min_density * X.shape[0] * X.shape[1]:
+        return X.toarray()
+    return X
+
+
 class Model(Protocol):
     def fit(self, X: Matrix, y: np.ndarray, *, X_val: Matrix | None = None,
             y_val: np.ndarray | None = None) -> "Model": ...
@@ -113,6 +123,7 @@ class LinearModel(ClassifierBase):
             self.estimator_ = LogisticRegression(C=self.C, max_iter=300 if self.options.light else 1000)
         elif X.shape[1] <= 3000 and X.shape[0] <= 20000:
             # Efficient leave-one-out choice of alpha is affordable on modest matrices only.
+            X = dense_if_full(X)
             self.estimator_ = RidgeCV(alphas=np.logspace(-2, 3, 11))
         else:
             self.estimator_ = Ridge(alpha=3.0)

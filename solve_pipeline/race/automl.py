@@ -17,7 +17,7 @@ from typing import Callable, Literal
 
 from agentk.core.metrics.direction import Direction
 from solve_pipeline.base.baseline_models import ModelCandidate
-from solve_pipeline.base.cv import CandidateRun, CVContext, emit, finish_run, fit_fold, start_run
+from solve_pipeline.base.cv import CandidateRun, CVContext, FoldOutOfTime, emit, finish_run, fit_fold, start_run
 
 # Blending needs three solutions (Agent K's blend_after), so halving never leaves fewer.
 MIN_SURVIVORS = 3
@@ -206,7 +206,11 @@ def revive(outcome: RaceOutcome, ctx: CVContext, deadline: float,
             if run is None:
                 entry.status, entry.reason = "skipped", "no usable features"
                 continue
-            fit_fold(run, 0, ctx, deadline)
+            fit_fold(run, 0, ctx, deadline, stop_between_targets=True)
+        except FoldOutOfTime as stopped:
+            entry.status, entry.reason = "out_of_time", str(stopped)
+            emit("skip", model=candidate.name, reason=entry.reason)
+            continue
         except Exception as error:  # noqa: BLE001 - one broken family must not sink the solve
             entry.status, entry.reason = "failed", f"{type(error).__name__}: {error}"
             emit("skip", model=candidate.name, reason=entry.reason)
