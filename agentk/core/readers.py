@@ -28,6 +28,7 @@ from charset_normalizer import from_bytes
 
 from agentk.core.reading.archives import check_zip, open_zip
 from agentk.core.reading.bracket_lists import looks_bracketed, read_bracket_lists
+from agentk.core.reading.json_tables import json_frame
 from agentk.core.errors import ArchiveError
 from agentk.core.reading.header_rows import without_repeated_headers
 from agentk.core.pictures import ARRAY_EXTENSIONS, PICTURE_EXTENSIONS, picture_form
@@ -395,24 +396,6 @@ def _undo_decimal_comma(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _read_json(data: bytes, lines: bool) -> pd.DataFrame:
-    text = _decode(data)
-    if lines:
-        records = [json.loads(line) for line in text.splitlines() if line.strip()]
-        return pd.DataFrame.from_records(records)
-    payload = json.loads(text)
-    if isinstance(payload, dict):
-        # {"data": [...]} wraps the records; {"col": {row: value}} is pandas' column layout.
-        lists = [v for v in payload.values() if isinstance(v, list) and v and isinstance(v[0], dict)]
-        if len(lists) == 1:
-            payload = lists[0]
-        else:
-            return pd.DataFrame(payload)
-    if not isinstance(payload, list):
-        raise UnreadableTable("a JSON table must be a list of records or an object of columns")
-    return pd.DataFrame.from_records(payload)
-
-
 def table_columns(path: str | Path) -> list[str]:
     """The columns `read_table` names, from a delimited file's first record alone where its names
     are plain (none blank or repeated): parsing even five rows costs per column (seconds at 20,000
@@ -440,7 +423,7 @@ def read_table(path: str | Path, nrows: int | None = None) -> pd.DataFrame:
             _check_workbook(path)
             frame = _as_text_cells(pd.read_excel(path, dtype=object))
         elif fmt in ("json", "jsonl"):
-            frame = _as_text_cells(_read_json(_raw_bytes(path), lines=fmt == "jsonl"))
+            frame = _as_text_cells(json_frame(_decode(_raw_bytes(path)), lines=fmt == "jsonl"))
         else:
             frame = without_repeated_headers(_read_delimited(_raw_bytes(path), nrows))
     except UnreadableTable:
