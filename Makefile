@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export LANCEDB_LOG := error
 
-.PHONY: demo test test-fast lint install check-install clean autogluon sandbox browser
+.PHONY: demo test test-fast lint install check-install clean autogluon sandbox browser debian
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -37,6 +37,13 @@ browser:
 		&& apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
 		|| echo "warning: chromium is not installed (apt-get install chromium); the report browser tests will fail"
 
+# What the tests need from Debian, both with one `apt-get update` (each costs CI tens of seconds).
+debian:
+	@missing=""; command -v bwrap >/dev/null || missing="bubblewrap"; command -v chromium >/dev/null || missing="$$missing chromium"; \
+	[ -z "$$missing" ] || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq \
+		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; } || true
+	@$(MAKE) -s --no-print-directory sandbox browser
+
 install: $(STAMP) sandbox
 
 # `pip install .` alone (not editable, no extras, so no HEBO) gives a working agentk: a throwaway
@@ -51,7 +58,7 @@ check-install:
 	$(PY) -m venv "$$dir/venv"; \
 	"$$dir/venv/bin/pip" install -q --no-compile $(TORCH); \
 	(cd "$$dir/src" && ../venv/bin/pip install -q --no-compile .); \
-	(cd "$$dir" && venv/bin/agentk demo --workspace-root workspaces --time-budget 30); \
+	(cd "$$dir" && venv/bin/agentk demo --workspace-root workspaces --time-budget 10); \
 	test -s "$$dir"/workspaces/*/submissions/submission.csv; \
 	grep -h '"tuning_skipped"' "$$dir"/workspaces/*/logs/events.jsonl || true; \
 	echo "check-install: a plain pip install solved the demo"
@@ -67,7 +74,7 @@ lint: $(STAMP)
 # Everything, as CI runs it: two workers (one test module each at a time), then the `solo` tests,
 # whose assertions need the whole machine's CPU for their time budget, one at a time.
 # Both parts always run; pytest's 5 (nothing selected, e.g. PYTEST_ARGS naming one file) is a pass.
-test: lint sandbox browser
+test: lint debian
 	@status=0; rm -f $(VENV)/test-times.jsonl; export AGENTK_TEST_TIMES=$(CURDIR)/$(VENV)/test-times.jsonl; \
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not solo" --durations=60 $(PYTEST_ARGS) || status=$$?; \
 	$(BIN)/python -m pytest -q -m solo --durations=10 $(PYTEST_ARGS) || { rc=$$?; [ $$rc = 5 ] || status=$$rc; }; \
@@ -75,7 +82,7 @@ test: lint sandbox browser
 	[ $$status = 5 ] && status=0; exit $$status
 
 # Unit tests only (a couple of minutes): no solver, run or bench end to end.
-test-fast: lint sandbox browser
+test-fast: lint debian
 	$(BIN)/python -m pytest -q -m "not integration" $(PYTEST_ARGS)
 
 # `agentk bench` rival: AutoGluon in its own venv, because its numpy/pandas/scikit-learn pins clash
