@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from concurrent.futures import Future, ThreadPoolExecutor
 import time
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pandas as pd
@@ -248,31 +246,15 @@ def test_the_audio_map_check_wants_existing_sound_files(tmp_path: Path) -> None:
 
 # ---- end to end -------------------------------------------------------------------------------
 
-BUDGET_S = 20
-RUNS = {
-    "test_clips_in_class_folders_end_to_end": lambda root: make_class_folder_competition(root / "shapes"),
-    "test_clips_beside_a_labels_table_end_to_end": lambda root: make_flat_folder_competition(root / "calls"),
-}
-
-
-@pytest.fixture(scope="module")
-def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[Run]]]:
-    """Both runs started on first use, side by side (their setups are single-threaded)."""
-    selected = [item.name for item in request.session.items if item.path == request.path and item.name in RUNS]
-    with ThreadPoolExecutor(2) as pool:
-        yield {name: pool.submit(run_agentk, RUNS[name], tmp_path_factory.mktemp("run"), BUDGET_S) for name in selected}
-
-
-def _solved(name: str, runs: dict[str, Future[Run]]) -> tuple[dict, Path]:
-    run = runs[name].result()
-    result = assert_solved(run)  # valid, every stage passed, clearly better than the best constant
-    workspace = next((run.root / "ws").iterdir())
-    return result, workspace
+# The statistics' linear model clears assert_solved's margin within seconds on these clips.
+BUDGET_S = 12
 
 
 @pytest.mark.integration
-def test_clips_in_class_folders_end_to_end(runs: dict[str, Future[Run]]) -> None:
-    result, workspace = _solved("test_clips_in_class_folders_end_to_end", runs)
+def test_clips_in_class_folders_end_to_end(tmp_path: Path) -> None:
+    run = run_agentk(lambda root: make_class_folder_competition(root / "shapes"), tmp_path, BUDGET_S)
+    result = assert_solved(run)  # valid, every stage passed, clearly better than the best constant
+    workspace = next((tmp_path / "ws").iterdir())
     assert result["test_metric"] == "accuracy"
     assert (workspace / "setup" / "train_aud_input_map.csv").is_file()
     events = (workspace / "logs" / "events.jsonl").read_text(encoding="utf-8")
@@ -292,18 +274,11 @@ def test_clips_in_class_folders_end_to_end(runs: dict[str, Future[Run]]) -> None
 
 
 @pytest.mark.integration
-def test_clips_beside_a_labels_table_end_to_end(runs: dict[str, Future[Run]]) -> None:
-    result, workspace = _solved("test_clips_beside_a_labels_table_end_to_end", runs)
-    assert result["test_metric"] == "auc"
-    submission = pd.read_csv(workspace / "submissions" / "submission.csv")
-    assert list(submission.columns) == ["clip", "probability"]
-    assert submission["probability"].between(0, 1).all() and submission["probability"].nunique() > 2
-
-
-@pytest.mark.integration
 def test_zipped_clips_named_by_their_label_end_to_end(tmp_path: Path) -> None:
     """40 one-second clips whose names end in their label, 16 test clips, two folds: the submission
-    keeps the sample's ids (file names with .aif) and ranks the calls above the noise."""
+    keeps the sample's ids (file names with .aif) and ranks the calls above the noise with
+    probabilities. (A flat folder beside a labels table solves the same way once read: its reading
+    is test_a_flat_folder_beside_a_labels_table's.)"""
     root = make_named_call_competition(tmp_path / "named")
     proc = run_cli("run", str(root), "--workspace-root", str(tmp_path / "ws"), "--time-budget", str(BUDGET_S),
                    "--folds", "2", "--json", cwd=tmp_path)
@@ -314,4 +289,4 @@ def test_zipped_clips_named_by_their_label_end_to_end(tmp_path: Path) -> None:
     sample = pd.read_csv(root / "data" / "sampleSubmission.csv")
     assert list(submission.columns) == ["clip", "probability"]
     assert sorted(submission["clip"]) == sorted(sample["clip"]) and submission["clip"].str.endswith(".aif").all()
-    assert submission["probability"].between(0, 1).all()
+    assert submission["probability"].between(0, 1).all() and submission["probability"].nunique() > 2

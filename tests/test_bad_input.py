@@ -15,6 +15,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from agentk.core.records.events import EventLog
+from agentk.core.records.workspace import Workspace
+from agentk.sources import load_competition
+from setup_pipeline.expert.expert_policy import ExpertPolicy
+from setup_pipeline.mdp import SetupBudget, SetupMDP
+
 pytestmark = pytest.mark.integration
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "competitions"
@@ -74,16 +80,22 @@ def test_unreadable_or_empty_train_csv(tmp_path: Path, content: str) -> None:
 
 
 def test_description_without_a_metric_assumes_one(tmp_path: Path) -> None:
-    """No dead end: a page that names no metric still gets a submission, and the run says what it assumed."""
+    """No dead end: a page that names no metric still gets through setup, metric stage and light
+    solve, with the metric it assumed recorded. Setup alone, in process (the run's last steps, and
+    the assumption said on stdout, are test_sources_bare's zip run, whose metric is assumed too)."""
     source = copy_competition("playground-series-s3e5", tmp_path / "src")
     text = (source / "description.md").read_text()
     (source / "description.md").write_text(text.split("## Evaluation")[0])
-    proc = run_cli("run", str(source), "-w", str(tmp_path / "ws"), *SOLVE, "--folds", "2", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "assumed metric: accuracy" in " ".join((proc.stdout + proc.stderr).split())
-    result = json.loads((tmp_path / "ws" / "playground-series-s3e5" / "result.json").read_text())
-    assert result["valid_submission"] is True and result["metric"] == "accuracy"
-    assert any(line.startswith("metric: accuracy") for line in result["assumptions"])
+    workspace = Workspace(tmp_path / "ws")
+    workspace.create()
+    load_competition(source).prepare(workspace.raw)
+    state = workspace.load_state()
+    SetupMDP(workspace, ExpertPolicy(), EventLog(workspace.logs / "events.jsonl", quiet=True),
+             SetupBudget(stage_timeout_s=120, light_solve_timeout_s=240)).run(state, workspace.save_state)
+    state = workspace.load_state()
+    assert all(stage.passed for stage in state.stages.values()) and state.meta["meta_light_solve"].passed
+    plan = json.loads((workspace.setup / "plan.json").read_text())
+    assert any(line.startswith("metric: accuracy") for line in plan["assumptions"]), plan["assumptions"]
 
 
 def test_test_ids_missing_from_the_sample(tmp_path: Path) -> None:

@@ -108,10 +108,12 @@ def test_the_submission_keeps_the_samples_rows_and_spelling(tmp_path: Path) -> N
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("style", ["joined", "columns"])
-def test_patterns_per_picture_and_class_are_segmented_end_to_end(tmp_path: Path, style: str) -> None:
-    # columns: a training table of only the pairs with a mask, classes numbered; the sample's ids joined
-    competition = make_class_mask_competition(tmp_path / "sky", style=style)
+def test_patterns_per_picture_and_class_are_segmented_end_to_end(tmp_path: Path) -> None:
+    """A training table of only the pairs with a mask, classes numbered, the sample's ids joined:
+    the layout that mixes both styles. Each style's reading is test_tables_per_picture_and_class_
+    are_read_by_structure's, the submission's spelling test_the_submission_keeps_the_samples_rows_
+    and_spelling's, so one run covers the solve for both."""
+    competition = make_class_mask_competition(tmp_path / "sky", style="columns")
     proc = subprocess.run([*AGENTK, "run", str(competition), "--workspace-root", str(tmp_path / "ws"),
                            "--time-budget", "30", "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]

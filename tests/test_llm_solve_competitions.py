@@ -19,9 +19,12 @@ import pytest
 from llm_server import Reply, ScriptedLLMServer
 from llm_solve_helpers import MODEL, model_reply
 
+from agentk.bench.baselines import constant_score
 from agentk.core.maps import read_map
+from agentk.core.metrics import get_metric
 from agentk.core.records.solve_decisions import DecisionRequest
 from agentk.llm.parsing import extract_json
+from agentk.sources import load_competition
 from solve_pipeline.llm.feature_code import check_feature_code
 
 pytestmark = pytest.mark.integration
@@ -151,9 +154,26 @@ def _passes_on_the_runs_own_maps(workspace: Path, code: str, columns: list[str])
     assert verdict.block.train.notna().any().all()  # every new column holds values on the real rows
 
 
+def _solved(workspace: Path, competition: str) -> None:
+    """What test_end_to_end's assert_solved checks of its runs (these are the only end-to-end runs
+    on these two competitions): every stage passed, the graded score beats the best constant by a
+    clear margin, and the agent's workspace holds no grading facts or answers."""
+    result = json.loads((workspace / "result.json").read_text())
+    assert all(stage["passed"] for stage in result["setup"].values()), result["setup"]
+    assert all(meta["passed"] for meta in result["meta"].values()), result["meta"]
+    constant, score = constant_score(load_competition(SHARED / competition)), result["test_score"]
+    assert score is not None and constant is not None
+    if get_metric(result["test_metric"]).higher_is_better:
+        assert score >= constant + 0.1, (score, constant)
+    else:
+        assert score <= 0.8 * constant, (score, constant)
+    assert not list(workspace.rglob("competition.toml")) and not list(workspace.rglob("answers.csv"))
+
+
 def _check(workspace: Path, code: str, result: dict, solve: dict, page: str, server: SolveScriptServer,
            columns: list[str]) -> None:
     assert result["valid_submission"] and result["policy"] == "hybrid"
+    _solved(workspace, result["competition_id"])
     # The model steered the solve without being asked to (--llm-solve is the default with an LLM).
     decisions = solve["llm_solve"]["decisions"]
     assert decisions and server.seen

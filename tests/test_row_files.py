@@ -49,7 +49,7 @@ def test_text_files_per_row_are_the_text_input(tmp_path: Path) -> None:
     assert facts.input_modalities == ["text"]
 
     proc = subprocess.run([sys.executable, "-m", "agentk.cli", "run", str(source), "-w", str(tmp_path / "ws"),
-                           "--time-budget", "15", "--folds", "2", "--json"], capture_output=True, text=True, timeout=600)
+                           "--time-budget", "8", "--folds", "2", "--json"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout)
     assert result["valid_submission"]

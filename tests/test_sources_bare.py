@@ -15,6 +15,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from agentk.core.metrics.detection import infer_metric
@@ -56,18 +57,27 @@ def test_the_downloaded_zip_is_a_competition_with_its_metric_assumed_and_said(tm
     page = (tmp_path / "ws" / "titanic" / "raw" / "description.md").read_text()
     assert "No competition page came with these files (the archive titanic.zip)" in page
     assert any("metric" in line for line in result["assumptions"]), result["assumptions"]
+    assert f"assumed metric: {result['metric']}" in " ".join((proc.stdout + proc.stderr).split())  # and said
     assert "Survived" in (tmp_path / "ws" / "titanic" / "submissions" / "submission.csv").read_text().splitlines()[0]
 
 
 @pytest.mark.integration
 def test_a_folder_of_csvs_with_the_metric_given(tmp_path: Path) -> None:
+    """Also a shrug of test_odd_inputs' sharing this run: test ids saved through floats (892.0)
+    while the sample writes them as integers are the same ids, written as the sample writes them."""
     folder = tmp_path / "titanic"
     shutil.copytree(TITANIC, folder)
+    test = pd.read_csv(folder / "test.csv")
+    test["PassengerId"] = test["PassengerId"].astype(float)  # 892.0, as a table saved through floats
+    test.to_csv(folder / "test.csv", index=False)
     proc = run_cli("run", str(folder), "--metric", "auc", "-w", str(tmp_path / "ws"), *SOLVE, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = result_of(tmp_path / "ws", "titanic")
     assert result["valid_submission"] and result["metric"] == "auc"
     assert not any(line.startswith("metric") for line in result["assumptions"]), result["assumptions"]
+    submission = pd.read_csv(tmp_path / "ws" / "titanic" / "submissions" / "submission.csv", dtype=str)
+    sample = pd.read_csv(folder / "gender_submission.csv", dtype=str)
+    assert submission["PassengerId"].tolist() == sample["PassengerId"].tolist()  # as the sample writes them
 
 
 def test_metric_words_that_cannot_apply_are_one_line(tmp_path: Path) -> None:

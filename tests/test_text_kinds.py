@@ -26,7 +26,7 @@ TOPIC_WORDS = {"None": ("calm", "quiet", "still", "idle"), "NA": ("storm", "floo
                "null": ("smoke", "fire", "ash", "ember"), "fine": ("picnic", "sunny", "breeze", "meadow")}
 
 
-def run(source: Path, tmp_path: Path, budget: int = 20) -> dict:
+def run(source: Path, tmp_path: Path, budget: int = 10) -> dict:
     proc = subprocess.run([*AGENTK, "run", str(source), "-w", str(tmp_path / "ws"), "--time-budget", str(budget),
                            "--folds", "2", "--no-tune"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-3000:]
@@ -122,7 +122,7 @@ def multilabel_competition(root: Path, n: int = 400) -> tuple[Path, pd.DataFrame
 
 def test_several_binary_labels_per_text(tmp_path: Path) -> None:
     source, test = multilabel_competition(tmp_path / "six-labels")
-    result = run(source, tmp_path, budget=30)
+    result = run(source, tmp_path, budget=15)
     submission = pd.read_csv(tmp_path / "ws" / "six-labels" / "submissions" / "submission.csv")
     assert list(submission.columns) == ["id", *LABELS]
     # A constant scores 0.5 on every column; the cue words make each label learnable.
@@ -218,7 +218,7 @@ def normalisation_competition(root: Path, n_train: int = 500, n_test: int = 120)
 
 def test_tokens_rewritten_as_spoken(tmp_path: Path) -> None:
     source, test = normalisation_competition(tmp_path / "token-normalisation")
-    result = run(source, tmp_path, budget=30)
+    result = run(source, tmp_path, budget=15)
     # The constant a grader must beat: every token kept as written (the sample itself).
     kept = float((test["before"] == test["after"]).mean())
     assert result["test_score"] > kept + 0.1, (result["test_score"], kept)
