@@ -6,8 +6,6 @@ page says when bench.json is missing, unreadable or without warm vs cold."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -229,15 +227,20 @@ def test_a_folder_without_a_bench_is_one_clear_error(tmp_path: Path) -> None:
     assert not (tmp_path / REPORT_FILE).exists()
 
 
-def test_agentk_report_on_a_bench_folder_writes_the_bench_page(tmp_path: Path) -> None:
+def test_agentk_report_on_a_bench_folder_writes_the_bench_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # In-process: `agentk report` starts no run, and a fresh interpreter per call costs ~5 s.
+    from typer.testing import CliRunner
+
+    from agentk.cli import app
+
     bench_dir, _ = bench_folder(tmp_path, orders=("fixed", "random"), reports=())
+    monkeypatch.chdir(tmp_path)
     for remove_json in (False, True):  # named campaign-bench and holding campaigns is enough
         if remove_json:
             (bench_dir / BENCH_JSON).unlink()
         (bench_dir / REPORT_FILE).unlink(missing_ok=True)
-        proc = subprocess.run([sys.executable, "-m", "agentk.cli", "report", str(bench_dir)],
-                              capture_output=True, text=True, timeout=300, cwd=tmp_path)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+        proc = CliRunner().invoke(app, ["report", str(bench_dir)])
+        assert proc.exit_code == 0, proc.output
         page = bench_dir / REPORT_FILE
         assert str(page) in proc.stdout.replace("\n", "") and "<h1>Campaign bench</h1>" in page.read_text()
         assert ("Recomputed from the campaign folders" in page.read_text()) == remove_json

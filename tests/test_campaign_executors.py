@@ -201,39 +201,40 @@ def test_two_local_workers_run_two_demo_tasks_with_their_share_and_config(tmp_pa
         for run in runs:
             env = run.environ()
             assert {env[v] for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")} == {str(executor.cpus_per_task)}
+        # Both ran side by side with their share; "cold" has shown all it has to show, and the
+        # shutdown below kills it (a run's worth of CPU saved): only "warm" is waited for.
         outcomes = []
-        while executor.running():
+        while "warm" not in {o.key for o in outcomes}:
             outcomes += executor.wait(300)
     finally:
         executor.shutdown()
     by_key = {o.key: o for o in outcomes}
-    assert set(by_key) == {"warm", "cold"}
-    for outcome in outcomes:
-        assert outcome.returncode == 0 and outcome.error is None, outcome
-        assert outcome.result is not None and outcome.result["valid_submission"] and outcome.result["phase"] == "done"
-        assert outcome.elapsed_s > 0
+    outcome = by_key["warm"]
+    assert outcome.returncode == 0 and outcome.error is None, outcome
+    assert outcome.result is not None and outcome.result["valid_submission"] and outcome.result["phase"] == "done"
+    assert outcome.elapsed_s > 0
     saved = RunConfig.model_validate_json((tmp_path / "warm" / "ws" / by_key["warm"].result["competition_id"] / "config.json").read_text())
     assert saved.solve.warm_start == warm and saved.solve.time_budget_s == 3 and saved.solve.folds == 2 and not saved.solve.tune
 
 
 @pytest.mark.integration
-def test_a_local_ray_node_runs_a_task_and_a_failure(tmp_path: Path) -> None:
+def test_a_local_ray_node_returns_a_failure_and_cancels_a_run(tmp_path: Path) -> None:
     pytest.importorskip("ray")
     executor = RayExecutor("local", 2)
     try:
         assert executor.cpus_per_task == max(1, available_cores() // 2)
-        executor.submit(demo_job(tmp_path, "solved", cpus=1, memory_gb=0.5))
+        # A demo run solved on Ray is test_campaign's Ray test (the campaign's tasks run through
+        # this executor); here a failure comes back as an outcome, and a cancel kills its run.
         executor.submit(demo_job(tmp_path, "missing", source=tmp_path / "no-such-competition", cpus=1))
-        assert executor.running() == {"solved", "missing"}
+        assert executor.running() == {"missing"}
         outcomes = []
         while executor.running():
             outcomes += executor.wait(300)
         # Shutdown cancels a running task: Ray kills its worker, and the run dies with it.
-        executor.submit(demo_job(tmp_path, "cut", cpus=1))
+        executor.submit(demo_job(tmp_path, "cut", cpus=1, memory_gb=0.5))
         runs = wait_for(lambda: run_processes(os.getpid()), 60, "the run on the Ray worker to start")
     finally:
         executor.shutdown()
     assert gone(runs, 15), "a cancelled Ray task left its run behind"
-    by_key = {o.key: o for o in outcomes}
-    assert by_key["solved"].returncode == 0 and by_key["solved"].result["valid_submission"]
-    assert by_key["missing"].returncode == 2 and by_key["missing"].error.startswith("competition folder not found")
+    [missing] = outcomes
+    assert missing.key == "missing" and missing.returncode == 2 and missing.error.startswith("competition folder not found")

@@ -22,13 +22,13 @@ AGENTK = [sys.executable, "-m", "agentk.cli"]
 REPLIES = ("metric",)
 # Titanic's linear model (the race's pace-setter, never skipped) clears 0.7 within seconds; these
 # tests are about the policy, the cache and the messages, not about tuning.
-BUDGET_S = "8"
+BUDGET_S = "3"
 # These tests are about the setup policy and its cache: the solve stays the expert's (--no-llm-solve),
 # whose decisions would ask the scripted server again.
 
 
 def run(source: Path, ws: Path, base_url: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*AGENTK, "run", str(source), "-w", str(ws), "--llm", base_url, "--model", MODEL, "--time-budget", BUDGET_S, "--folds", "3", "--json",
+    return subprocess.run([*AGENTK, "run", str(source), "-w", str(ws), "--llm", base_url, "--model", MODEL, "--time-budget", BUDGET_S, "--folds", "2", "--json",
                            "--no-llm-solve"],
                           capture_output=True, text=True, timeout=600, cwd=ws.parent)
 

@@ -55,9 +55,10 @@ def test_the_runner_solves_with_the_saved_config(tmp_path: Path) -> None:
     """The runner passes no solver flags: the sandboxed solver must see config.json."""
     workspace = Workspace(titanic_workspace(tmp_path / "titanic"))
     workspace.create()
-    config = RunConfig(workspace_root=tmp_path, folds=2, time_budget_s=20, tune=False, quiet=True)
+    # 3 s: not a default, so the record shows whose value the solver used; the pace-setter fits in it.
+    config = RunConfig(workspace_root=tmp_path, folds=2, time_budget_s=3, tune=False, quiet=True)
     atomic_write_json(workspace.root / CONFIG_FILE, config.model_dump(mode="json"))
     result = _run_solver(workspace, config, EventLog(workspace.logs / "events.jsonl", quiet=True), None)
     assert result.ok, result.error_summary(max_lines=5)
     solved = json.loads((workspace.solve / "solve_result.json").read_text(encoding="utf-8"))
-    assert solved["folds"] == 2 and solved["time_budget_s"] == 20.0
+    assert solved["folds"] == 2 and solved["time_budget_s"] == 3.0
