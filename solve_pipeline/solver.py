@@ -242,6 +242,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from solve_pipeline.base.process_exit import exit_now
+    from agentk.core.process_exit import exit_now
 
     exit_now(main())

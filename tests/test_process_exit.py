@@ -18,7 +18,7 @@ def test_exit_now_flushes_the_streams_runs_atexit_and_keeps_the_code(tmp_path: P
     done = _run(f"""
 import atexit, sys
 from pathlib import Path
-from solve_pipeline.base.process_exit import exit_now
+from agentk.core.process_exit import exit_now
 atexit.register(lambda: Path({str(marker)!r}).write_text("ran"))
 print("a line still in stdout's buffer")  # stdout is a pipe here: block-buffered
 sys.stderr.write("and one in stderr's")
@@ -36,7 +36,7 @@ def test_exit_now_waits_like_a_normal_exit_for_a_running_thread(tmp_path: Path) 
     done = _run(f"""
 import threading, time
 from pathlib import Path
-from solve_pipeline.base.process_exit import exit_now
+from agentk.core.process_exit import exit_now
 
 def late():
     time.sleep(0.5)

@@ -54,7 +54,7 @@ def main(workspace: str) -> None:
 
 
 if __name__ == "__main__":
-    from solve_pipeline.base.process_exit import exit_now
+    from agentk.core.process_exit import exit_now
 
     main(sys.argv[1])
     exit_now(0)
