@@ -442,7 +442,15 @@ def _print_result(result: RunResult) -> None:
 
 
 def main() -> None:  # pragma: no cover - console entry for `python -m agentk.cli`
-    app()
+    from agentk.core.process_exit import exit_now
+
+    try:
+        app()
+    except SystemExit as done:  # Typer ends every command so, a success too
+        if done.code is not None and not isinstance(done.code, int):
+            raise  # a message for Python to print
+        exit_now(done.code or 0)
+    exit_now(0)
 
 
 if __name__ == "__main__":  # pragma: no cover

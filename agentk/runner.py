@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentk.core.artifacts import SetupLayout
 from agentk.core.records.config import CONFIG_FILE, Device, PolicyName, RunConfig
@@ -26,24 +26,24 @@ from agentk.core.sandbox.sandbox import Limits, data_room_mb, run_python
 from agentk.core.records.workspace import RunState, Workspace, atomic_write_json, read_json_object, workspace_for
 from agentk.core.records.workspace_lock import workspace_lock
 from agentk.grading import LeaderboardPosition, grade_run
-from agentk.llm import LLMConfig, make_client
 from agentk.llm.config import llm_configured
-from agentk.kaggle.fetch import is_code_competition
-from agentk.publish import KAGGLE_FACTS, submit_top_k
-from agentk.publish_code import submit_code_competition
-from agentk.solve_advisor import SolveAdvisor, llm_client
 from agentk.sources import load_competition
 from agentk.sources.base import Competition
-from agentk.sources.kaggle import fetch_source, kaggle_slug
+from agentk.sources.kaggle import kaggle_slug
 from curriculum.embedding import EmbeddingUnavailable
 from curriculum.experience import ExperienceStore, ingest_attempts
 from setup_pipeline.deadline import SAMPLE_MODEL, Deadline, SetupDeadline, hand_in_without_model, setup_deadline_s
 from setup_pipeline.expert.expert_policy import ExpertPolicy
-from setup_pipeline.llm_policy import HybridPolicy, LLMPolicy, assign_blame
 from setup_pipeline.mdp import Blame, SetupMDP
 from setup_pipeline.policy import Policy
 from solve_pipeline.base.submission_record import read_record
 from unit_tests_setup.submission_rules import validate_against_setup
+
+if TYPE_CHECKING:
+    from agentk.solve_advisor import SolveAdvisor
+
+# Kaggle's fetch and submit, the export bundle and the LLM's clients are imported where they are
+# used: a local run with the expert needs none of them, and they cost it a second of CPU to import.
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,8 @@ def run_competition(source: str | Path, config: RunConfig) -> RunOutcome:
     if config.submit and slug is None:
         raise AgentKError("--submit needs a Kaggle competition (a URL or slug), not a local folder")
     if slug is not None:
+        from agentk.sources.kaggle import fetch_source
+
         source = fetch_source(slug, Path(config.workspace_root).resolve() / "_kaggle", quiet=config.quiet)
     competition = load_competition(source, metric=config.metric)
     workspace = workspace_for(config.workspace_root, competition.id)
@@ -127,6 +129,9 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
         if config.submit and slug is not None:
             atomic_write_json(workspace.result_path, _result(competition, workspace, state, leaderboard=config.leaderboard,
                                                              kaggle=kaggle_facts).to_json())
+            from agentk.publish import submit_top_k
+            from agentk.publish_code import submit_code_competition
+
             if kaggle_facts.get("code_competition"):
                 kaggle_report = submit_code_competition(workspace, slug, config, events)
             else:
@@ -151,6 +156,9 @@ def _kaggle_facts(workspace: Workspace, source: str | Path, slug: str | None, ev
     in result.json: its slug, and whether it is a code competition (kernel submissions only)."""
     if slug is None:
         return {}
+    from agentk.kaggle.fetch import is_code_competition
+    from agentk.publish import KAGGLE_FACTS
+
     facts = {"slug": slug, "code_competition": is_code_competition(Path(source))}
     atomic_write_json(workspace.root / KAGGLE_FACTS, facts)
     events.emit("kaggle_competition", **facts)
@@ -236,6 +244,8 @@ def _policy(config: RunConfig, workspace: Workspace, memory: Any = None, competi
     if choice == PolicyName.EXPERT:
         return ExpertPolicy(), None
     _require_sandbox_for_llm_code(config)
+    from agentk.llm import LLMConfig, make_client
+    from setup_pipeline.llm_policy import HybridPolicy, LLMPolicy, assign_blame
 
     overrides = {"base_url": config.llm_base_url, "model": config.llm_model, "token_budget": config.llm_token_budget, "seed": config.solve.seed}
     llm_config = LLMConfig.from_env(**{k: v for k, v in overrides.items() if v is not None})
@@ -295,6 +305,8 @@ def _solve_advisor(config: RunConfig, workspace: Workspace, events: EventLog, co
         raise AgentKError("--llm-solve needs an LLM: give --llm URL (and --model), with --policy llm or hybrid")
     _require_sandbox_for_llm_code(config)  # the model's feature code runs inside the solver
     events.say("  solve: the LLM chooses the solver's actions (the expert's schedule is the fallback)")
+    from agentk.solve_advisor import SolveAdvisor, llm_client
+
     return SolveAdvisor(llm_client(config, workspace.root), workspace.solve, events,
                         memory=_experience_store(config, events), competition_id=competition_id)
 

@@ -36,25 +36,26 @@ from typing import Any, Sequence
 from agentk.core.records.config import Device, Fusion, saved_config
 from agentk.core.records.results import SolveResult
 from agentk.core.records.workspace import atomic_write_json
-from solve_pipeline.phases import blend_phase, choice_phase, decode_phase, finetune_phase
 from solve_pipeline.networks import device
-from solve_pipeline.llm import llm_loop
 from solve_pipeline.base.choice_rule import DEFAULT_RULE, RULES
 from solve_pipeline.base.cv import emit
-from solve_pipeline.export.saved import save_predictor
 from solve_pipeline.inputs.join_selection import select_joins
 from solve_pipeline.phases.outputs import clear_candidates, ranked_candidates
-from solve_pipeline.pixels.solve import picture_target, solve_pictures
+from solve_pipeline.pixels.target import picture_target
 from solve_pipeline.inputs.solve_inputs import SolveOptions, prepare, read_plan
 from solve_pipeline.phases.solve_state import Solver
 from solve_pipeline.text_to_text.solve import solve_texts, text_target
-from solve_pipeline.race.warm_start import ignore_configs
+
+# The phases after the race, the LLM's loop, the predictor's export and the pixel solve are imported
+# where they run: the setup's light solve (--light, on every run) uses none of them.
 
 
 def solve(options: SolveOptions) -> dict:
     began = time.monotonic()
     if picture_target(options.workspace / "setup") is not None:
         # A picture target is learnt pixel by pixel: rows of pixels do not fit the table race.
+        from solve_pipeline.pixels.solve import solve_pictures
+
         out = options.out or options.workspace / "submissions" / "submission.csv"
         return solve_pictures(options.workspace, out, options.time_budget, options.seed, options.light)
     if text_target(options.workspace / "setup") is not None:
@@ -97,6 +98,11 @@ def solve(options: SolveOptions) -> dict:
     bagging: dict[str, Any] = {"skipped": "light mode"}
     choice: dict[str, Any] = {"skipped": "light mode", "rule": "max_cv"}
     if not options.light:
+        from solve_pipeline.export.saved import save_predictor
+        from solve_pipeline.llm import llm_loop
+        from solve_pipeline.phases import blend_phase, choice_phase, decode_phase, finetune_phase
+        from solve_pipeline.race.warm_start import ignore_configs
+
         finetune = finetune_phase.finetune(solver, outcome)
         solver.finish_survivors(outcome)
         # The LLM's turn (only when the run turned it on): its actions add candidates; the expert's
@@ -236,4 +242,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from agentk.core.process_exit import exit_now
+
+    exit_now(main())

@@ -6,11 +6,11 @@ import json
 import sys
 from pathlib import Path
 
-from agentk.core.mask_targets import MASK_TASK, read_labels
-from solve_pipeline.networks.batches import first_batch
-from solve_pipeline.inputs.features import build_features
-from solve_pipeline.pixels.solve import picture_target
 from solve_pipeline.base.setup_modules import SetupArtifacts
+from solve_pipeline.pixels.target import picture_target
+
+# Each kind's modules are imported in the branch that reads it: a table's probe has no use for the
+# pixel model's scipy.ndimage nor for the masks' readers.
 
 
 # Loading every map already proves they parse; the batch itself needs only a few rows, and
@@ -20,6 +20,7 @@ PROBE_ROWS = 256
 
 def _picture_batch(artifacts: SetupArtifacts, target: dict) -> dict:
     """A picture target's batch: one training pair's pixels as the pixel model reads them."""
+    from agentk.core.mask_targets import MASK_TASK, read_labels
     from agentk.core.pixels import read_picture, resolve
     from solve_pipeline.pixels.features import pixel_features
 
@@ -40,6 +41,9 @@ def main(workspace: str) -> None:
         batch = _picture_batch(artifacts, target)
         print(json.dumps({"rows": len(batch["target"]), "shapes": {k: list(v.shape) for k, v in batch.items()}}))
         return
+    from solve_pipeline.inputs.features import build_features
+    from solve_pipeline.networks.batches import first_batch
+
     # Test rows too: decoding every test clip (tens of thousands of sound files) is the solve's work.
     features = build_features(artifacts, train_ids=list(artifacts.train_ids)[:PROBE_ROWS],
                               test_ids=list(artifacts.test_ids)[:PROBE_ROWS])
@@ -50,4 +54,7 @@ def main(workspace: str) -> None:
 
 
 if __name__ == "__main__":
+    from agentk.core.process_exit import exit_now
+
     main(sys.argv[1])
+    exit_now(0)

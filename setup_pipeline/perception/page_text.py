@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import re
 
-from agentk.kaggle.description import clean_page
-
 _HTML = re.compile(r"<(h[1-6]|p|pre|div|ul|ol|table|br|html|body)\b", re.IGNORECASE)
 
 
@@ -18,4 +16,9 @@ def looks_like_html(text: str) -> bool:
 
 def as_markdown(text: str) -> str:
     """The page as markdown: HTML is converted, markdown is returned unchanged."""
-    return clean_page(text) + "\n" if looks_like_html(text) else text
+    if not looks_like_html(text):
+        return text
+    # Imported for HTML only: BeautifulSoup costs every run a third of a second to import.
+    from agentk.kaggle.description import clean_page
+
+    return clean_page(text) + "\n"

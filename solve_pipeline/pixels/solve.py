@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from agentk.core.artifacts import DENSE_TASKS, SetupLayout
+from agentk.core.artifacts import SetupLayout
 from agentk.core.box_targets import BOX_OUTPUT
 from agentk.core.mask_targets import MASK_TASK
 from agentk.core.maps import read_map
@@ -28,6 +28,7 @@ from agentk.core.records.results import SolveResult
 from agentk.core.records.workspace import atomic_write_json
 from solve_pipeline.base.cv import emit
 from solve_pipeline.pixels.model import PixelModel, PixelRows, fit_pixel_model
+from solve_pipeline.pixels.target import picture_target
 from solve_pipeline.base.setup_modules import load_setup_module
 from solve_pipeline.base.submission_record import SubmissionRecord, adopt_submission, setup_fingerprint
 
@@ -36,18 +37,6 @@ _MAX_HELD = 12  # millions of pixels already; more would only cost prediction ti
 _ROWS_PER_SECOND = 20_000  # pixels LightGBM fits per second of the fit's share on one core (measured)
 _MAX_ROWS = 2_000_000
 LIGHT_PAIRS = 3
-
-
-def picture_target(setup_dir: Path, tasks: tuple[str, ...] = DENSE_TASKS) -> dict | None:
-    """target_info's picture (or mask) target, or None when the task's targets are not pictures."""
-    import json
-
-    path = SetupLayout(setup_dir).target_info
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return next((t for t in info.get("targets", []) if isinstance(t, dict) and t.get("task") in tasks), None)
 
 
 @dataclass
