@@ -18,13 +18,19 @@ from agentk.core.sandbox.disk_quota import quota_mb
 from agentk.core.errors import SetupFailed
 from agentk.core.records.events import EventLog
 from agentk.core.sandbox.isolation import Mounts
-from agentk.core.sandbox.sandbox import Limits, run_python
+from agentk.core.sandbox.sandbox import Limits
+from agentk.core.sandbox.stage_host import StageHost
 from agentk.core.secrets import redact, redact_obj
 from agentk.core.records.workspace import RunState, Workspace, atomic_write_text
 from setup_pipeline.deadline import Deadline, SetupDeadline
 from setup_pipeline.policy import Decline, Fill, Policy, StageContext, Verdict
 from setup_pipeline.stages import MetaCheckSpec, StageSpec, build_sequence
 from unit_tests_setup.context import CheckContext
+
+# What the generated stage code imports (the templates and their policy blocks): the stage host
+# imports them once per setup instead of once per stage.
+STAGE_PRELOAD = ("numpy", "pandas", "pyarrow", "pyarrow.parquet", "agentk.core.maps", "agentk.core.readers",
+                 "agentk.core.metrics", "agentk.core.pictures", "setup_pipeline.perception.recipe")
 
 # (meta error, [(stage, its code)]) -> which stages caused it, and why
 Blame = Callable[[str, list[tuple[str, str]]], Verdict]
@@ -53,10 +59,20 @@ class SetupMDP:
         self._meta_error: str | None = None
         self._meta_thought: str | None = None
         self._last_output = ""  # tail of the last attempt's sandbox output, for the attempt log
+        self._host: StageHost | None = None  # the code stages' warm sandbox, for one run()
 
     # ---- the loop -------------------------------------------------------------------------
 
     def run(self, state: RunState, save: Callable[[RunState], None]) -> RunState:
+        self._host = StageHost(self.ws.setup, Mounts.workspace(self.ws.root, write=["setup"]), STAGE_PRELOAD)
+        try:
+            return self._run(state, save)
+        finally:
+            # Also on SetupDeadline, errors and KeyboardInterrupt: its sandbox goes with it.
+            self._host.close()
+            self._host = None
+
+    def _run(self, state: RunState, save: Callable[[RunState], None]) -> RunState:
         sequence = build_sequence(self._modalities(state))
         index = 0
         while index < len(sequence):
@@ -152,13 +168,16 @@ class SetupMDP:
         if problems:
             return problems
         atomic_write_text(target, spec.render(action.content))
-        result = run_python(
-            [target.name],
-            cwd=self.ws.setup,
-            limits=Limits(timeout_s=self.check_ctx.budget.stage_timeout_s, max_written_mb=self.disk_quota_mb),
-            log_prefix=self.ws.logs / f"stage_{spec.name}",
-            mounts=Mounts.workspace(self.ws.root, write=["setup"]),
-        )
+        host = self._host or StageHost(self.ws.setup, Mounts.workspace(self.ws.root, write=["setup"]))
+        try:
+            result = host.run(
+                [target.name],
+                limits=Limits(timeout_s=self.check_ctx.budget.stage_timeout_s, max_written_mb=self.disk_quota_mb),
+                log_prefix=self.ws.logs / f"stage_{spec.name}",
+            )
+        finally:
+            if host is not self._host:
+                host.close()
         self._last_output = (result.stdout + result.stderr)[-2000:]
         if not result.ok:
             return [f"{target.name} failed: {result.error_summary()}"]

@@ -9,7 +9,6 @@ that escalates SIGINT -> SIGTERM -> SIGKILL, and head+tail truncated output capt
 
 from __future__ import annotations
 
-import codecs
 import dataclasses
 import errno
 import logging
@@ -19,13 +18,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
-from agentk.core.sandbox.cgroups import open_jail
+from agentk.core.sandbox.capture import Capture, pump_chunks, pump_lines
+from agentk.core.sandbox.cgroups import CgroupJail, open_jail
 from agentk.core.sandbox.disk_quota import DiskWatch
 from agentk.core.sandbox.isolation import SANDBOXED_ENV, Mounts, bwrap_argv, isolation_status, python_path
 from agentk.core.sandbox.processes import group_alive
@@ -185,6 +183,35 @@ def run_python(
     `on_stdout_line` is called from a reader thread with each stdout line (newline stripped; a
     line longer than 64 KiB arrives in pieces). If `log_prefix` is given, the captured (truncated)
     output is also written to `<log_prefix>.stdout.txt` and `<log_prefix>.stderr.txt`."""
+    cmd = sandbox_command(args, cwd=cwd, limits=limits, env_extra=env_extra, mounts=mounts)
+    try:
+        result = _run(cmd.argv, Path(cwd), cmd.env, limits, on_stdout_line, log_prefix, time.monotonic(), cmd.watched)
+    finally:
+        if cmd.jail is not None:
+            cmd.jail.close()
+    if cmd.isolated and result.returncode is not None and 128 < result.returncode <= 128 + 64:
+        # bubblewrap reports a child killed by signal N as exit code 128 + N.
+        result = dataclasses.replace(result, returncode=128 - result.returncode)
+    return result
+
+
+@dataclass
+class SandboxCommand:
+    """How to start `python -u *args` in the sandbox: the command line, its environment, the cgroup
+    it joins (the caller closes it when the child is gone) and the folders the disk quota watches."""
+
+    argv: list[str]
+    env: dict[str, str]
+    jail: CgroupJail | None
+    isolated: bool
+    watched: list[Path]
+
+
+def sandbox_command(
+    args: Sequence[str], *, cwd: Path, limits: Limits, env_extra: Mapping[str, str] | None = None,
+    mounts: Mounts | None = None,
+) -> SandboxCommand:
+    """The command run_python starts (also the stage host's, stage_host.py)."""
     cwd = Path(cwd)
     if not cwd.is_dir():
         raise ValueError(f"sandbox working directory does not exist: {cwd}")
@@ -206,17 +233,7 @@ def run_python(
     script = "trap '' INT TERM" + (f" && {jail.join_script()}" if jail is not None else "")
     if isolated or jail is not None:
         cmd = ["/bin/sh", "-c", f'{script} && exec "$@"', "sh", *cmd]
-    start = time.monotonic()
-    watched = [cwd, *(mounts.write if mounts is not None else ())]
-    try:
-        result = _run(cmd, cwd, env, limits, on_stdout_line, log_prefix, start, watched)
-    finally:
-        if jail is not None:
-            jail.close()
-    if isolated and result.returncode is not None and 128 < result.returncode <= 128 + 64:
-        # bubblewrap reports a child killed by signal N as exit code 128 + N.
-        result = dataclasses.replace(result, returncode=128 - result.returncode)
-    return result
+    return SandboxCommand(cmd, env, jail, isolated, [cwd, *(mounts.write if mounts is not None else ())])
 
 
 def _run(
@@ -224,16 +241,16 @@ def _run(
     on_stdout_line: Callable[[str], None] | None, log_prefix: Path | None, start: float,
     watched: list[Path],
 ) -> ExecutionResult:
-    out = _Capture(limits.max_output_chars)
-    err = _Capture(limits.max_output_chars)
+    out = Capture(limits.max_output_chars)
+    err = Capture(limits.max_output_chars)
     proc = subprocess.Popen(
         cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
     )
     assert proc.stdout is not None and proc.stderr is not None
     readers = [
-        threading.Thread(target=_pump_lines, args=(proc.stdout, out, on_stdout_line), daemon=True),
-        threading.Thread(target=_pump_chunks, args=(proc.stderr, err), daemon=True),
+        threading.Thread(target=pump_lines, args=(proc.stdout, out, on_stdout_line), daemon=True),
+        threading.Thread(target=pump_chunks, args=(proc.stderr, err), daemon=True),
     ]
     timed_out = False
     quota = DiskWatch(watched, limits.max_written_mb) if limits.max_written_mb is not None else None
@@ -272,11 +289,16 @@ def _run(
         written_over_mb=quota.cap_mb if quota is not None and quota.exceeded else None,
     )
     if log_prefix is not None:
-        log_prefix = Path(log_prefix)
-        log_prefix.parent.mkdir(parents=True, exist_ok=True)
-        Path(f"{log_prefix}.stdout.txt").write_text(result.stdout, encoding="utf-8")
-        Path(f"{log_prefix}.stderr.txt").write_text(result.stderr, encoding="utf-8")
+        write_logs(result, log_prefix)
     return result
+
+
+def write_logs(result: ExecutionResult, log_prefix: Path) -> None:
+    """The captured output as `<log_prefix>.stdout.txt` and `<log_prefix>.stderr.txt`."""
+    log_prefix = Path(log_prefix)
+    log_prefix.parent.mkdir(parents=True, exist_ok=True)
+    Path(f"{log_prefix}.stdout.txt").write_text(result.stdout, encoding="utf-8")
+    Path(f"{log_prefix}.stderr.txt").write_text(result.stderr, encoding="utf-8")
 
 
 def data_room_mb() -> int:
@@ -350,80 +372,6 @@ def _kill_group(pgid: int, sig: signal.Signals) -> None:
     except OSError as exc:
         if exc.errno != errno.ESRCH:
             raise
-
-
-class _Capture:
-    """Keeps the first and last halves of a stream, with a marker where the middle was."""
-
-    def __init__(self, max_chars: int) -> None:
-        self._head_max = max_chars // 2
-        self._tail_max = max_chars - self._head_max
-        self._head: list[str] = []
-        self._head_len = 0
-        self._tail: deque[str] = deque()
-        self._tail_len = 0
-        self._dropped = 0
-        self._lock = threading.Lock()
-
-    def add(self, text: str) -> None:
-        with self._lock:
-            room = self._head_max - self._head_len
-            if room > 0:
-                self._head.append(text[:room])
-                self._head_len += min(room, len(text))
-                text = text[room:]
-            if not text:
-                return
-            self._tail.append(text)
-            self._tail_len += len(text)
-            while self._tail_len > self._tail_max:
-                excess = self._tail_len - self._tail_max
-                first = self._tail[0]
-                if len(first) <= excess:
-                    self._tail.popleft()
-                    cut = len(first)
-                else:
-                    self._tail[0] = first[excess:]
-                    cut = excess
-                self._tail_len -= cut
-                self._dropped += cut
-
-    def text(self) -> str:
-        with self._lock:
-            head, tail = "".join(self._head), "".join(self._tail)
-            if not self._dropped:
-                return head + tail
-            return f"{head}\n... [{self._dropped} characters truncated] ...\n{tail}"
-
-
-def _pump_lines(pipe: IO[bytes], capture: _Capture, on_line: Callable[[str], None] | None) -> None:
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    failures = 0
-    with pipe:
-        # A bounded readline keeps a newline-free flood of bytes from growing our memory.
-        for raw in iter(lambda: pipe.readline(65536), b""):
-            text = decoder.decode(raw)
-            capture.add(text)
-            if on_line is not None and text:
-                try:
-                    on_line(redact(text.rstrip("\r\n")))
-                except Exception:
-                    # Stopping here would stop draining the pipe and block the child; logging
-                    # every failure would flood the log once per output line.
-                    if failures == 0:
-                        logger.exception("on_stdout_line callback failed; output capture continues")
-                    failures += 1
-        if failures > 1:
-            logger.warning("on_stdout_line callback failed on %d lines in total", failures)
-        capture.add(decoder.decode(b"", final=True))
-
-
-def _pump_chunks(pipe: IO[bytes], capture: _Capture) -> None:
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    with pipe:
-        for raw in iter(lambda: pipe.read1(65536), b""):  # type: ignore[attr-defined]
-            capture.add(decoder.decode(raw))
-        capture.add(decoder.decode(b"", final=True))
 
 
 def _last_traceback(stderr: str) -> str | None:
