@@ -9,17 +9,31 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from click.testing import Result
+from typer.testing import CliRunner
 
+from agentk.cli import app
 from curriculum.task_memory import TaskMemory
 from llm_server import Reply, ScriptedLLMServer
-from tiny_campaign import RUN_ARGS, TinyCampaign, agentk, decisions_of, state_of
+from tiny_campaign import TinyCampaign, agentk, decisions_of, state_of
 
 pytestmark = pytest.mark.integration
 pytest_plugins = ["kaggle_server", "tiny_campaign"]
+# These tests' runs need only a valid solve (the linear pace-setter's, within a second or two);
+# each second of budget is a second of wall time per run.
+SHORT_RUN_ARGS = ["--time-budget", "3", "--folds", "2"]
 
 
-def test_a_campaign_over_a_folder_survives_kill_9_and_remembers_both_kinds(tiny_campaign: TinyCampaign) -> None:
-    campaign, third, args, tmp_path = tiny_campaign.folder, tiny_campaign.third, tiny_campaign.args, tiny_campaign.root
+def in_process(*args: str) -> Result:
+    """The CLI in this process: for commands that start no run, where a fresh interpreter would
+    cost ~5 s for one line."""
+    return CliRunner().invoke(app, list(args))
+
+
+def test_a_campaign_over_a_folder_survives_kill_9_and_remembers_both_kinds(tiny_campaign: TinyCampaign,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    campaign, third, args = tiny_campaign.folder, tiny_campaign.third, tiny_campaign.args
+    monkeypatch.chdir(tiny_campaign.root)  # where the campaign's commands ran
     assert tiny_campaign.status_at_kill[third] == "running"
     state = state_of(campaign)
     status = {key: task["status"] for key, task in state["tasks"].items()}
@@ -57,51 +71,56 @@ def test_a_campaign_over_a_folder_survives_kill_9_and_remembers_both_kinds(tiny_
     assert {e.task_id for e in memory.positives()} == {"tumours-a", "tumours-b"}
     assert {e.task_id for e in memory.negatives()} == {"notes"}
 
-    shown = agentk("campaign", "status", str(campaign), cwd=tmp_path)
-    assert shown.returncode == 0, shown.stderr
+    shown = in_process("campaign", "status", str(campaign))
+    assert shown.exit_code == 0, shown.output
     for key in ("tumours-a", "tumours-b", "notes", "solved", "gave_up"):
         assert key in shown.stdout
     assert "next: nothing" in shown.stdout
     # The workspace root lists its campaigns, with their counts.
-    listed = agentk("campaign", "status", str(campaign.parent.parent), cwd=tmp_path)
-    assert listed.returncode == 0, listed.stderr
+    listed = in_process("campaign", "status", str(campaign.parent.parent))
+    assert listed.exit_code == 0, listed.output
     row = next(line for line in listed.stdout.splitlines() if campaign.name in line)
     assert [cell.strip() for cell in row.split("│") if cell.strip()] == [campaign.name, "3", "2", "1", "0", "3"], row
 
     # Run again: everything has ended, nothing is redone.
-    again = agentk(*args, cwd=tmp_path)
-    assert again.returncode == 0, again.stderr[-2000:]
+    again = in_process(*args)
+    assert again.exit_code == 0, again.output[-2000:]
     assert state_of(campaign)["round"] == 3 and len(decisions_of(campaign)) == 3
 
 
-def test_bad_input_gets_one_clear_line(tmp_path: Path, tiny_pool: Path) -> None:
+def test_bad_input_gets_one_clear_line(tmp_path: Path, tiny_pool: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pool = tiny_pool
     empty = tmp_path / "empty"
     empty.mkdir()
-    proc = agentk("campaign", str(empty), "-w", str(tmp_path / "ws"), cwd=tmp_path)
-    assert proc.returncode == 2 and proc.stderr.startswith("error:") and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert "no competitions" in proc.stderr
+    monkeypatch.chdir(tmp_path)
+    result = in_process("campaign", str(empty), "-w", str(tmp_path / "ws"))
+    assert result.exit_code == 2 and result.stderr.startswith("error:") and len(result.stderr.strip().splitlines()) == 1, result.output
+    assert "no competitions" in result.stderr
 
+    # A real process: Ray's own start-up must not leak a traceback past the one line (and no Ray
+    # client is left behind in the test process, beside the Ray tests of this worker).
     proc = agentk("campaign", str(pool / "tumours-a"), "-w", str(tmp_path / "ws"), "--ray-address", "127.0.0.1:1", cwd=tmp_path, timeout=120)
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "Ray" in errors[0] and "127.0.0.1:1" in errors[0]
 
-    proc = agentk("campaign", "status", str(tmp_path / "nowhere"), cwd=tmp_path)
-    assert proc.returncode == 2 and "no campaign" in proc.stderr
+    result = in_process("campaign", "status", str(tmp_path / "nowhere"))
+    assert result.exit_code == 2 and "no campaign" in result.stderr
 
 
-def test_a_task_folder_that_vanishes_mid_campaign_is_left_out_with_one_line(tiny_pool: Path, tmp_path: Path) -> None:
+def test_a_task_folder_that_vanishes_mid_campaign_is_left_out_with_one_line(tiny_pool: Path, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     pool = tiny_pool
     folder = tmp_path / "competitions"
     shutil.copytree(pool / "notes", folder / "notes")
     # A budget spent before the first task starts: the pool is described, nothing runs.
-    first = agentk("campaign", str(folder), "-w", str(tmp_path / "ws"), "--total-budget", "0.001", cwd=tmp_path)
-    assert first.returncode == 1  # nothing solved
+    monkeypatch.chdir(tmp_path)
+    first = in_process("campaign", str(folder), "-w", str(tmp_path / "ws"), "--total-budget", "0.001")
+    assert first.exit_code == 1  # nothing solved
     shutil.rmtree(folder / "notes")
-    proc = agentk("campaign", str(folder), "-w", str(tmp_path / "ws"), "--total-budget", "1h", cwd=tmp_path)
-    assert proc.returncode == 1
-    output = proc.stdout + proc.stderr
+    result = in_process("campaign", str(folder), "-w", str(tmp_path / "ws"), "--total-budget", "1h")
+    assert result.exit_code == 1
+    output = result.output
     lines = [line for line in output.splitlines() if "notes" in line and "gone" in line]
     assert len(lines) == 1 and "Traceback" not in output, output
     state = state_of(tmp_path / "ws" / "_campaigns" / "competitions")
@@ -114,7 +133,7 @@ def test_a_task_list_of_kaggle_slugs_submits_within_each_daily_limit(fake_kaggle
     tasks = tmp_path / "tasks.txt"
     tasks.write_text("https://www.kaggle.com/competitions/titanic\nplayground-series-s3e5\n")
     proc = agentk("campaign", str(tasks), "-w", str(tmp_path / "ws"), "--submit", "--submit-poll", "0.05",
-                  "--order", "fixed", "--time-budget", "8", "--folds", "3", cwd=tmp_path)
+                  "--order", "fixed", *SHORT_RUN_ARGS, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     campaign = tmp_path / "ws" / "_campaigns" / "tasks"
     state = state_of(campaign)
@@ -136,7 +155,7 @@ def test_a_campaign_on_a_local_ray_cluster_starts_with_the_llms_pick(tiny_pool: 
     reply = Reply(content="tumours-a", completion_tokens=3)
     with ScriptedLLMServer([reply]) as llm:
         proc = agentk("campaign", str(tasks), "-w", str(tmp_path / "ws"), "--ray-address", "local", "--workers", "2", "--max-attempts", "1",
-                      "--policy", "expert", "--llm", llm.base_url, "--model", "qwen2.5-coder-7b", *RUN_ARGS, cwd=tmp_path)
+                      "--policy", "expert", "--llm", llm.base_url, "--model", "qwen2.5-coder-7b", *SHORT_RUN_ARGS, cwd=tmp_path)
         assert len(llm.chat_requests) == 1
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     campaign = tmp_path / "ws" / "_campaigns" / "tasks"
@@ -152,7 +171,7 @@ def test_a_campaign_on_a_local_ray_cluster_starts_with_the_llms_pick(tiny_pool: 
     assert datetime.fromisoformat(a["started"]) <= datetime.fromisoformat(notes["started"]) < a_end
 
 
-def test_seeds_run_each_task_independently_and_give_table_4(tiny_pool: Path, tmp_path: Path) -> None:
+def test_seeds_run_each_task_independently_and_give_table_4(tiny_pool: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`--seeds 2`: each pool task runs under two seeds, in two workspaces, neither warm-started
     from the other; the report's Table 4 estimates Pass@k from them."""
     from agentk.report.campaign_data import pass_at_k
@@ -161,7 +180,7 @@ def test_seeds_run_each_task_independently_and_give_table_4(tiny_pool: Path, tmp
     pool = tmp_path / "pool"
     pool.mkdir()
     shutil.copytree(tiny_pool / "tumours-a", pool / "tumours-a")
-    args = ["campaign", str(pool), "-w", str(tmp_path / "ws"), "--seeds", "2", "--max-attempts", "1", *RUN_ARGS]
+    args = ["campaign", str(pool), "-w", str(tmp_path / "ws"), "--seeds", "2", "--max-attempts", "1", *SHORT_RUN_ARGS]
     proc = agentk(*args, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "1 task × 2 seeds" in proc.stdout + proc.stderr
@@ -183,5 +202,6 @@ def test_seeds_run_each_task_independently_and_give_table_4(tiny_pool: Path, tmp
     html = (campaign / "report.html").read_text()
     assert "Pass@k per modality (Table 4)" in html and "100%" in html and "--seeds 3" not in html
 
-    again = agentk(*args[:-len(RUN_ARGS)], "--seeds", "3", cwd=tmp_path)  # resumes as it started
-    assert again.returncode == 0 and "runs 2 seed(s) per task, as it started" in again.stdout + again.stderr
+    monkeypatch.chdir(tmp_path)
+    again = in_process(*args[:-len(SHORT_RUN_ARGS)], "--seeds", "3")  # resumes as it started; nothing left to run
+    assert again.exit_code == 0 and "runs 2 seed(s) per task, as it started" in again.output

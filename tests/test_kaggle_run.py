@@ -26,7 +26,7 @@ def test_run_url_with_submit_reports_score_and_rank(fake_kaggle, tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     # One submission only: the linear model, which the race never skips, already scores ~0.8.
     ws = tmp_path / "ws"
-    run = invoke("run", "https://www.kaggle.com/competitions/titanic/overview", "--submit", "-w", str(ws), "--time-budget", "10", "--folds", "3", "--submit-poll", "0.05", "--json")
+    run = invoke("run", "https://www.kaggle.com/competitions/titanic/overview", "--submit", "-w", str(ws), "--time-budget", "3", "--folds", "2", "--submit-poll", "0.05", "--json")
     assert run.exit_code == 0, run.output[-2000:]
     result = json.loads((ws / "titanic" / "result.json").read_text())
     assert result["valid_submission"] and result["metric"] == "accuracy"

@@ -123,7 +123,7 @@ def test_llm_policy_sets_up_and_solves_the_nested_layout_through_the_cli(awkward
     with ScriptedLLMServer(replies, models=(MODEL,)) as server:
         proc = subprocess.run(
             [*AGENTK, "run", str(awkward), "-w", str(ws), "--policy", "llm", "--llm", server.base_url, "--model", MODEL,
-             "--time-budget", "15", "--folds", "2", "--json", "--no-llm-solve"],  # a setup test: the solve is the expert's
+             "--time-budget", "8", "--folds", "2", "--json", "--no-llm-solve"],  # a setup test: the solve is the expert's
             capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
         requests = server.chat_requests
     assert proc.returncode == 0, proc.stderr[-3000:]

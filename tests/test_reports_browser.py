@@ -9,8 +9,6 @@ way the checks look for), so that a report test passing means something.
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import altair as alt
@@ -30,7 +28,9 @@ from browser import (
 )
 
 from test_bench_report import bench_folder
+from typer.testing import CliRunner
 
+from agentk.cli import app
 from agentk.core.records.campaign_record import BENCH_JSON, COLD
 from agentk.report.bench_report import write_bench_report
 from agentk.report.page import REPORT_FILE, NotAvailable, figure
@@ -114,13 +114,6 @@ def test_one_colour_is_blank_and_a_drawing_is_not(tmp_path: Path) -> None:
 # --- the real reports: one tiny campaign of two tasks gives a campaign report and, for each task's
 # workspace, a run report.
 
-AGENTK = [sys.executable, "-m", "agentk.cli"]
-# The demo table has 569 rows; the linear model finishes in a second or two.
-RUN_ARGS = ["--time-budget", "5", "--folds", "2"]
-
-
-def agentk(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*AGENTK, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -131,8 +124,9 @@ def campaign(tiny_campaign: TinyCampaign) -> Path:
 
 def report_of(folder: Path) -> Path:
     """`agentk report FOLDER`: the page it writes, and the path it prints."""
-    proc = agentk("report", str(folder), cwd=folder.parent, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    # In-process: it starts no run, and a fresh interpreter per page would cost ~5 s.
+    proc = CliRunner().invoke(app, ["report", str(folder)])
+    assert proc.exit_code == 0, proc.output[-4000:]
     page = folder / REPORT_FILE
     assert page.is_file() and str(page) in proc.stdout.replace("\n", ""), proc.stdout
     return page

@@ -16,8 +16,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from click.testing import Result
 from tiny_campaign import TinyCampaign
+from typer.testing import CliRunner
 
+from agentk.cli import app
 from agentk.core.artifacts import SetupLayout
 from agentk.core.errors import AgentKError
 from agentk.core.metrics.direction import Direction
@@ -36,6 +39,11 @@ RUN_ARGS = ["--time-budget", "5", "--folds", "2"]
 
 def agentk(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*AGENTK, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def in_process(*args: str) -> Result:
+    """The CLI in this process, for a one-line refusal: a fresh interpreter would cost ~5 s."""
+    return CliRunner().invoke(app, list(args))
 
 
 def events(workspace: Path) -> list[dict]:
@@ -231,8 +239,8 @@ def test_agentk_report_prints_the_page_and_refuses_a_folder_without_a_run(copy: 
     assert proc.stdout.strip() == str(copy / REPORT_FILE) and (copy / REPORT_FILE).is_file()
     empty = tmp_path / "empty"
     empty.mkdir()
-    proc = agentk("report", str(empty), cwd=tmp_path)
-    assert proc.returncode == 2 and "is not a run workspace" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    refused = in_process("report", str(empty))
+    assert refused.exit_code == 2 and "is not a run workspace" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
     with pytest.raises(AgentKError, match="not a run workspace"):
         write_run_report(tmp_path / "missing")
 
@@ -258,8 +266,8 @@ def test_run_leaderboard_flag_places_the_test_score_on_another_board(run: tuple[
     copied = root / workspace.name
     board = tmp_path / "kaggle-board.csv"
     board.write_text("TeamName,Score\n" + "".join(f"team {i},{1.0 - i / 1000:.3f}\n" for i in range(30)))
-    missing = agentk("run", str(source), "-w", str(root), "--leaderboard", str(tmp_path / "nope.csv"), cwd=tmp_path)
-    assert missing.returncode == 2 and "error: leaderboard file not found" in missing.stderr
+    missing = in_process("run", str(source), "-w", str(root), "--leaderboard", str(tmp_path / "nope.csv"))
+    assert missing.exit_code == 2 and "error: leaderboard file not found" in missing.stderr
     proc = agentk("run", str(source), "-w", str(root), *RUN_ARGS, "--leaderboard", str(board), cwd=tmp_path)  # resumes the finished run
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     result = RunResult.read(copied / "result.json")

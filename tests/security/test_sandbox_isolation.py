@@ -167,7 +167,7 @@ def test_hostile_setup_stage_gets_nothing_and_breaks_nothing(tmp_path: Path) -> 
         with ScriptedLLMServer(replies) as server:
             proc = subprocess.run(
                 [*AGENTK, "run", str(competition), "-w", str(ws_root), "--policy", "llm", "--llm", server.base_url,
-                 "--model", MODEL, "--time-budget", "10", "--folds", "2", "--no-llm-solve"],
+                 "--model", MODEL, "--time-budget", "3", "--folds", "2", "--no-llm-solve"],
                 capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
     finally:
         listener.close()
