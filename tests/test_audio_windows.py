@@ -113,7 +113,7 @@ def test_each_window_is_featurised_on_its_own_seconds(tmp_path: Path) -> None:
 
 # ---- end to end -------------------------------------------------------------------------------
 
-BUDGET_S = 30
+BUDGET_S = 15
 
 
 @pytest.mark.integration

@@ -204,7 +204,7 @@ def test_level_columns_are_found_by_the_target_name() -> None:
 def test_daily_sales_are_forecast_end_to_end(tmp_path: Path) -> None:
     competition = make_forecast_competition(tmp_path / "sales", stores=2, items=4, days=600, horizon=42)
     proc = subprocess.run([*AGENTK, "run", str(competition), "--workspace-root", str(tmp_path / "ws"),
-                           "--time-budget", "40", "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+                           "--time-budget", "20", "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     workspace = tmp_path / "ws" / "daily-sales"
     result = json.loads((workspace / "result.json").read_text())
@@ -229,7 +229,7 @@ def test_sales_judged_by_rmsse_are_scored_with_each_series_history(tmp_path: Pat
     competition = make_forecast_competition(tmp_path / "sales", stores=2, items=3, days=420, horizon=28,
                                             metric="rmsse")
     proc = subprocess.run([*AGENTK, "run", str(competition), "--workspace-root", str(tmp_path / "ws"),
-                           "--time-budget", "20", "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+                           "--time-budget", "10", "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     workspace = tmp_path / "ws" / "daily-sales"
     result = json.loads((workspace / "result.json").read_text())

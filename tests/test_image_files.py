@@ -259,7 +259,7 @@ def test_dicom_named_by_its_uid_alone_is_found_by_content(tmp_path: Path) -> Non
 
 def _run_and_grade(source: Path, root: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "agentk.cli", "run", str(source), "--workspace-root", str(root / "ws"),
-                           "--time-budget", "20", "--folds", "3", "--json"],
+                           "--time-budget", "10", "--folds", "3", "--json"],
                           cwd=root, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     competition = load_competition(source)

@@ -53,7 +53,7 @@ def _text(html: str) -> str:
 def test_a_relational_run_shows_its_joins(tmp_path: Path) -> None:
     source = _competition(tmp_path / "stores")
     done = subprocess.run([sys.executable, "-m", "agentk.cli", "run", str(source), "--workspace-root", str(tmp_path / "ws"),
-                           "--time-budget", "20", "--folds", "2", "--no-tune", "--quiet"],
+                           "--time-budget", "8", "--folds", "2", "--no-tune", "--quiet"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     workspace = tmp_path / "ws" / "stores"

@@ -204,7 +204,7 @@ def test_keypoint_lookup_competition_end_to_end(tmp_path: Path) -> None:
     source = make_keypoint_lookup_competition(tmp_path / "faces")
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "agentk.cli", "run", str(source), "--workspace-root", str(tmp_path / "ws"),
-                           "--time-budget", "20", "--folds", "2", "--json"],
+                           "--time-budget", "10", "--folds", "2", "--json"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=900)
     seconds = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -284,7 +284,7 @@ def test_agentk_run_and_grade_end_to_end(tmp_path: Path) -> None:
     reading of it scores far worse than the sample's 0.5."""
     competition = make_pets(tmp_path / "pets", per_class=24, n_test=30, positive="cat")
     run = subprocess.run([*AGENTK, "run", str(competition), "--workspace-root", str(tmp_path / "ws"),
-                          "--time-budget", "20", "--folds", "2", "--json"],
+                          "--time-budget", "10", "--folds", "2", "--json"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]
     workspace = tmp_path / "ws" / "pets-by-name"

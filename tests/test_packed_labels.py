@@ -148,7 +148,7 @@ def test_inspection_reads_lists_packed_ids_and_named_clips(tmp_path: Path) -> No
 def test_packed_label_competition_end_to_end(tmp_path: Path) -> None:
     """60 training and 20 test recordings: the submission is valid, one row per (recording, species)
     in the sample's order, graded by ROC AUC clearly above a constant's 0.5 (assert_solved: +0.1)."""
-    run = run_agentk(make_packed_label_competition, tmp_path / "birds", 20)
+    run = run_agentk(make_packed_label_competition, tmp_path / "birds", 10)
     result = assert_solved(run)
     assert result["test_metric"] == "auc"
     workspace = tmp_path / "birds" / "ws" / "birds-in-the-field"

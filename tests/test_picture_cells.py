@@ -81,9 +81,9 @@ def test_inspection_reads_the_column_as_pictures_not_text(tmp_path: Path) -> Non
 
 
 def _run_valid(source: Path, root: Path) -> tuple[Competition, Path, dict]:
-    """`agentk run` at 20 s, 2 folds: a valid submission, every setup stage passed."""
+    """`agentk run` at 10 s, 2 folds: a valid submission, every setup stage passed."""
     proc = subprocess.run([sys.executable, "-m", "agentk.cli", "run", str(source), "--workspace-root", str(root / "ws"),
-                           "--time-budget", "20", "--folds", "2", "--json"],
+                           "--time-budget", "10", "--folds", "2", "--json"],
                           cwd=root, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     competition = load_competition(source)

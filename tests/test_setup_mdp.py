@@ -60,21 +60,11 @@ class FaultyOnce:
         return action
 
 
-def test_expert_setup_passes_every_stage_on_titanic(tmp_path: Path) -> None:
-    workspace = _workspace(tmp_path, "titanic")
-    _run(workspace, ExpertPolicy())
-    state = workspace.load_state()
-    assert all(stage.passed for stage in state.stages.values())
-    assert {"summarise", "modalities", "plan", "train_input_map_tab", "train_target_map", "target_transform", "test_input_map_tab", "submission_format", "metric"} <= set(state.stages)
-    assert state.meta["meta_maps"].passed and state.meta["meta_light_solve"].passed
-    tab = pd.read_csv(workspace.setup / "train_tab_input_map.csv")
-    assert tab.columns[0] == "id" and "Survived" not in tab.columns and len(tab) == 801
-    info = json.loads((workspace.setup / "target_info.json").read_text())
-    assert info["targets"] == [{"column": "Survived", "task": "binary", "classes": [0, 1]}]
-    assert json.loads((workspace.setup / "metric_check.json").read_text())["higher_is_better"] is True
-
-
-def test_failed_unit_test_repeats_the_stage_with_the_error(tmp_path: Path) -> None:
+def test_failed_unit_test_repeats_the_stage_with_the_error_and_a_resumed_setup_skips_what_passed(
+        tmp_path: Path) -> None:
+    """One s3e5 setup for both (each costs the suite a setup): a stage whose unit test failed
+    repeats with the error kept; the setup it ends in, run again, re-runs nothing, and with one
+    stage's output gone resumes from that stage."""
     workspace = _workspace(tmp_path, "playground-series-s3e5")
     # The first target map keeps a duplicated id: the stage check must catch it.
     policy = FaultyOnce("train_target_map", lambda code: code.replace("return out.reset_index(drop=True)", "return pd.concat([out, out.head(3)]).reset_index(drop=True)"))
@@ -85,8 +75,22 @@ def test_failed_unit_test_repeats_the_stage_with_the_error(tmp_path: Path) -> No
     assert "wrote train_tab_target_map.csv" in records[1]["output"]  # the sandbox output is kept
     assert policy.seen_errors[1] is not None and "duplicated" in policy.seen_errors[1]
 
+    before = len(_attempts(workspace))
+    _run(workspace, ExpertPolicy())
+    assert len(_attempts(workspace)) == before  # nothing re-ran: every stage's output still checks out
+    (workspace.setup / "train_tab_target_map.csv").unlink()
+    state = workspace.load_state()
+    state.meta["meta_maps"].passed = False
+    workspace.save_state(state)
+    _run(workspace, ExpertPolicy())
+    rerun = [r["stage"] for r in _attempts(workspace)[before:]]
+    assert rerun[0] == "train_target_map" and "summarise" not in rerun
 
-def test_failed_meta_test_returns_to_the_earliest_stage_it_covers(tmp_path: Path) -> None:
+
+def test_failed_meta_test_returns_to_the_earliest_stage_it_covers_and_setup_passes_every_stage(tmp_path: Path) -> None:
+    """One titanic setup for both (each costs the suite a setup): the maps meta test sends setup
+    back to the first stage it covers, and the setup then passes every stage, maps and facts as
+    the expert writes them (the expert alone on titanic is test_end_to_end's titanic run)."""
     workspace = _workspace(tmp_path, "titanic")
     # A well-formed test map that silently drops rows passes its unit test; only the maps meta
     # test (sample ids vs test ids) can see the fault.
@@ -101,6 +105,15 @@ def test_failed_meta_test_returns_to_the_earliest_stage_it_covers(tmp_path: Path
     # After the failure the MDP went back to the first stage the meta test covers.
     assert order[first_meta + 1] == "train_input_map_tab"
     assert workspace.load_state().stage("test_input_map_tab").attempts == 2
+    state = workspace.load_state()
+    assert all(stage.passed for stage in state.stages.values())
+    assert {"summarise", "modalities", "plan", "train_input_map_tab", "train_target_map", "target_transform", "test_input_map_tab", "submission_format", "metric"} <= set(state.stages)
+    assert state.meta["meta_maps"].passed and state.meta["meta_light_solve"].passed
+    tab = pd.read_csv(workspace.setup / "train_tab_input_map.csv")
+    assert tab.columns[0] == "id" and "Survived" not in tab.columns and len(tab) == 801
+    info = json.loads((workspace.setup / "target_info.json").read_text())
+    assert info["targets"] == [{"column": "Survived", "task": "binary", "classes": [0, 1]}]
+    assert json.loads((workspace.setup / "metric_check.json").read_text())["higher_is_better"] is True
 
 
 def test_a_declining_policy_fails_setup_with_its_reason(tmp_path: Path) -> None:
@@ -110,21 +123,6 @@ def test_a_declining_policy_fails_setup_with_its_reason(tmp_path: Path) -> None:
         _run(workspace, ExpertPolicy())
     record = _attempts(workspace)[-1]
     assert record["declined"] and record["stage"] == "modalities"
-
-
-def test_a_resumed_setup_skips_the_stages_that_passed(tmp_path: Path) -> None:
-    workspace = _workspace(tmp_path, "playground-series-s3e5")
-    _run(workspace, ExpertPolicy())
-    before = len(_attempts(workspace))
-    _run(workspace, ExpertPolicy())
-    assert len(_attempts(workspace)) == before  # nothing re-ran: every stage's output still checks out
-    (workspace.setup / "train_tab_target_map.csv").unlink()
-    state = workspace.load_state()
-    state.meta["meta_maps"].passed = False
-    workspace.save_state(state)
-    _run(workspace, ExpertPolicy())
-    rerun = [r["stage"] for r in _attempts(workspace)[before:]]
-    assert rerun[0] == "train_target_map" and "summarise" not in rerun
 
 
 def test_an_unexpected_failure_of_the_expert_is_a_one_line_decline(tmp_path: Path) -> None:
