@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -442,16 +441,10 @@ def _print_result(result: RunResult) -> None:
 
 
 def main() -> None:  # pragma: no cover - console entry for `python -m agentk.cli`
-    from agentk.core.process_exit import exit_now
+    from agentk.core.process_exit import run_then_exit
 
-    try:
-        app()
-    except SystemExit as done:  # Typer ends every command so, a success too
-        if done.code is not None and not isinstance(done.code, int):
-            raise  # a message for Python to print
-        exit_now(done.code or 0)
-    exit_now(0)
+    run_then_exit(app)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

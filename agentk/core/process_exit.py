@@ -14,6 +14,7 @@ import atexit
 import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import NoReturn
 
 
@@ -30,3 +31,15 @@ def exit_now(code: int) -> NoReturn:
         except (OSError, ValueError, AttributeError):  # a closed or absent stream has nothing to flush
             pass
     os._exit(code)
+
+
+def run_then_exit(entry: Callable[[], object]) -> NoReturn:
+    """Run a Typer command line (it ends in SystemExit, a success too), then `exit_now` with its code;
+    a SystemExit carrying a message is left for Python to print."""
+    try:
+        entry()
+    except SystemExit as done:
+        if done.code is not None and not isinstance(done.code, int):
+            raise
+        exit_now(done.code or 0)
+    exit_now(0)
