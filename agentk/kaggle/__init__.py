@@ -9,8 +9,9 @@ Importing this package never imports `kaggle`.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentk.core.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from agentk.kaggle.client import KaggleClient
@@ -70,13 +71,7 @@ _MODULE_OF = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(globals(), _MODULE_OF)
 
 
 __all__ = [

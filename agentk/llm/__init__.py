@@ -6,8 +6,9 @@ see client.py for what lands in the workspace.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentk.core.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from agentk.llm.cache import CachedBackend, ResponseCache, cache_key
@@ -89,13 +90,7 @@ _MODULE_OF = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(globals(), {name: f"{__name__}.{module}" for name, module in _MODULE_OF.items()})
 
 
 __all__ = [

@@ -275,22 +275,27 @@ def _run(
     finally:
         if quota is not None:
             quota.stop()
-    elapsed = time.monotonic() - start
-    for reader in readers:
-        # Only a process that escaped the group (setsid) can still hold the pipe; give up on it
-        # rather than hang. The daemon thread stays blocked and costs nothing.
-        reader.join(timeout=5.0)
-
-    # Whatever the child printed may be a secret it found: nothing downstream (logs, state, the
-    # next prompt, the error line) gets it.
-    result = ExecutionResult(
-        returncode=proc.returncode, stdout=redact(out.text()), stderr=redact(err.text()), elapsed_s=elapsed,
-        timed_out=timed_out, timeout_s=limits.timeout_s if timed_out else None,
-        written_over_mb=quota.cap_mb if quota is not None and quota.exceeded else None,
-    )
+    result = collected_result(proc.returncode, out, err, readers, start, limits, timed_out, quota)
     if log_prefix is not None:
         write_logs(result, log_prefix)
     return result
+
+
+def collected_result(returncode: int | None, out: Capture, err: Capture, readers: list[threading.Thread],
+                     start: float, limits: Limits, timed_out: bool, quota: DiskWatch | None) -> ExecutionResult:
+    """A finished child's answer, once its output readers are done (run_python and the stage host)."""
+    elapsed = time.monotonic() - start
+    for reader in readers:
+        # Only a process that escaped the group (setsid) or a broken stage host can still hold the
+        # pipe; give up on it rather than hang. The daemon thread stays blocked and costs nothing.
+        reader.join(timeout=5.0)
+    # Whatever the child printed may be a secret it found: nothing downstream (logs, state, the
+    # next prompt, the error line) gets it.
+    return ExecutionResult(
+        returncode=returncode, stdout=redact(out.text()), stderr=redact(err.text()), elapsed_s=elapsed,
+        timed_out=timed_out, timeout_s=limits.timeout_s if timed_out else None,
+        written_over_mb=quota.cap_mb if quota is not None and quota.exceeded else None,
+    )
 
 
 def write_logs(result: ExecutionResult, log_prefix: Path) -> None:

@@ -32,9 +32,9 @@ from agentk.core.sandbox.capture import Capture, pump_chunks, pump_lines
 from agentk.core.sandbox.disk_quota import DiskWatch
 from agentk.core.sandbox.isolation import Mounts, isolation_status
 from agentk.core.sandbox.sandbox import (
-    ExecutionResult, Limits, SandboxCommand, default_max_processes, run_python, sandbox_command, write_logs,
+    ExecutionResult, Limits, SandboxCommand, collected_result, default_max_processes, run_python, sandbox_command,
+    write_logs,
 )
-from agentk.core.secrets import redact
 
 logger = logging.getLogger(__name__)
 
@@ -175,17 +175,7 @@ class StageHost:
         finally:
             if quota is not None:
                 quota.stop()
-        elapsed = time.monotonic() - start
-        for reader in readers:
-            # The host has killed everything that held the pipes; a reader still blocked would only
-            # mean a broken host, and costs nothing as a daemon.
-            reader.join(timeout=5.0)
-        # Whatever the stage printed may be a secret it found (as in run_python).
-        return ExecutionResult(
-            returncode=status, stdout=redact(out.text()), stderr=redact(err.text()), elapsed_s=elapsed,
-            timed_out=timed_out, timeout_s=limits.timeout_s if timed_out else None,
-            written_over_mb=quota.cap_mb if quota is not None and quota.exceeded else None,
-        )
+        return collected_result(status, out, err, readers, start, limits, timed_out, quota)
 
     def _stop(self, grace_s: float) -> int:
         """A timeout: SIGINT (a traceback shows where it was), SIGTERM, SIGKILL, each given `grace_s`."""
