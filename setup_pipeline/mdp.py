@@ -168,16 +168,12 @@ class SetupMDP:
         if problems:
             return problems
         atomic_write_text(target, spec.render(action.content))
-        host = self._host or StageHost(self.ws.setup, Mounts.workspace(self.ws.root, write=["setup"]))
-        try:
-            result = host.run(
-                [target.name],
-                limits=Limits(timeout_s=self.check_ctx.budget.stage_timeout_s, max_written_mb=self.disk_quota_mb),
-                log_prefix=self.ws.logs / f"stage_{spec.name}",
-            )
-        finally:
-            if host is not self._host:
-                host.close()
+        assert self._host is not None, "code stages run inside run(), which holds the stage host"
+        result = self._host.run(
+            [target.name],
+            limits=Limits(timeout_s=self.check_ctx.budget.stage_timeout_s, max_written_mb=self.disk_quota_mb),
+            log_prefix=self.ws.logs / f"stage_{spec.name}",
+        )
         self._last_output = (result.stdout + result.stderr)[-2000:]
         if not result.ok:
             return [f"{target.name} failed: {result.error_summary()}"]
