@@ -6,26 +6,25 @@ kill resumes where the run stopped.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentk.core.artifacts import SetupLayout
-from agentk.core.records.config import CONFIG_FILE, Device, PolicyName, RunConfig
-from agentk.core.sandbox.disk_quota import quota_mb
+from agentk.core.records.config import CONFIG_FILE, PolicyName, RunConfig
 from agentk.core.errors import AgentKError, SetupFailed, SolveFailed
 from agentk.core.records.events import EventLog
-from agentk.core.sandbox.isolation import Mounts, gpu_device_files, isolation_status
-from agentk.core.local_image_models import solver_env, solver_mounts
+from agentk.core.sandbox.isolation import isolation_status
 from agentk.core.records.results import LeaderboardPlace, MetaRecord, RunResult, SolveResult, StageRecord, run_direction
-from agentk.core.sandbox.sandbox import Limits, data_room_mb, run_python
+from agentk.core.sandbox.stage_host import StageHost
 from agentk.core.records.workspace import RunState, Workspace, atomic_write_json, read_json_object, workspace_for
 from agentk.core.records.workspace_lock import workspace_lock
 from agentk.grading import LeaderboardPosition, grade_run
+from agentk.solve_sandbox import open_solve_host, solver_command, solver_limits
 from agentk.llm.config import llm_configured
 from agentk.sources import load_competition
 from agentk.sources.base import Competition
@@ -89,8 +88,12 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
 
     kaggle_report: dict[str, Any] | None = None
     kaggle_facts = _kaggle_facts(workspace, source, slug, events)
+    solve_host: StageHost | None = None
 
     try:
+        # One warm sandbox for the run's probe, light solve and solve (solve_sandbox.py); it starts
+        # at its first child and is closed in the finally below, whatever ends the run.
+        solve_host = open_solve_host(workspace, config)
         for warning in competition.prepare(workspace.raw):
             events.emit("source_warning", message=warning)
             events.say(f"  [yellow]warning:[/] {warning}")
@@ -106,7 +109,7 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
             deadline = Deadline.starting(setup_deadline_s(config.setup, config.solve.time_budget_s), started)
             try:
                 SetupMDP(workspace, policy, events, config.setup, on_solver_line=_solver_printer(events), blame=blame,
-                         deadline=deadline).run(state, save)
+                         deadline=deadline, solve_host=solve_host).run(state, save)
             except SetupDeadline as exc:
                 # A step the deadline cut short failed for want of time, not of a fix: nothing the
                 # experience memory should learn from (and embedding it costs the run seconds).
@@ -122,7 +125,7 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
                 state.phase = "solve"
                 save(state)
         if state.phase == "solve":
-            _solve(workspace, config, events, competition.id)
+            _solve(workspace, config, events, competition.id, solve_host)
             state.phase = "done"
             save(state)
         state.error = None
@@ -140,6 +143,8 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
         state.error = str(exc)
         raise
     finally:
+        if solve_host is not None:
+            solve_host.close()
         state.elapsed_s += time.monotonic() - started
         save(state)
         result = _result(competition, workspace, state, kaggle_report, leaderboard=config.leaderboard,
@@ -274,12 +279,13 @@ def _warn_without_sandbox(events: EventLog) -> None:
                    "it can read and change whatever you can")
 
 
-def _solve(workspace: Workspace, config: RunConfig, events: EventLog, competition_id: str = "") -> None:
+def _solve(workspace: Workspace, config: RunConfig, events: EventLog, competition_id: str = "",
+           host: StageHost | None = None) -> None:
     events.say(f"  solve: model race, HEBO tuning, blending; {config.solve.folds}-fold CV, budget {config.solve.time_budget_s:.0f} s")
     advisor = _solve_advisor(config, workspace, events, competition_id)
     try:
         with events.status("solving …") as status:
-            result = _run_solver(workspace, config, events, status, advisor)
+            result = _run_solver(workspace, config, events, status, advisor, host)
     finally:
         if advisor is not None:
             advisor.close()
@@ -312,28 +318,12 @@ def _solve_advisor(config: RunConfig, workspace: Workspace, events: EventLog, co
 
 
 def _run_solver(workspace: Workspace, config: RunConfig, events: EventLog, status: Any,
-                advisor: SolveAdvisor | None = None):
-    # A GPU's device files, unless the run asked for the CPU; nothing else of /dev is new.
-    gpus = gpu_device_files() if config.solve.device != Device.CPU else ()
-    # The user's own image models (a named folder, well-known checkpoints in the hub cache), read-only.
-    models = solver_mounts(config.solve.image_backbone)
-    mounts = Mounts.workspace(workspace.root, write=["solve", "submissions"], read=[workspace.root / CONFIG_FILE, *models])
-    # The model's feature code runs in a sandbox of its own, started from the solver's.
-    mounts = dataclasses.replace(mounts, nests=bool(config.solve.llm_solve))
-    return run_python(
-        # No flags: the solver takes config.solve from the workspace's config.json.
-        ["-m", "solve_pipeline.solver", str(workspace.root)],
-        cwd=workspace.solve,
-        # The solver stops itself at its budget; the sandbox timeout is only a backstop. CUDA
-        # reserves far more address space than any RLIMIT_AS allows: with a GPU only the cgroup's
-        # memory limit holds.
-        limits=Limits(timeout_s=config.solve.time_budget_s * 1.5 + 120, max_written_mb=quota_mb(workspace.raw),
-                      memory_mb=None if gpus else data_room_mb()),
-        on_stdout_line=_solver_printer(events, status, advisor),
-        log_prefix=workspace.logs / "solve",
-        mounts=dataclasses.replace(mounts, devices=gpus),
-        env_extra=solver_env(),
-    )
+                advisor: SolveAdvisor | None = None, host: StageHost | None = None):
+    """The solver in the run's solve host (its sandbox: solve_sandbox.py); a caller without one
+    gets a host for this solve alone, which is a fresh run_python with a start-up on top."""
+    with (nullcontext(host) if host is not None else open_solve_host(workspace, config)) as solver_host:
+        return solver_host.run(solver_command(workspace.root), limits=solver_limits(workspace, config),
+                               on_stdout_line=_solver_printer(events, status, advisor), log_prefix=workspace.logs / "solve")
 
 
 def _solver_printer(events: EventLog, status: Any = None, advisor: SolveAdvisor | None = None):

@@ -46,6 +46,7 @@ class SetupMDP:
         on_solver_line: Callable[[str], None] | None = None,
         blame: Blame | None = None,
         deadline: Deadline | None = None,
+        solve_host: StageHost | None = None,
     ) -> None:
         self.ws = workspace
         self.deadline = deadline
@@ -55,7 +56,9 @@ class SetupMDP:
         self.policy = policy
         self.events = events
         self.budget = budget
-        self.check_ctx = CheckContext(workspace=workspace, budget=budget, on_solver_line=on_solver_line)
+        # The run's solve host (its owner, the runner, closes it) serves the probe and light solve.
+        self.check_ctx = CheckContext(workspace=workspace, budget=budget, on_solver_line=on_solver_line,
+                                      solve_host=solve_host)
         self._meta_error: str | None = None
         self._meta_thought: str | None = None
         self._last_output = ""  # tail of the last attempt's sandbox output, for the attempt log

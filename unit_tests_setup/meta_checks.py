@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agentk.core.sandbox.isolation import Mounts
 from agentk.core.lookup_rows import listed_pairs, packed_pairs
 from agentk.core.pixels import PIXEL_TASK, image_keys
 from agentk.core.readers import read_table
-from agentk.core.sandbox.sandbox import Limits, run_python
+from agentk.core.sandbox.sandbox import Limits
 from unit_tests_setup.context import CheckContext
 from agentk.core.artifacts import SetupLayout
 from agentk.core.maps import MapError, id_text, read_map
@@ -195,12 +194,10 @@ def _id_diff(expected: set[str], found: set[str]) -> str:
 
 
 def _probe_batch(ctx: CheckContext) -> list[str]:
-    result = run_python(
+    result = ctx.run_solver_code(
         ["-m", "unit_tests_setup.probe_batch", str(ctx.workspace.root)],
-        cwd=ctx.workspace.solve,
         limits=Limits(timeout_s=ctx.budget.probe_timeout_s),
         log_prefix=ctx.workspace.logs / "meta_maps_probe",
-        mounts=Mounts.workspace(ctx.workspace.root, write=["solve"]),
     )
     if not result.ok:
         return [f"a batch over the maps failed: {result.error_summary(max_lines=12)}"]
@@ -216,13 +213,11 @@ def _probe_batch(ctx: CheckContext) -> list[str]:
 def check_light_solve(ctx: CheckContext) -> list[str]:
     out = ctx.workspace.solve / "meta_submission.csv"
     out.unlink(missing_ok=True)
-    result = run_python(
+    result = ctx.run_solver_code(
         ["-m", "solve_pipeline.solver", str(ctx.workspace.root), "--light", "--out", str(out)],
-        cwd=ctx.workspace.solve,
         limits=Limits(timeout_s=ctx.budget.light_solve_timeout_s),
         on_stdout_line=ctx.on_solver_line,
         log_prefix=ctx.workspace.logs / "meta_light_solve",
-        mounts=Mounts.workspace(ctx.workspace.root, write=["solve"]),
     )
     if not result.ok:
         return [f"the light solve failed: {result.error_summary(max_lines=15)}"]

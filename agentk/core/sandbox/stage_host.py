@@ -1,4 +1,5 @@
-"""A warm stage host: one sandboxed Python per setup that runs its code stages one after another.
+"""A warm stage host: one sandboxed Python that runs a setup's code stages (or a run's probe, light
+solve and solve) one after another.
 
 Each setup stage used to be a fresh sandbox and a fresh `python -u code_<stage>.py`, and most of
 its second went to importing pandas, numpy, pyarrow and our contracts. All stages of a setup share
@@ -11,6 +12,10 @@ output and log files; nothing it started survives it (the host kills the rest of
 The host is an optimisation, never a new way to fail: if it dies or misbehaves (a stage killed it,
 a preload crashed it), that stage runs again in a fresh run_python and the rest of the setup goes
 on with run_python. Without isolation there is no host: run_python as before.
+
+The run's solve host (agentk/solve_sandbox.py) is the same machinery started with the solver's
+sandbox (its mounts, environment and limits): it runs the maps probe, the light solve and the
+solver as modules (`-m pkg.mod`), streaming each stdout line to the caller as run_python does.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from agentk.core.sandbox.capture import Capture, pump_chunks, pump_lines
@@ -50,13 +55,20 @@ class _HostBroken(Exception):
 
 
 class StageHost:
-    """Runs `python -u script` for each stage in `cwd` with `mounts`; `run` mirrors run_python's
-    answer. Close it (or use it as a context manager) when the setup ends."""
+    """Runs `python -u script` (or `-m module`) for each stage in `cwd` with `mounts`; `run`
+    mirrors run_python's answer. Close it (or use it as a context manager) when the setup ends.
 
-    def __init__(self, cwd: Path, mounts: Mounts, preload: Sequence[str] = ()) -> None:
+    `host_limits`: the host's own rlimits and cgroup, which no child's may exceed (a child can only
+    lower them); by default the first stage's. `env_extra`: the environment every child gets, as
+    run_python's `env_extra`."""
+
+    def __init__(self, cwd: Path, mounts: Mounts, preload: Sequence[str] = (), *, host_limits: Limits | None = None,
+                 env_extra: Mapping[str, str] | None = None) -> None:
         self.cwd = Path(cwd)
         self.mounts = mounts
         self.preload = tuple(preload)
+        self.host_limits = host_limits
+        self.env_extra = dict(env_extra or {})
         self._proc: subprocess.Popen[bytes] | None = None
         self._cmd: SandboxCommand | None = None
         self._sock: socket.socket | None = None
@@ -74,13 +86,16 @@ class StageHost:
     def active(self) -> bool:
         return self._proc is not None
 
-    def run(self, args: Sequence[str], *, limits: Limits = Limits(), log_prefix: Path | None = None) -> ExecutionResult:
-        """`python -u *args` in the host (args[0] the script), else in a fresh run_python."""
-        if not self._given_up:
+    def run(self, args: Sequence[str], *, limits: Limits = Limits(), log_prefix: Path | None = None,
+            on_stdout_line: Callable[[str], None] | None = None) -> ExecutionResult:
+        """`python -u *args` in the host (args the script and its arguments, or `-m module ...`),
+        else in a fresh run_python; `on_stdout_line` as run_python's."""
+        args = list(args)
+        if not self._given_up and (not args[0].startswith("-") or (args[0] == "-m" and len(args) > 1)):
             start = time.monotonic()
             try:
                 self._start(limits)
-                result = self._run(list(args), limits, start)
+                result = self._run(args, limits, start, on_stdout_line)
             except _HostBroken as exc:
                 logger.info("stage host broke (%s); the stage runs in a fresh sandbox", exc)
                 self._give_up()
@@ -93,7 +108,8 @@ class StageHost:
                 if log_prefix is not None:
                     write_logs(result, log_prefix)
                 return result
-        return run_python(list(args), cwd=self.cwd, limits=limits, log_prefix=log_prefix, mounts=self.mounts)
+        return run_python(args, cwd=self.cwd, limits=limits, env_extra=self.env_extra, on_stdout_line=on_stdout_line,
+                          log_prefix=log_prefix, mounts=self.mounts)
 
     def close(self) -> None:
         """Stop the host and everything in its sandbox (killing bubblewrap ends the namespace)."""
@@ -118,9 +134,9 @@ class StageHost:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # The host's own rlimits are the stages' (a child may only lower them), but no CPU cap:
         # the host lives through every stage.
-        host_limits = dataclasses.replace(limits, cpu_s=None)
+        host_limits = dataclasses.replace(self.host_limits or limits, cpu_s=None)
         cmd = sandbox_command(["-m", "agentk.core.sandbox.stage_serve", str(theirs.fileno()), *self.preload],
-                              cwd=self.cwd, limits=host_limits, mounts=self.mounts)
+                              cwd=self.cwd, limits=host_limits, env_extra=self.env_extra, mounts=self.mounts)
         try:
             proc = subprocess.Popen(cmd.argv, cwd=self.cwd, env=cmd.env, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -139,17 +155,18 @@ class StageHost:
 
     # ---- one stage ----------------------------------------------------------------------------
 
-    def _run(self, args: list[str], limits: Limits, start: float) -> ExecutionResult:
+    def _run(self, args: list[str], limits: Limits, start: float,
+             on_stdout_line: Callable[[str], None] | None) -> ExecutionResult:
         assert self._cmd is not None
         out, err = Capture(limits.max_output_chars), Capture(limits.max_output_chars)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         readers = [
-            threading.Thread(target=pump_lines, args=(os.fdopen(out_r, "rb"), out, None), daemon=True),
+            threading.Thread(target=pump_lines, args=(os.fdopen(out_r, "rb"), out, on_stdout_line), daemon=True),
             threading.Thread(target=pump_chunks, args=(os.fdopen(err_r, "rb"), err), daemon=True),
         ]
-        request = {"op": "run", "script": args[0], "args": args[1:], "cwd": str(self.cwd.resolve()),
-                   "rlimits": _rlimits(limits)}
+        program = {"module": args[1], "args": args[2:]} if args[0] == "-m" else {"script": args[0], "args": args[1:]}
+        request = {"op": "run", **program, "cwd": str(self.cwd.resolve()), "rlimits": _rlimits(limits)}
         try:
             self._send(request, fds=[out_w, err_w])
         finally:

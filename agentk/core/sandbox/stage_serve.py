@@ -1,14 +1,14 @@
-"""The stage host's inside: a warm Python in the sandbox that runs setup stage scripts one by one.
+"""The stage host's inside: a warm Python in the sandbox that runs scripts and modules one by one.
 
 Started by stage_host.py as `python -u -m agentk.core.sandbox.stage_serve FD MODULE...` through the
 same sandbox as run_python's children, it imports the modules generated code needs (pandas, numpy,
 pyarrow, our contracts) once, then serves requests on the socket FD. For each it forks a child that
 takes the per-run rlimits, its own session and the request's stdout/stderr pipes, and runs the
-script as `python -u script` would; the host answers with its exit status once the child is gone
+script as `python -u script` (or a module as `python -u -m module`) would; the host answers with its exit status once the child is gone
 and every other process of the sandbox's PID namespace is killed (nothing a stage started outlives
 it). Only the standard library is imported before the preloads, so a failed preload costs nothing.
 
-Protocol (one JSON object per SOCK_SEQPACKET message): in, {"op": "run", "script", "args", "cwd",
+Protocol (one JSON object per SOCK_SEQPACKET message): in, {"op": "run", "script" or "module", "args", "cwd",
 "rlimits": [as_mb, cpu_s, nproc, fsize_mb]} with the stdout and stderr pipes' write ends attached,
 and {"op": "signal", "sig": N} for the running child's group; out, {"op": "exit", "status": N}
 (-N: killed by signal N). The socket's end (EOF) tells the host to stop.
@@ -26,6 +26,8 @@ import sys
 import time
 
 _PR_SET_DUMPABLE = 4
+# This file's frames, left out of a child's tracebacks.
+_OURS = __file__
 
 
 def main(argv: list[str]) -> None:
@@ -133,7 +135,10 @@ def _child(sock: socket.socket, request: dict, out_fd: int, err_fd: int) -> None
             os.dup2(fd, target)
             os.close(fd)
         os.chdir(request["cwd"])
-        code = _run_script(os.path.abspath(request["script"]), request["script"], request.get("args", []))
+        if request.get("module"):
+            code = _run_module(request["module"], request.get("args", []))
+        else:
+            code = _run_script(os.path.abspath(request["script"]), request["script"], request.get("args", []))
     except BaseException:  # the stage's own errors are handled in _run_script; this is ours
         try:
             import traceback
@@ -147,8 +152,6 @@ def _child(sock: socket.socket, request: dict, out_fd: int, err_fd: int) -> None
 def _run_script(path: str, arg0: str, args: list[str]) -> int:
     """Run the script as `python -u script` does: a fresh __main__ with __file__ absolute, argv[0]
     as given, the script's folder first on sys.path; its traceback without our frames."""
-    import atexit
-    import traceback
     import types
 
     sys.argv = [arg0, *args]
@@ -156,18 +159,43 @@ def _run_script(path: str, arg0: str, args: list[str]) -> int:
     main = types.ModuleType("__main__")
     main.__file__ = path
     sys.modules["__main__"] = main
-    code, interrupted = 0, False
-    try:
+
+    def run() -> None:
         with open(path, "rb") as handle:
             source = handle.read()
         exec(compile(source, path, "exec"), main.__dict__)
+
+    return _as_main(run)
+
+
+def _run_module(name: str, args: list[str]) -> int:
+    """Run the module as `python -u -m module` does: as __main__ with its own spec, argv[0] its
+    file (runpy sets it), the working folder first on sys.path. A preloaded module runs afresh, as
+    a new process would run it (and runpy warns about one found already imported)."""
+    import runpy
+
+    sys.argv = [name, *args]
+    sys.path[0] = os.getcwd()
+    sys.modules.pop(name, None)
+    return _as_main(lambda: runpy.run_module(name, run_name="__main__", alter_sys=True))
+
+
+def _as_main(run) -> int:  # type: ignore[no-untyped-def]
+    """Run `run` as the process's main code: its exit code, its tracebacks without our frames, the
+    atexit handlers, a death by SIGINT after a KeyboardInterrupt (as Python does)."""
+    import atexit
+    import traceback
+
+    code, interrupted = 0, False
+    try:
+        run()
     except SystemExit as exc:
         code = _exit_code(exc)
     except KeyboardInterrupt as exc:
-        traceback.print_exception(exc.with_traceback(_script_frames(exc, path)))
+        traceback.print_exception(exc.with_traceback(_their_frames(exc)))
         interrupted = True
     except BaseException as exc:
-        sys.excepthook(type(exc), exc, exc.with_traceback(_script_frames(exc, path)).__traceback__)
+        sys.excepthook(type(exc), exc, exc.with_traceback(_their_frames(exc)).__traceback__)
         code = 1
     try:
         atexit._run_exitfuncs()
@@ -181,10 +209,11 @@ def _run_script(path: str, arg0: str, args: list[str]) -> int:
     return code
 
 
-def _script_frames(exc: BaseException, path: str):  # type: ignore[no-untyped-def]
-    """The traceback from the script's first frame, as `python script` prints it (not ours)."""
+def _their_frames(exc: BaseException):  # type: ignore[no-untyped-def]
+    """The traceback from the first frame that is not ours, as `python script` (or `python -m`,
+    runpy's frames first) prints it."""
     tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename != path:
+    while tb is not None and tb.tb_frame.f_code.co_filename == _OURS:
         tb = tb.tb_next
     return tb if tb is not None else exc.__traceback__
 
