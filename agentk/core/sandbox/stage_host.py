@@ -111,6 +111,17 @@ class StageHost:
         return run_python(args, cwd=self.cwd, limits=limits, env_extra=self.env_extra, on_stdout_line=on_stdout_line,
                           log_prefix=log_prefix, mounts=self.mounts)
 
+    def start(self) -> None:
+        """Start the host now rather than at its first child, so that its imports overlap the
+        caller's other work; one that cannot start leaves its children to run_python."""
+        if self._given_up:
+            return
+        try:
+            self._start(self.host_limits or Limits())
+        except _HostBroken as exc:
+            logger.info("stage host did not start (%s); its stages run in fresh sandboxes", exc)
+            self._give_up()
+
     def close(self) -> None:
         """Stop the host and everything in its sandbox (killing bubblewrap ends the namespace)."""
         proc, cmd, sock = self._proc, self._cmd, self._sock
