@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentk.core.sandbox.isolation import Mounts, isolation_status
-from agentk.core.sandbox.sandbox import Limits
+from agentk.core.sandbox.sandbox import Limits, run_python
 from agentk.core.sandbox.stage_host import NO_HOST_ENV, StageHost
 from tests.test_sandbox import HEARTBEAT, stops_beating
 
@@ -147,3 +147,115 @@ def test_switched_off_it_runs_each_stage_in_run_python(tmp_path: Path, monkeypat
     with host(tmp_path) as stages:
         assert stages.run([fine], limits=FAST).stdout == "fine\n"
         assert not stages.active
+
+
+# ---- the run's solve host: modules, live output, the solver's limits (agentk/solve_sandbox.py) ----
+
+def package(folder: Path, modules: dict[str, str]) -> None:
+    """A package `tools` in `folder` (the children's working folder, first on their sys.path)."""
+    (folder / "tools").mkdir(exist_ok=True)
+    (folder / "tools" / "__init__.py").write_text("")
+    for name, body in modules.items():
+        (folder / "tools" / f"{name}.py").write_text(textwrap.dedent(body))
+
+
+def test_modules_run_as_python_m_runs_them_even_when_preloaded(tmp_path: Path) -> None:
+    package(tmp_path, {
+        "show": """
+            import os, sys
+            if __name__ == "__main__":
+                print(__name__, sys.argv[1:], os.path.basename(sys.argv[0]), sys.path[0] == os.getcwd())
+                print(os.environ.get("FROM_THE_RUN"))
+                sys.exit(4)
+        """,
+        "broken": """
+            def fail():
+                raise ValueError("broken module")
+            fail()
+        """,
+    })
+    # Preloaded as the solve host preloads the solver: the child must still run it as __main__.
+    with StageHost(tmp_path, Mounts.of(write=[tmp_path]), preload=("tools.show",), env_extra={"FROM_THE_RUN": "yes"}) as stages:
+        shown = stages.run(["-m", "tools.show", "a", "--b"], limits=FAST, log_prefix=tmp_path / "logs" / "show")
+        broken = stages.run(["-m", "tools.broken"], limits=FAST)
+        assert stages.active
+    fresh = run_python(["-m", "tools.show", "a", "--b"], cwd=tmp_path, limits=FAST, env_extra={"FROM_THE_RUN": "yes"})
+    assert (shown.returncode, shown.stdout) == (4, "__main__ ['a', '--b'] show.py True\nyes\n")
+    assert (fresh.returncode, fresh.stdout, fresh.stderr) == (shown.returncode, shown.stdout, shown.stderr)
+    assert (tmp_path / "logs" / "show.stdout.txt").read_text() == shown.stdout
+    assert broken.returncode == 1 and "ValueError: broken module" in broken.error_summary()
+    assert "stage_serve" not in broken.stderr and "RuntimeWarning" not in broken.stderr + shown.stderr
+
+
+def test_each_stdout_line_reaches_the_callback_while_the_child_runs(tmp_path: Path) -> None:
+    # The child waits for a file the callback writes on its first line: it only finishes if the
+    # line arrived live, not at the end.
+    package(tmp_path, {"talk": """
+        import os, time
+        print('{"event": "start"}', flush=True)
+        deadline = time.monotonic() + 20
+        while not os.path.exists("heard") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        print("heard" if os.path.exists("heard") else "not heard")
+    """})
+    lines: list[str] = []
+
+    def on_line(line: str) -> None:
+        lines.append(line)
+        (tmp_path / "heard").touch()
+
+    with host(tmp_path) as stages:
+        result = stages.run(["-m", "tools.talk"], limits=FAST, on_stdout_line=on_line)
+        assert stages.active
+    assert result.ok and lines == ['{"event": "start"}', "heard"]
+
+
+def test_a_host_started_with_the_solvers_limits_gives_each_child_its_own(tmp_path: Path) -> None:
+    package(tmp_path, {"room": """
+        import resource
+        print(resource.getrlimit(resource.RLIMIT_AS)[0] >> 20 if resource.getrlimit(resource.RLIMIT_AS)[0] >= 0 else None)
+    """})
+
+    def rooms(stages: StageHost) -> list[str]:
+        # The probe's and light solve's cap first, then the solver's bigger one, then none (a GPU's).
+        sizes = [stages.run(["-m", "tools.room"], limits=Limits(timeout_s=30.0, memory_mb=mb)).stdout.strip()
+                 for mb in (2048, 6144, None)]
+        assert stages.active
+        return sizes
+
+    with StageHost(tmp_path, Mounts.of(write=[tmp_path]), host_limits=Limits(memory_mb=None)) as solve_host:
+        assert rooms(solve_host) == ["2048", "6144", "None"]
+    # Started with its first child's limits, a host could never give the solver more.
+    with host(tmp_path) as stage_host:
+        assert rooms(stage_host) == ["2048", "2048", "2048"]
+
+
+def test_a_module_that_kills_the_host_runs_again_in_run_python_with_its_callback(tmp_path: Path) -> None:
+    package(tmp_path, {"killer": """
+        import os, signal, time
+        os.kill(os.getppid(), signal.SIGKILL)
+        time.sleep(0.5)
+        print("survived", os.environ.get("FROM_THE_RUN"))
+    """})
+    lines: list[str] = []
+    with StageHost(tmp_path, Mounts.of(write=[tmp_path]), env_extra={"FROM_THE_RUN": "yes"}) as stages:
+        stages.start()
+        assert stages.active
+        result = stages.run(["-m", "tools.killer"], limits=FAST, on_stdout_line=lines.append,
+                            log_prefix=tmp_path / "killer")
+        assert not stages.active
+        again = stages.run(["-m", "tools.killer"], limits=FAST)
+    assert result.ok and result.stdout == "survived yes\n" and lines[-1] == "survived yes"
+    assert (tmp_path / "killer.stdout.txt").read_text() == "survived yes\n"
+    assert again.ok
+
+
+def test_switched_off_modules_and_callbacks_go_to_run_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(NO_HOST_ENV, "1")
+    package(tmp_path, {"hello": "print('hello')\n"})
+    lines: list[str] = []
+    with host(tmp_path) as stages:
+        stages.start()
+        assert stages.run(["-m", "tools.hello"], limits=FAST, on_stdout_line=lines.append).stdout == "hello\n"
+        assert not stages.active
+    assert lines == ["hello"]

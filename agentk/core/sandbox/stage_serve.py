@@ -35,7 +35,7 @@ def main(argv: list[str]) -> None:
     for name in argv[1:]:
         try:
             importlib.import_module(name)
-        except Exception as exc:  # a missing optional module costs the stage its import, nothing more
+        except (Exception, SystemExit) as exc:  # a missing optional module costs the stage its import, nothing more
             print(f"stage host: preloading {name} failed: {exc!r}", file=sys.stderr)
     # Stage code runs as our uid: not dumpable, it cannot ptrace us or read our memory.
     _set_dumpable(False)
