@@ -91,15 +91,16 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
     solve_host: StageHost | None = None
 
     try:
-        # One warm sandbox for the run's probe, light solve and solve (solve_sandbox.py), closed in
-        # the finally below whatever ends the run. Started now: its imports overlap the setup's
-        # first stages instead of delaying the maps probe.
-        solve_host = open_solve_host(workspace, config)
-        if state.phase in ("new", "setup", "solve"):
-            solve_host.start()
         for warning in competition.prepare(workspace.raw):
             events.emit("source_warning", message=warning)
             events.say(f"  [yellow]warning:[/] {warning}")
+        # One warm sandbox for the run's probe, light solve and solve (solve_sandbox.py), closed in
+        # the finally below whatever ends the run. Started now, so its imports overlap the setup's
+        # first stages instead of delaying the maps probe; not earlier: prepare may put a new raw/
+        # in place, and the sandbox binds the folder it found when it started.
+        solve_host = open_solve_host(workspace, config)
+        if state.phase in ("new", "setup", "solve"):
+            solve_host.start()
         if state.phase == "new":
             state.phase = "setup"
             save(state)
