@@ -22,9 +22,13 @@ from agentk.core.sandbox.sandbox import Limits, data_room_mb
 from agentk.core.sandbox.stage_host import StageHost
 
 # What the solver and the probe import before any work (measured with -X importtime: sklearn,
-# scipy.stats and pandas are most of it). Neither imports torch at the top, so no CUDA context nor
-# OpenMP pool exists in the host when it forks; the children import torch and LightGBM themselves.
-SOLVE_PRELOAD = ("numpy", "pandas", "sklearn", "scipy.stats", "solve_pipeline.solver", "unit_tests_setup.probe_batch")
+# scipy.stats and pandas are most of it). solve_pipeline comes first, as in a fresh solver: its
+# __init__ sets OMP_WAIT_POLICY, which each OpenMP runtime reads once when loaded (sklearn loads
+# one). Neither imports torch at the top, so no CUDA context exists in the host when it forks, and
+# no OpenMP pool (made at the first parallel region); OpenBLAS stops its threads around a fork.
+# The children import torch and LightGBM themselves.
+SOLVE_PRELOAD = ("solve_pipeline", "numpy", "pandas", "sklearn", "scipy.stats", "solve_pipeline.solver",
+                 "unit_tests_setup.probe_batch")
 
 
 def solver_mounts_for(workspace: Workspace, config: RunConfig) -> Mounts:
