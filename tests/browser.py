@@ -3,15 +3,17 @@
 The tests open a report as a user does (a file:// URL, no server), and check what a user would see:
 the page's console and script errors, each figure's pixels, the links to files beside the report.
 Playwright's own browser download is not used (it needs the network): `make browser` installs
-Debian's chromium, and without it these tests are skipped with a reason.
+Debian's chromium (`make test` in the background), and without it these tests fail with a reason.
 
 `python -m tests.browser PAGE.html OUT.png` takes the full-page screenshot kept in docs/.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
+import time
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,8 +36,35 @@ CHROMIUM_ARGS = [
 ]  # fmt: skip
 
 
+# `make test` installs chromium in the background (the Makefile's debian target) and writes the
+# installer's pid here: a browser test that starts before it is done waits for it.
+INSTALL_PID = Path(__file__).resolve().parents[1] / ".venv" / "chromium-install.pid"
+INSTALL_WAIT_S = 900.0
+
+
 def chromium_path() -> str | None:
-    return shutil.which("chromium")
+    found = shutil.which("chromium")
+    if found is None and _wait_for_install():
+        found = shutil.which("chromium")
+    return found
+
+
+def _wait_for_install() -> bool:
+    """Wait for a background install of chromium still running; whether there was one."""
+    try:
+        pid = int(INSTALL_PID.read_text(encoding="utf-8").split()[0])
+    except (OSError, ValueError, IndexError):
+        return False
+    deadline = time.monotonic() + INSTALL_WAIT_S
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # alive, another user's
+            pass
+        time.sleep(2.0)
+    return True
 
 
 @contextmanager
@@ -180,10 +209,13 @@ def not_available_notes(page: Page) -> list[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[BrowserContext]:
-    # `make test` installs chromium (the Makefile's browser target): without it the reports are
+    # `make test` installs chromium (the Makefile's debian target): without it the reports are
     # untested, which is a failure to set up, not a reason to pass quietly.
     if chromium_path() is None:
-        pytest.fail("chromium is not installed: `make browser` (or apt-get install chromium) installs Debian's package")
+        log = INSTALL_PID.with_name("chromium-install.log")
+        said = f"; its install log {log}: {log.read_text(encoding='utf-8')[-500:]}" if log.is_file() else ""
+        pytest.fail("chromium is not installed: `make browser` (or apt-get install chromium) installs Debian's package"
+                    + said)
     with launch() as launched:
         yield launched
 

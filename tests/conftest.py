@@ -41,9 +41,16 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     root = config.rootpath
 
     @functools.cache
-    def end_to_end(scope: str) -> bool:
+    def source(scope: str) -> str:
         path = root / scope
-        return path.is_file() and "mark.integration" in path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+    def end_to_end(scope: str) -> bool:
+        return "mark.integration" in source(scope)
+
+    def browser(scope: str) -> bool:
+        # Chromium may still be installing in the background (the Makefile's debian target).
+        return "from browser import" in source(scope)
 
     class ModuleScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
@@ -53,8 +60,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         def _assign_work_unit(self, node: Any) -> None:
             # The longest units first (the shared group, then modules of end-to-end runs, then by
             # count of tests): a long module handed out last keeps one worker busy while the
-            # other has nothing left to do.
-            scope = max(self.workqueue, key=lambda s: (s == SHARED_GROUP, end_to_end(s), len(self.workqueue[s])))
+            # other has nothing left to do. The browser's end-to-end module comes after the others.
+            scope = max(self.workqueue, key=lambda s: (s == SHARED_GROUP, end_to_end(s) and not browser(s),
+                                                       end_to_end(s), len(self.workqueue[s])))
             self.workqueue.move_to_end(scope, last=False)
             super()._assign_work_unit(node)
 
