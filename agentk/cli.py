@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -163,6 +164,7 @@ def submit(
     message: Optional[str] = typer.Option(None, "--message", "-m", help="Submission message (default: model and validation score)."),
     workspace_root: Optional[Path] = WorkspaceRoot,
     force: bool = typer.Option(False, "--force", help="Send the file even if this exact file was sent before."),
+    poll: float = typer.Option(default_of(RunConfig, "submit_poll_s"), "--submit-poll", min=0.001, help="Seconds between polls for the Kaggle score."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Submit a locally validated file to Kaggle, wait for its score and place it on the leaderboard."""
@@ -175,11 +177,9 @@ def submit(
         if slug is None:
             raise AgentKError(f"not a Kaggle competition: {competition}")
         workspace = Workspace(_root(workspace_root).resolve() / slug)
-        if not workspace.root.is_dir():  # nothing to lock, and no folder to leave behind
-            return submit_run(workspace, slug, file=file, message=message, force=force)
-        # A run of this competition may be writing the files being sent (or sending them itself).
-        with workspace_lock(workspace.root):
-            return submit_run(workspace, slug, file=file, message=message, force=force)
+        # A run may be writing the files being sent (or sending them); no folder: none to lock or leave behind.
+        with workspace_lock(workspace.root) if workspace.root.is_dir() else nullcontext():
+            return submit_run(workspace, slug, file=file, message=message, force=force, interval_s=poll)
 
     report = guard(body)
     if as_json:

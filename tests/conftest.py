@@ -8,6 +8,14 @@ from typing import Any
 
 import pytest
 
+# `make test`'s two workers share two cores: an OpenBLAS pool of two threads per worker spin-waits
+# against the other worker (the blending tests' logistic stacker measured 2x the CPU, 6x the wall
+# time at load 7). The solver already runs BLAS on one thread (solve_pipeline/solver.py); the tests
+# that call the same code in-process now do too. Set before anything loads numpy; a worker's
+# subprocesses inherit it.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 # A fixture module that tests also import from: its asserts are rewritten like a test's.
 pytest.register_assert_rewrite("tiny_campaign")
 

@@ -125,9 +125,12 @@ def find_pixel_task(raw: Path, images: list[Path], tables: list, notes: list[str
     if len(found) < 3:
         return None
     folders = sorted(found, key=lambda d: d.as_posix())
+    # Only folders of _MIN_PAIRS pictures or more can be half of a pair: a layout of one folder per
+    # picture (train/<id>/<id>.png) otherwise compares every two of its thousands of folders.
+    pairable = [d for d in folders if len(found[d]) >= _MIN_PAIRS]
     pairs = []
-    for i, a in enumerate(folders):
-        for b in folders[i + 1:]:
+    for i, a in enumerate(pairable):
+        for b in pairable[i + 1:]:
             shared = found[a].keys() & found[b].keys()
             if len(shared) >= max(_MIN_PAIRS, _SHARED * min(len(found[a]), len(found[b]))):
                 pairs.append((len(shared), a, b))
