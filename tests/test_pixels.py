@@ -15,7 +15,8 @@ import pyarrow as pa
 import pytest
 
 from agentk.bench.baselines import constant_score
-from agentk.core.pixels import fitted, image_keys, read_picture, score_pictures, values_in_order
+from agentk.core.pixels import (PIXEL_ID, fitted, image_keys, read_picture, score_pictures, split_pixel_ids,
+                                values_in_order)
 from agentk.sources import load_competition
 from pixel_competition import make_pixel_competition
 from setup_pipeline.expert.inspect import inspect_competition
@@ -52,6 +53,24 @@ def test_values_follow_the_sample_whatever_its_order() -> None:
     # A sample of millions of rows reads as an Arrow column in chunks.
     chunked = pd.Series(pd.arrays.ArrowExtensionArray(pa.chunked_array([["7_2_3", "a_b_1_1"], ["7_1_1"]])))
     assert values_in_order(pictures, chunked).tolist() == [5, 9, 0]
+
+
+def test_pixel_ids_split_as_the_pattern_reads_them() -> None:
+    # Ids split on their bytes agree with the pattern, whatever the names hold (underscores,
+    # digits, letters beyond ASCII, spaces around) and however an id breaks the form.
+    rng = np.random.default_rng(0)
+    pieces = ["7", "a_b", "é_1", "_", "x", "12", "", "3_", " ", "9" * 17, "1" * 18, "-", "ñ"]
+    ids = ["".join(rng.choice(pieces, size=int(rng.integers(1, 6)))) for _ in range(3000)]
+    ids += ["a_1_2", " a_b_03_4 ", "a_1_", "_1_2", "a__1", "a_1_2_", "x_1e3_4", "ab_١_2"]
+    split = split_pixel_ids(pd.Series(ids))
+    for i, text in enumerate(ids):
+        match = PIXEL_ID.match(text.strip())
+        assert bool(split.valid[i]) == (match is not None and match["row"].isascii() and match["col"].isascii()
+                                         and len(match["row"]) < 18 and len(match["col"]) < 18), text
+        if split.valid[i]:
+            assert (split.images[split.codes[i]], split.first[i], split.second[i]) == (
+                match["image"], int(match["row"]), int(match["col"])), text
+    assert image_keys(pd.Series(["a_1_2", "bad", "a_3_4", "b_c_1_1"])) == {"a", "bad", "b_c"}
 
 
 def test_pooled_rmse_prefers_the_truth_and_fits_other_sizes() -> None:
