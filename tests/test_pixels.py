@@ -16,7 +16,7 @@ import pytest
 
 from agentk.bench.baselines import constant_score
 from agentk.core.pixels import (PIXEL_ID, fitted, image_keys, read_picture, score_pictures, split_pixel_ids,
-                                values_in_order)
+                                values_in_order, write_pixel_csv)
 from agentk.sources import load_competition
 from pixel_competition import make_pixel_competition
 from setup_pipeline.expert.inspect import inspect_competition
@@ -71,6 +71,18 @@ def test_pixel_ids_split_as_the_pattern_reads_them() -> None:
             assert (split.images[split.codes[i]], split.first[i], split.second[i]) == (
                 match["image"], int(match["row"]), int(match["col"])), text
     assert image_keys(pd.Series(["a_1_2", "bad", "a_3_4", "b_c_1_1"])) == {"a", "bad", "b_c"}
+
+
+def test_a_large_submission_written_by_arrow_reads_back_as_pandas_writes_it(tmp_path: Path) -> None:
+    values = np.random.default_rng(0).random(1000).astype(np.float32)
+    frame = pd.DataFrame({"id": [f"p_{i}_1" for i in range(1000)], "value": values})
+    write_pixel_csv(frame, tmp_path / "arrow.csv", eol="\r\n")
+    frame.to_csv(tmp_path / "pandas.csv", index=False, lineterminator="\r\n")
+    assert (tmp_path / "arrow.csv").read_bytes().count(b"\r\n") == 1001
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "arrow.csv"), pd.read_csv(tmp_path / "pandas.csv"))
+    # A cell Arrow could only write quoted goes through pandas.
+    write_pixel_csv(pd.DataFrame({"id": ["a,b"], "value": [1.0]}), tmp_path / "quoted.csv")
+    assert pd.read_csv(tmp_path / "quoted.csv")["id"].tolist() == ["a,b"]
 
 
 def test_pooled_rmse_prefers_the_truth_and_fits_other_sizes() -> None:
