@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from agentk.core.pixels import (PIXEL_ID, fitted, image_keys, read_picture, scor
                                 values_in_order, write_pixel_csv)
 from agentk.sources import load_competition
 from pixel_competition import make_pixel_competition
+from solve_pipeline.pixels.model import PixelRows, PredictionDue, fit_pixel_model
 from setup_pipeline.expert.inspect import inspect_competition
 from setup_pipeline.perception.catalogue import build_catalogue
 from setup_pipeline.expert.pixels import find_pixel_task
@@ -95,6 +97,24 @@ def test_pooled_rmse_prefers_the_truth_and_fits_other_sizes() -> None:
     # By hand: one picture, every pixel off by 0.1.
     assert score_pictures("rmse", [np.zeros((2, 2))], [np.full((2, 2), 0.1)]) == pytest.approx(0.1)
     assert fitted(np.ones((2, 2), dtype=np.float32), (3, 1)).shape == (3, 1)
+
+
+def test_the_pixel_fit_stops_when_predicting_its_trees_would_not_end_in_time(tmp_path: Path) -> None:
+    competition = make_pixel_competition(tmp_path / "c", n_train=4, n_test=1, shapes=((40, 72),))
+    data = competition / "data"
+    rng = np.random.default_rng(0)
+    rows, stop = PixelRows(), PixelRows()
+    for name in ("1.png", "2.png", "3.png"):
+        rows.add(read_picture(data / "train" / name), read_picture(data / "train_cleaned" / name), 2000, rng)
+    stop.add(read_picture(data / "train" / "4.png"), read_picture(data / "train_cleaned" / "4.png"), 2000, rng)
+    assert rows.pixels == 3 * 40 * 72 and rows.featurise_s > 0
+    far = time.monotonic() + 600
+    free = fit_pixel_model(rows, stop, far, 1, 0)
+    # Predicting a trillion pixels cannot end in ten minutes: the fit stops at its first check.
+    due = fit_pixel_model(rows, stop, far, 1, 0, due=PredictionDue(10**12, far, every=5))
+    assert due.trees == 5 < free.trees
+    # A handful of pixels is due: the fit runs as it would without.
+    assert fit_pixel_model(rows, stop, far, 1, 0, due=PredictionDue(100, far, every=5)).trees == free.trees
 
 
 # ---------------------------------------------------------------- perception
