@@ -166,8 +166,8 @@ def _arrow_text(keys: np.ndarray) -> pa.Array:
 
 
 def _is_unique(keys: np.ndarray) -> bool:
-    """Normalised ids (text) hashed by Arrow: millions in a second, where a Python set takes half a minute."""
-    return pc.count_distinct(_arrow_text(keys)).as_py() == len(keys)
+    """Normalised ids (text) hashed by Arrow's unique: millions in a second (count_distinct: 4x as long)."""
+    return len(pc.unique(_arrow_text(keys))) == len(keys)
 
 
 def _positions(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -179,7 +179,7 @@ def _positions(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 def _aligned(submission: pd.DataFrame, answer_keys: np.ndarray, id_column: str) -> pd.DataFrame:
     """The submission with its rows in the answers' order (row order in the file does not matter)."""
     sub, keys = _keyed(submission, answer_keys, id_column, repeated_ids=False)
-    return sub.iloc[_positions(keys, answer_keys)].reset_index(drop=True)
+    return (sub if keys is answer_keys else sub.iloc[_positions(keys, answer_keys)]).reset_index(drop=True)
 
 
 def _keyed(submission: pd.DataFrame, answer_keys: np.ndarray, id_column: str,
@@ -195,6 +195,8 @@ def _keyed(submission: pd.DataFrame, answer_keys: np.ndarray, id_column: str,
     if no_id.any():
         raise _Invalid(f"{int(no_id.sum())} rows have no {id_column!r}")
     keys = normalise_ids(sub[id_column])
+    if len(keys) == len(answer_keys) and np.array_equal(keys, answer_keys):  # in order (a sample's copy): no hashing
+        return sub, answer_keys  # the very answers' keys say so to _aligned; found unique in _answer_keys
     unique = _is_unique(keys)
     dupes = set() if repeated_ids or unique else set(keys[pd.Series(keys).duplicated().to_numpy()])
     if dupes:
@@ -315,12 +317,10 @@ def grade_submission(
     try:
         if metric.spatial:
             score = _score_images(metric, submission, answers, answer_keys, facts)
-        elif facts.label_column is not None:
-            sub = _aligned(submission, answer_keys, facts.id_column)[answered].reset_index(drop=True)
-            score = _score_label_column(metric, sub, scored_answers, facts)
         else:
             sub = _aligned(submission, answer_keys, facts.id_column)[answered].reset_index(drop=True)
-            score = _score_targets(metric, sub, scored_answers, facts, ranked)
+            score = (_score_label_column(metric, sub, scored_answers, facts) if facts.label_column is not None
+                     else _score_targets(metric, sub, scored_answers, facts, ranked))
     except _Invalid as exc:
         return report(None, str(exc))
     except (ValueError, TypeError) as exc:

@@ -466,6 +466,16 @@ def test_summary_drops_images_links_and_html() -> None:
     assert summarise("<p>Hello <b>world</b></p>\n\n## Evaluation\nAUC.") .count("<") == 0
 
 
+def test_a_noise_word_in_the_page_title_keeps_the_page() -> None:
+    page = ("# Dogs vs. Cats Redux: Kernels Edition\n\nTell dogs from cats\n\n## Description\n\nA rematch of the "
+            "classic, with deep learning.\n\n## Evaluation\n\nSubmissions are scored on the log loss.\n\n"
+            "### Submission File\n\n```\nid,label\n1,0.5\n```\n\n## Prizes\n\nKudos.\n")
+    summary = summarise(page)
+    for kept in ("A rematch", "scored on the log loss", "id,label"):
+        assert kept in summary
+    assert "Kudos" not in summary  # a noise section below the title is still noise
+
+
 def test_summary_respects_budget() -> None:
     short = summarise(_description("spaceship-titanic"), max_chars=800)
     assert len(short) <= 800 and "## Evaluation" in short

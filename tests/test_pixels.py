@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -15,9 +16,11 @@ import pyarrow as pa
 import pytest
 
 from agentk.bench.baselines import constant_score
-from agentk.core.pixels import fitted, image_keys, read_picture, score_pictures, values_in_order
+from agentk.core.pixels import (PIXEL_ID, fitted, image_keys, read_picture, score_pictures, split_pixel_ids,
+                                values_in_order, write_pixel_csv)
 from agentk.sources import load_competition
 from pixel_competition import make_pixel_competition
+from solve_pipeline.pixels.model import PixelRows, PredictionDue, fit_pixel_model
 from setup_pipeline.expert.inspect import inspect_competition
 from setup_pipeline.perception.catalogue import build_catalogue
 from setup_pipeline.expert.pixels import find_pixel_task
@@ -54,6 +57,36 @@ def test_values_follow_the_sample_whatever_its_order() -> None:
     assert values_in_order(pictures, chunked).tolist() == [5, 9, 0]
 
 
+def test_pixel_ids_split_as_the_pattern_reads_them() -> None:
+    # Ids split on their bytes agree with the pattern, whatever the names hold (underscores,
+    # digits, letters beyond ASCII, spaces around) and however an id breaks the form.
+    rng = np.random.default_rng(0)
+    pieces = ["7", "a_b", "é_1", "_", "x", "12", "", "3_", " ", "9" * 17, "1" * 18, "-", "ñ"]
+    ids = ["".join(rng.choice(pieces, size=int(rng.integers(1, 6)))) for _ in range(3000)]
+    ids += ["a_1_2", " a_b_03_4 ", "a_1_", "_1_2", "a__1", "a_1_2_", "x_1e3_4", "ab_١_2"]
+    split = split_pixel_ids(pd.Series(ids))
+    for i, text in enumerate(ids):
+        match = PIXEL_ID.match(text.strip())
+        assert bool(split.valid[i]) == (match is not None and match["row"].isascii() and match["col"].isascii()
+                                         and len(match["row"]) < 18 and len(match["col"]) < 18), text
+        if split.valid[i]:
+            assert (split.images[split.codes[i]], split.first[i], split.second[i]) == (
+                match["image"], int(match["row"]), int(match["col"])), text
+    assert image_keys(pd.Series(["a_1_2", "bad", "a_3_4", "b_c_1_1"])) == {"a", "bad", "b_c"}
+
+
+def test_a_large_submission_written_by_arrow_reads_back_as_pandas_writes_it(tmp_path: Path) -> None:
+    values = np.random.default_rng(0).random(1000).astype(np.float32)
+    frame = pd.DataFrame({"id": [f"p_{i}_1" for i in range(1000)], "value": values})
+    write_pixel_csv(frame, tmp_path / "arrow.csv", eol="\r\n")
+    frame.to_csv(tmp_path / "pandas.csv", index=False, lineterminator="\r\n")
+    assert (tmp_path / "arrow.csv").read_bytes().count(b"\r\n") == 1001
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "arrow.csv"), pd.read_csv(tmp_path / "pandas.csv"))
+    # A cell Arrow could only write quoted goes through pandas.
+    write_pixel_csv(pd.DataFrame({"id": ["a,b"], "value": [1.0]}), tmp_path / "quoted.csv")
+    assert pd.read_csv(tmp_path / "quoted.csv")["id"].tolist() == ["a,b"]
+
+
 def test_pooled_rmse_prefers_the_truth_and_fits_other_sizes() -> None:
     rng = np.random.default_rng(0)
     truth = [rng.random((4, 5)).astype(np.float32), rng.random((3, 3)).astype(np.float32)]
@@ -64,6 +97,24 @@ def test_pooled_rmse_prefers_the_truth_and_fits_other_sizes() -> None:
     # By hand: one picture, every pixel off by 0.1.
     assert score_pictures("rmse", [np.zeros((2, 2))], [np.full((2, 2), 0.1)]) == pytest.approx(0.1)
     assert fitted(np.ones((2, 2), dtype=np.float32), (3, 1)).shape == (3, 1)
+
+
+def test_the_pixel_fit_stops_when_predicting_its_trees_would_not_end_in_time(tmp_path: Path) -> None:
+    competition = make_pixel_competition(tmp_path / "c", n_train=4, n_test=1, shapes=((40, 72),))
+    data = competition / "data"
+    rng = np.random.default_rng(0)
+    rows, stop = PixelRows(), PixelRows()
+    for name in ("1.png", "2.png", "3.png"):
+        rows.add(read_picture(data / "train" / name), read_picture(data / "train_cleaned" / name), 2000, rng)
+    stop.add(read_picture(data / "train" / "4.png"), read_picture(data / "train_cleaned" / "4.png"), 2000, rng)
+    assert rows.pixels == 3 * 40 * 72 and rows.featurise_s > 0
+    far = time.monotonic() + 600
+    free = fit_pixel_model(rows, stop, far, 1, 0)
+    # Predicting a trillion pixels cannot end in ten minutes: the fit stops at its first check.
+    due = fit_pixel_model(rows, stop, far, 1, 0, due=PredictionDue(10**12, far, every=5))
+    assert due.trees == 5 < free.trees
+    # A handful of pixels is due: the fit runs as it would without.
+    assert fit_pixel_model(rows, stop, far, 1, 0, due=PredictionDue(100, far, every=5)).trees == free.trees
 
 
 # ---------------------------------------------------------------- perception

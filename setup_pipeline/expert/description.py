@@ -56,7 +56,10 @@ def _split(text: str) -> list[_Section]:
             while stack and stack[-1][0] >= level:
                 stack.pop()
             inherited = stack[-1][1] if stack else "overview"
-            category = _category(heading, inherited)
+            # The page's title is no section: a word of it ("Dogs vs. Cats Redux: Kernels Edition")
+            # must not make the whole page noise under it.
+            title = len(out) == 1 and not stack and level == min(h.level for h in found.values())
+            category = _category(heading, inherited, title=title)
             stack.append((level, category))
             out.append(_Section(level, heading, "", category))
         else:
@@ -65,11 +68,13 @@ def _split(text: str) -> list[_Section]:
     return out
 
 
-def _category(heading: str, inherited: str) -> str:
+def _category(heading: str, inherited: str, title: bool = False) -> str:
     if inherited == "noise":
         return "noise"
     low = heading.lower()
     for name, words in _CATEGORIES:
+        if title and name == "noise":
+            continue
         if any(w in low for w in words):
             # "Dataset Description" is data, not overview: the data keywords are checked first.
             return name

@@ -24,9 +24,14 @@ class PixelRows:
 
     x: list[np.ndarray] = field(default_factory=list)
     y: list[np.ndarray] = field(default_factory=list)
+    featurise_s: float = 0.0  # what computing the pictures' features took, and over how many pixels
+    pixels: int = 0
 
     def add(self, picture: np.ndarray, target: np.ndarray, n: int, rng: np.random.Generator) -> None:
+        began = time.monotonic()
         features = pixel_features(picture)
+        self.featurise_s += time.monotonic() - began
+        self.pixels += picture.size
         flat = target.ravel()
         if n >= flat.size:
             chosen = np.arange(flat.size)
@@ -85,10 +90,45 @@ class PixelModel:
                 f"~{pictures * (featurise + per_tree * self.trees):.0f} s of {seconds:.0f} s: {self.use_trees} trees kept")
 
 
+@dataclass(frozen=True)
+class PredictionDue:
+    """Pixels the fitted model must still predict (`pixels`), and when that must be done: the fit
+    stops growing trees once predicting them all with the trees grown so far would end later."""
+
+    pixels: int
+    finish_by: float  # time.monotonic()
+    every: int = 25  # trees between checks
+
+
+def _prediction_due(due: PredictionDue, sample: np.ndarray) -> Callable:
+    """LightGBM callback: stop when now + (predicting `due.pixels` with every tree so far) passes
+    `due.finish_by`. The pace of prediction is timed on `sample` rows with the model as it stands
+    (every few hundred trees again: deeper trees cost more)."""
+    import lightgbm as lgb
+
+    per_row_tree: list[float] = []
+
+    def callback(env: object) -> None:
+        trees = env.iteration + 1  # type: ignore[attr-defined]
+        if trees % due.every:
+            return
+        if not per_row_tree or trees % (8 * due.every) == 0:
+            began = time.monotonic()
+            env.model.predict(sample, num_iteration=trees)  # type: ignore[attr-defined]
+            per_row_tree[:] = [(time.monotonic() - began) / (len(sample) * trees)]
+        if time.monotonic() + per_row_tree[0] * due.pixels * trees > due.finish_by:
+            raise lgb.callback.EarlyStopException(env.iteration, env.evaluation_result_list)  # type: ignore[attr-defined]
+
+    callback.order = 45  # type: ignore[attr-defined]  # after the deadline's
+    return callback
+
+
 def fit_pixel_model(train: PixelRows, stop: PixelRows, deadline: float, threads: int, seed: int,
                     max_trees: int = 2000, light: bool = False, objective: str = "regression",
-                    featurise: Callable[[np.ndarray], np.ndarray] = pixel_features) -> PixelModel:
-    """LightGBM on the drawn pixels, stopped early on the held-out pictures' pixels or at `deadline`.
+                    featurise: Callable[[np.ndarray], np.ndarray] = pixel_features,
+                    due: PredictionDue | None = None) -> PixelModel:
+    """LightGBM on the drawn pixels, stopped early on the held-out pictures' pixels or at `deadline`,
+    or (`due`) once predicting the pixels still to predict would not end in time.
     `objective` "binary" makes it a classifier of 0/1 pixels (a mask), predicting probabilities;
     `featurise` is what the rows were drawn from."""
     import lightgbm as lgb
@@ -99,8 +139,10 @@ def fit_pixel_model(train: PixelRows, stop: PixelRows, deadline: float, threads:
               "min_data_in_leaf": 20, "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1,
               "lambda_l2": 1.0, "num_threads": threads, "seed": seed, "verbose": -1}
     began = time.monotonic()
+    callbacks = [lgb.early_stopping(50, verbose=False), lightgbm_deadline(deadline)]
+    if due is not None:
+        callbacks.append(_prediction_due(due, vx[:20_000]))
     booster = lgb.train(params, lgb.Dataset(x, y, free_raw_data=True), num_boost_round=50 if light else max_trees,
-                        valid_sets=[lgb.Dataset(vx, vy)],
-                        callbacks=[lgb.early_stopping(50, verbose=False), lightgbm_deadline(deadline)])
+                        valid_sets=[lgb.Dataset(vx, vy)], callbacks=callbacks)
     trees = booster.best_iteration or booster.current_iteration()
     return PixelModel(booster, int(trees), time.monotonic() - began, threads=threads, featurise=featurise)
