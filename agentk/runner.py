@@ -31,8 +31,9 @@ from agentk.sources.base import Competition
 from agentk.sources.kaggle import kaggle_slug
 from curriculum.embedding import EmbeddingUnavailable
 from curriculum.experience import ExperienceStore, ingest_attempts
-from setup_pipeline.deadline import SAMPLE_MODEL, Deadline, SetupDeadline, hand_in_without_model, setup_deadline_s
+from setup_pipeline.deadline import Deadline, SetupDeadline, setup_deadline_s
 from setup_pipeline.expert.expert_policy import ExpertPolicy
+from setup_pipeline.hand_in import hand_in_after_failure, hand_in_at_deadline
 from setup_pipeline.mdp import Blame, SetupMDP
 from setup_pipeline.policy import Policy
 from solve_pipeline.base.submission_record import read_record
@@ -99,6 +100,11 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
         # first stages instead of delaying the maps probe; not earlier: prepare may put a new raw/
         # in place, and the sandbox binds the folder it found when it started.
         solve_host = open_solve_host(workspace, config)
+        if state.phase == "done" and state.setup_failure:
+            # An earlier run handed in without a model after setup failed: this one tries setup
+            # again (its failed stage gets fresh attempts); the handed-in file stays until a solve
+            # replaces it, or is handed in again should setup fail again.
+            state.phase = "setup"
         if state.phase in ("new", "setup", "solve"):
             solve_host.start()
         if state.phase == "new":
@@ -118,7 +124,17 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
                 # A step the deadline cut short failed for want of time, not of a fix: nothing the
                 # experience memory should learn from (and embedding it costs the run seconds).
                 memory = None
-                _hand_in_at_deadline(workspace, events, exc)
+                hand_in_at_deadline(workspace, events, exc)
+                state.phase = "done"
+                save(state)
+            except SetupFailed as exc:
+                # A stage or meta check failed after its retries: the run still hands in what it
+                # can without a model, keeping the failure in its records (result.json's
+                # setup_failure), so a campaign counts it as a failed setup; with nothing to hand
+                # in it fails as before.
+                if not hand_in_after_failure(workspace, events, exc):
+                    raise
+                state.setup_failure = str(exc)
                 state.phase = "done"
                 save(state)
             finally:
@@ -126,6 +142,7 @@ def _run_locked(competition: Competition, workspace: Workspace, source: str | Pa
             for line in read_json_object(SetupLayout(workspace.setup).plan).get("assumptions") or []:
                 events.say(f"  [yellow]assumed[/] {line}")
             if state.phase == "setup":
+                state.setup_failure = None
                 state.phase = "solve"
                 save(state)
         if state.phase == "solve":
@@ -175,23 +192,6 @@ def _kaggle_facts(workspace: Workspace, source: str | Path, slug: str | None, ev
         events.say("  code competition: Kaggle scores a notebook on its hidden test set; with --submit the "
                    "predictor is exported and run by a Kaggle kernel")
     return facts
-
-
-def _hand_in_at_deadline(workspace: Workspace, events: EventLog, reached: SetupDeadline) -> None:
-    """The setup deadline passed: the sample submission is the run's answer when it is a valid
-    one, else a constant one (said in one line); when setup knows too little for either, the run
-    fails as a setup that ran out of budget."""
-    handed = hand_in_without_model(workspace)
-    if handed is None:
-        raise SetupFailed(f"{reached}, and setup knew too little by then to write a submission without a model "
-                          "(no valid sample submission, nor the test's ids and the target)")
-    if handed.source == SAMPLE_MODEL:
-        events.emit("setup_deadline_submission", source=SAMPLE_MODEL, file=handed.described)
-        events.say(f"  [yellow]{reached}[/]: handed in the sample submission {handed.described} as it is (no model trained)")
-        return
-    events.emit("setup_deadline_submission", source=handed.source, values=handed.described)
-    events.say(f"  [yellow]{reached}[/]: no valid sample submission; handed in a constant one, "
-               f"{handed.described} (no model trained)")
 
 
 def _write_report(workspace: Workspace, events: EventLog) -> None:
@@ -398,6 +398,7 @@ def _result(competition: Competition, workspace: Workspace, state: RunState,
         elapsed_s=round(state.elapsed_s, 2),
         phase=state.phase,
         error=state.error,
+        setup_failure=state.setup_failure,
         **extra,
     )
 

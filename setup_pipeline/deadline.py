@@ -20,10 +20,14 @@ from typing import Callable
 from agentk.core.artifacts import SetupLayout
 from agentk.core.records.config import SetupBudget
 from agentk.core.errors import SetupFailed
+from agentk.core.maps import MapError, read_map
+from agentk.core.readers import UnreadableTable, read_table
 from agentk.core.records.workspace import Workspace, read_json_object
 from setup_pipeline.constant_submission import constant_submission
 from solve_pipeline.base.submission_record import SubmissionRecord, adopt_submission
+from unit_tests_setup.context import CheckContext
 from unit_tests_setup.files import find_sample_submission
+from unit_tests_setup.meta_checks import sample_id_problems
 from unit_tests_setup.submission_rules import validate_against_setup
 
 # Without --setup-deadline, setup may take twice the solver's budget, and never less than this:
@@ -87,6 +91,10 @@ def hand_in_without_model(workspace: Workspace) -> HandedIn | None:
     does; None when setup knows too little for either."""
     plan = read_json_object(SetupLayout(workspace.setup).plan)
     sample = find_sample_submission(workspace.raw, plan)
+    if sample is not None and not _fits_test_maps(workspace, sample):
+        # Its ids are not the test's: neither it nor a constant over its ids is an answer, and a
+        # constant over the test map's ids fails the check against it.
+        return None
     if sample is not None and not validate_against_setup(workspace, sample, plan):
         _adopt(workspace, plan, SAMPLE_MODEL, lambda tmp: shutil.copyfile(sample, tmp))
         shown = sample.relative_to(workspace.raw).as_posix() if sample.is_relative_to(workspace.raw) else sample.name
@@ -106,6 +114,23 @@ def hand_in_without_model(workspace: Workspace) -> HandedIn | None:
     finally:
         trial.unlink(missing_ok=True)
     return HandedIn(CONSTANT_MODEL, constant.described)
+
+
+def _fits_test_maps(workspace: Workspace, sample: Path) -> bool:
+    """Whether the sample lists the test rows setup's test map holds, as the maps' meta check asks
+    (a sample that lacks some is no submission); true while no readable test map says otherwise,
+    and for a sample without rows, which shows no ids. A wrong map then costs the hand-in, never
+    puts a short sample in: the run fails as before."""
+    maps = SetupLayout(workspace.setup).input_maps("test")
+    if not maps:
+        return True
+    try:
+        if read_table(sample, nrows=1).empty:
+            return True
+        ids = set(read_map(maps[0])["id"].tolist())
+    except (MapError, UnreadableTable, OSError, ValueError):
+        return True
+    return not sample_id_problems(CheckContext(workspace=workspace), ids)
 
 
 def _adopt(workspace: Workspace, plan: dict, model: str, write: Callable[[Path], None]) -> None:

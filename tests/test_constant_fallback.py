@@ -18,7 +18,7 @@ from rich.console import Console
 from agentk.core.artifacts import SetupLayout
 from agentk.core.records.events import EventLog
 from agentk.core.records.workspace import Workspace
-from agentk.runner import _hand_in_at_deadline
+from setup_pipeline.hand_in import hand_in_at_deadline
 from agentk.sources import load_competition
 from setup_pipeline.constant_submission import constant_submission
 from setup_pipeline.deadline import CONSTANT_MODEL, SAMPLE_MODEL, Deadline, SetupDeadline, hand_in_without_model
@@ -82,7 +82,7 @@ def test_without_a_sample_the_constant_is_the_train_mode_over_the_test_ids(tmp_p
     _setup_until_plan(workspace)
     console = Console(record=True, width=400)
     events = EventLog(workspace.logs / "events.jsonl", console=console)
-    _hand_in_at_deadline(workspace, events, SetupDeadline("setup's deadline (1 s) passed before 'train_input_map_tab'"))
+    hand_in_at_deadline(workspace, events, SetupDeadline("setup's deadline (1 s) passed before 'train_input_map_tab'"))
     said = [line for line in console.export_text().splitlines() if line.strip()]
     assert len(said) == 1 and "handed in a constant one, label = " in said[0], said
     recorded = [json.loads(line) for line in (workspace.logs / "events.jsonl").read_text().splitlines()]

@@ -47,28 +47,37 @@ def check_maps(ctx: CheckContext) -> list[str]:
     if _same_rows(train_maps, test_maps):
         problems.append("every test row also appears in the train map with the same inputs: the test map "
                         "looks like it was built from the train file")
-    sample = find_sample_submission(ctx.workspace.raw, ctx.plan())
-    if sample is not None:
-        lookup = (ctx.plan().get("facts") or {}).get("lookup")
-        if isinstance(lookup, dict):
-            try:
-                sample_ids = _listed_entities(ctx.workspace.raw, sample, lookup)
-            except (OSError, KeyError, ValueError) as exc:
-                return [f"the lookup table {lookup.get('file')!r} does not map the sample's rows: {exc}"]
-        else:
-            sample_ids = _sample_ids(sample, ctx.plan().get("id_column"), by_picture=_picture_target(ctx))
-        if ctx.plan().get("task_type") == "mask":
-            # A segmentation sample may name each picture with its extension (`a1.jpg`).
-            sample_ids = {i if i in reference_ids else Path(i).stem for i in sample_ids}
-        missing = reference_ids - sample_ids
-        if missing:
-            problems.append(f"{len(missing)} test ids are missing from the sample submission {sample.name} (e.g. {sorted(missing)[0]!r})")
-        absent = sample_ids - reference_ids
-        if absent:
-            problems.append(f"{len(absent)} ids of the sample submission {sample.name} are not in the test maps (e.g. {sorted(absent)[0]!r})")
+    problems += sample_id_problems(ctx, reference_ids)
     if problems:
         return problems
     return _probe_batch(ctx)
+
+
+def sample_id_problems(ctx: CheckContext, reference_ids: set) -> list[str]:
+    """Test ids the sample submission lacks, and ids it has that no test map holds; none without
+    a sample. Also what a hand-in without a model asks of the sample once the test maps exist."""
+    sample = find_sample_submission(ctx.workspace.raw, ctx.plan())
+    if sample is None:
+        return []
+    problems: list[str] = []
+    lookup = (ctx.plan().get("facts") or {}).get("lookup")
+    if isinstance(lookup, dict):
+        try:
+            sample_ids = _listed_entities(ctx.workspace.raw, sample, lookup)
+        except (OSError, KeyError, ValueError) as exc:
+            return [f"the lookup table {lookup.get('file')!r} does not map the sample's rows: {exc}"]
+    else:
+        sample_ids = _sample_ids(sample, ctx.plan().get("id_column"), by_picture=_picture_target(ctx))
+    if ctx.plan().get("task_type") == "mask":
+        # A segmentation sample may name each picture with its extension (`a1.jpg`).
+        sample_ids = {i if i in reference_ids else Path(i).stem for i in sample_ids}
+    missing = reference_ids - sample_ids
+    if missing:
+        problems.append(f"{len(missing)} test ids are missing from the sample submission {sample.name} (e.g. {sorted(missing)[0]!r})")
+    absent = sample_ids - reference_ids
+    if absent:
+        problems.append(f"{len(absent)} ids of the sample submission {sample.name} are not in the test maps (e.g. {sorted(absent)[0]!r})")
+    return problems
 
 
 def _same_rows(train_maps: dict[str, pd.DataFrame], test_maps: dict[str, pd.DataFrame]) -> bool:

@@ -296,10 +296,15 @@ class CampaignDriver:
         attempt = task.last
         assert attempt is not None and self.memory is not None
         result = outcome.result or {}
-        ok = bool(result.get("valid_submission")) and result.get("phase") == "done"
+        # A run whose setup failed may still hand in a submission without a model (the sample):
+        # valid for the competition, but a failed setup for the campaign, which retries it.
+        handed_in = result.get("setup_failure")
+        ok = bool(result.get("valid_submission")) and result.get("phase") == "done" and not handed_in
         attempt.ok = ok
         attempt.setup_ok = _setup_passed(result)
-        attempt.error = None if ok else (outcome.error or result.get("error") or f"the run exited with code {outcome.returncode}")
+        attempt.error = None if ok else (outcome.error or result.get("error") or
+                                         (f"setup failed, handed in without a model: {handed_in}" if handed_in else None)
+                                         or f"the run exited with code {outcome.returncode}")
         attempt.validation_score = result.get("validation_score")
         attempt.test_score = result.get("test_score")
         attempt.elapsed_s = round(outcome.elapsed_s, 1)

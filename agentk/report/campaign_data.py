@@ -211,7 +211,7 @@ def _setup_outcome(result: RunResult) -> tuple[str, bool]:
     failed = [name for name in ran if ran[name] > 0 and not passed[name]]
     if result.setup and all(passed.values()) and result.phase != "setup":
         return "passed", True
-    named = _FAILED_STAGE.search(result.error or "")
+    named = _FAILED_STAGE.search(result.error or result.setup_failure or "")
     if named and named.group(1) in ran:
         return f"failed at {named.group(1)}", False
     if failed:

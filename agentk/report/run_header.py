@@ -62,7 +62,10 @@ def read_header(root: Path) -> Header:
         higher_is_better=result.higher_is_better,
         direction="direction not recorded" if direction is None else ("higher is better" if direction.higher_is_better else "lower is better"),
         validation_score=result.validation_score, model=result.model, test_metric=result.test_metric,
-        elapsed_s=result.elapsed_s, policy=result.policy, phase=result.phase, error=result.error,
+        elapsed_s=result.elapsed_s, policy=result.policy, phase=result.phase,
+        # A setup that failed before a submission was handed in without a model is shown as the error it was.
+        error=result.error or (f"setup failed; the submission was handed in without a model: {result.setup_failure}"
+                               if result.setup_failure else None),
         submission=_submission_link(root, result),
     )
     if result.test_score is not None:

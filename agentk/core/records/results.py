@@ -212,6 +212,9 @@ class RunResult(BaseModel):
     elapsed_s: float | None = None
     phase: str | None = None
     error: str | None = None
+    # Setup failed (this is its message) and the submission is the one handed in without a model:
+    # valid, but no solve; a campaign counts the run as a failure.
+    setup_failure: str | None = None
 
     @classmethod
     def read(cls, path: Path) -> RunResult | None:

@@ -224,6 +224,9 @@ class RunState(BaseModel):
     meta: dict[str, MetaState] = Field(default_factory=dict)
     elapsed_s: float = 0.0
     error: str | None = None
+    # Why setup failed when the run then handed in a submission without a model (phase "done"); a
+    # resumed run tries setup again, and clears it once setup passes.
+    setup_failure: str | None = None
 
     def stage(self, name: str) -> StageState:
         return self.stages.setdefault(name, StageState())

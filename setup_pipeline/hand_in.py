@@ -1,0 +1,71 @@
+"""What the run hands in when setup ends without a model, and the one line that says so.
+
+Two ways setup ends early: its deadline passes (SetupDeadline), or a stage or meta check fails
+after its retries (SetupFailed). Either way a run that can still make a valid submission makes one
+(deadline.hand_in_without_model: the sample submission when the run's own check accepts it, else a
+constant one) and says in one line what it handed in; one that cannot fails as before.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.markup import escape
+
+from agentk.core.errors import SetupFailed
+from agentk.core.records.events import EventLog
+from agentk.core.records.workspace import Workspace
+from setup_pipeline.deadline import SAMPLE_MODEL, SetupDeadline, hand_in_without_model
+
+# The MDP's messages name the step that failed: "setup stage 'x' failed after 3 attempts: why",
+# "setup stage 'x': policy declined: why", "meta check 'x' failed after 2 rounds: why".
+_FAILED_STEP = re.compile(r"^(setup stage|meta check) '([^']+)'(?: failed after \d+ \w+)?: (.*)$", re.DOTALL)
+_SHOWN_REASON = 200  # the console line shows the reason's first line, cut here; result.json keeps it whole
+
+
+def hand_in_at_deadline(workspace: Workspace, events: EventLog, reached: SetupDeadline) -> None:
+    """The setup deadline passed: the sample submission is the run's answer when it is a valid
+    one, else a constant one (said in one line); when setup knows too little for either, the run
+    fails as a setup that ran out of budget."""
+    handed = hand_in_without_model(workspace)
+    if handed is None:
+        raise SetupFailed(f"{reached}, and setup knew too little by then to write a submission without a model "
+                          "(no valid sample submission, nor the test's ids and the target)")
+    if handed.source == SAMPLE_MODEL:
+        events.emit("setup_deadline_submission", source=SAMPLE_MODEL, file=handed.described)
+        events.say(f"  [yellow]{reached}[/]: handed in the sample submission {handed.described} as it is (no model trained)")
+        return
+    events.emit("setup_deadline_submission", source=handed.source, values=handed.described)
+    events.say(f"  [yellow]{reached}[/]: no valid sample submission; handed in a constant one, "
+               f"{handed.described} (no model trained)")
+
+
+def hand_in_after_failure(workspace: Workspace, events: EventLog, failed: SetupFailed) -> bool:
+    """A stage or meta check failed after its retries: hand in what hand_in_without_model can and
+    say so in one warning line; False (nothing written, nothing said) when it can hand in nothing,
+    and the run then fails with `failed` as before."""
+    handed = hand_in_without_model(workspace)
+    if handed is None:
+        return False
+    # Escaped: a reason quoting a list ("['label']") is not console markup.
+    what = escape(failure_summary(str(failed)))
+    if handed.source == SAMPLE_MODEL:
+        events.emit("setup_failed_submission", source=SAMPLE_MODEL, file=handed.described, reason=str(failed))
+        events.say(f"  [yellow]warning: {what}[/]; handed in the sample submission {escape(handed.described)} as it is "
+                   "(no model trained)")
+        return True
+    events.emit("setup_failed_submission", source=handed.source, values=handed.described, reason=str(failed))
+    events.say(f"  [yellow]warning: {what}[/]; no valid sample submission, so handed in a constant one, "
+               f"{handed.described} (no model trained)")
+    return True
+
+
+def failure_summary(message: str) -> str:
+    """`setup failed at stage 'x' (why)` from the MDP's message, the reason cut to one short line."""
+    found = _FAILED_STEP.match(message.strip())
+    where, reason = (f" at {'stage' if found.group(1) == 'setup stage' else 'meta check'} '{found.group(2)}'",
+                     found.group(3)) if found else ("", message)
+    reason = (reason.strip().splitlines() or [""])[0]
+    if len(reason) > _SHOWN_REASON:
+        reason = reason[:_SHOWN_REASON - 1] + "…"
+    return f"setup failed{where} ({reason})"
