@@ -422,7 +422,7 @@ def _print_result(result: RunResult) -> None:
     table = Table(title=f"agentk · {result.competition_id}", show_header=False)
     passed = sum(1 for s in result.setup.values() if s.passed)
     attempts = sum(s.attempts for s in result.setup.values())
-    table.add_row("setup stages passed", f"{passed}/{len(result.setup)} ({attempts} attempts)")
+    table.add_row("setup stages passed", f"{passed}/{len(result.setup)} ({attempts} attempts)" + ("; setup failed, so no model was trained" if result.setup_failure else ""))
     table.add_row("metric", str(result.metric))
     table.add_row("validation score", fmt(result.validation_score))
     note = result.test_score_note

@@ -20,7 +20,6 @@ from setup_pipeline.deadline import SAMPLE_MODEL, SetupDeadline, hand_in_without
 # The MDP's messages name the step that failed: "setup stage 'x' failed after 3 attempts: why",
 # "setup stage 'x': policy declined: why", "meta check 'x' failed after 2 rounds: why".
 _FAILED_STEP = re.compile(r"^(setup stage|meta check) '([^']+)'(?: failed after \d+ \w+)?: (.*)$", re.DOTALL)
-_SHOWN_REASON = 200  # the console line shows the reason's first line, cut here; result.json keeps it whole
 
 
 def hand_in_at_deadline(workspace: Workspace, events: EventLog, reached: SetupDeadline) -> None:
@@ -61,11 +60,10 @@ def hand_in_after_failure(workspace: Workspace, events: EventLog, failed: SetupF
 
 
 def failure_summary(message: str) -> str:
-    """`setup failed at stage 'x' (why)` from the MDP's message, the reason cut to one short line."""
+    """`setup failed at stage 'x' (why)` from the MDP's message."""
     found = _FAILED_STEP.match(message.strip())
     where, reason = (f" at {'stage' if found.group(1) == 'setup stage' else 'meta check'} '{found.group(2)}'",
                      found.group(3)) if found else ("", message)
-    reason = (reason.strip().splitlines() or [""])[0]
-    if len(reason) > _SHOWN_REASON:
-        reason = reason[:_SHOWN_REASON - 1] + "…"
+    # Whole, as the `error:` line it replaces showed it, but on one line.
+    reason = " ".join(line.strip() for line in reason.strip().splitlines())
     return f"setup failed{where} ({reason})"

@@ -55,3 +55,27 @@ def agent_view(competition: Path, raw: Path) -> Path:
     shutil.copy(competition / "description.md", raw / "description.md")
     shutil.copytree(competition / "data", raw / "data")
     return raw
+
+
+def handed_in_after_failed_setup(proc, workspace: Path, sample: Path, *fragments: str) -> dict:
+    """A run whose setup failed but which handed in `sample` as it is: exit 0, no `error:` line,
+    one warning line naming the failure (with each of `fragments`) and the sample, and a
+    result.json whose valid submission is the sample's bytes and which keeps the failure.
+    Returns result.json."""
+    import json
+
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "Traceback" not in output, proc.stderr[-3000:]
+    assert not [line for line in proc.stderr.splitlines() if line.startswith("error:")], proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "handed in" in line]
+    assert len(said) == 1 and said[0].strip().startswith("warning: setup failed"), proc.stderr
+    assert f"the sample submission data/{sample.name} as it is (no model trained)" in said[0], said[0]
+    for fragment in fragments:
+        assert fragment in said[0], (fragment, said[0])
+    result = json.loads((workspace / "result.json").read_text())
+    assert result["valid_submission"] and result["phase"] == "done" and result["model"] == "sample_submission"
+    assert result["setup_failure"] and result["error"] is None and not result["validation_score"]
+    for fragment in fragments:
+        assert fragment in result["setup_failure"], (fragment, result["setup_failure"])
+    assert (workspace / "submissions" / "submission.csv").read_bytes() == sample.read_bytes()
+    return result

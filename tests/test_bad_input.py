@@ -1,5 +1,7 @@
 """Bad input ends with one clear `error:` line and a non-zero exit, never a traceback, and nothing is
-written outside the workspace root; a run killed mid-setup resumes where it stopped."""
+written outside the workspace root (or, when setup fails but the sample submission is still a valid
+answer, with the sample handed in and one warning line that says why); a run killed mid-setup
+resumes where it stopped."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from agentk.core.records.events import EventLog
 from agentk.core.records.workspace import Workspace
 from agentk.sources import load_competition
 from setup_pipeline.expert.expert_policy import ExpertPolicy
+from helpers import handed_in_after_failed_setup
 from setup_pipeline.mdp import SetupBudget, SetupMDP
 
 pytestmark = pytest.mark.integration
@@ -62,12 +65,15 @@ def test_missing_folder(tmp_path: Path) -> None:
 
 
 def test_no_train_file(tmp_path: Path) -> None:
+    """Nothing to learn from, but a valid sample: setup fails (no training data), the run hands in
+    the sample as it is and says so in one warning line, and result.json keeps the failure."""
     source = copy_competition("titanic", tmp_path / "src")
     (source / "data" / "train.csv").unlink()
     (source / "competition.toml").unlink()  # a user's own folder, no grading facts
     before = files_outside_workspace(tmp_path)
     proc = run_cli("run", str(source), "-w", str(tmp_path / "ws"), cwd=tmp_path)
-    assert_one_line_error(proc, "train")
+    handed_in_after_failed_setup(proc, tmp_path / "ws" / "src", source / "data" / "gender_submission.csv",
+                                 "at stage 'modalities'", "no training data")
     assert files_outside_workspace(tmp_path) == before
 
 
