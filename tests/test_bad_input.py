@@ -73,7 +73,7 @@ def test_no_train_file(tmp_path: Path) -> None:
     before = files_outside_workspace(tmp_path)
     proc = run_cli("run", str(source), "-w", str(tmp_path / "ws"), cwd=tmp_path)
     handed_in_after_failed_setup(proc, tmp_path / "ws" / "src", source / "data" / "gender_submission.csv",
-                                 "at stage 'modalities'", "no training data")
+                                 "no training data", stage="modalities")
     assert files_outside_workspace(tmp_path) == before
 
 
