@@ -320,6 +320,13 @@ def test_the_failing_stage_is_the_one_that_ran_and_failed(campaign: Path) -> Non
     (ws / "result.json").write_text(json.dumps(data))
     assert rows_of(campaign)["beta"].setup == "failed at meta_maps"
 
+    # A run that handed in the sample after the failure keeps it as setup_failure, not as error;
+    # the step it names wins over the first failed record, as the error's does.
+    data.update(error=None, setup_failure=data["error"], valid_submission=True, phase="done", model="sample_submission")
+    data["setup"]["plan"] = {"attempts": 4, "passed": False}
+    (ws / "result.json").write_text(json.dumps(data))
+    assert rows_of(campaign)["beta"].setup == "failed at meta_maps"
+
 
 def test_figure_13_shows_a_task_whose_every_setup_test_failed(campaign: Path) -> None:
     rows = list(rows_of(campaign).values())
