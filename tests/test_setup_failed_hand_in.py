@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 import agentk.runner as runner
+from agentk.campaign.driver import run_verdict
 from agentk.core.records.config import RunConfig
 from agentk.core.records.results import RunResult
 from agentk.runner import run_competition
@@ -84,6 +85,9 @@ def test_a_setup_failing_after_the_plan_hands_in_the_sample_and_says_so(tmp_path
     [handed] = [e for e in events if e["event"] == "setup_failed_submission"]
     assert handed["source"] == "sample_submission" and handed["file"] == "data/sample_submission.csv"
     assert handed["reason"] == result.setup_failure
+    # A campaign reads it as a failed setup, to remember and retry, not as a solved task.
+    ok, why = run_verdict(json.loads(workspace.result_path.read_text()), None, 0)
+    assert not ok and why is not None and result.setup_failure in why and "without a model" in why
 
     # Run again: setup is tried again (fresh attempts at the failed stage, the passed ones kept),
     # fails again, and the same file is handed in: no loop, nothing lost.
@@ -99,6 +103,7 @@ def test_a_setup_failing_after_the_plan_hands_in_the_sample_and_says_so(tmp_path
     solved = RunResult.read(run_competition(source, config).workspace.result_path)
     assert solved is not None and solved.valid_submission and solved.setup_failure is None and solved.setup_passed
     assert solved.model != "sample_submission" and solved.validation_score is not None
+    assert run_verdict(json.loads(workspace.result_path.read_text()), None, 0) == (True, None)
 
 
 def test_with_no_sample_and_no_plan_the_failure_stays_one_error_line(tmp_path: Path) -> None:

@@ -296,15 +296,9 @@ class CampaignDriver:
         attempt = task.last
         assert attempt is not None and self.memory is not None
         result = outcome.result or {}
-        # A run whose setup failed may still hand in a submission without a model (the sample):
-        # valid for the competition, but a failed setup for the campaign, which retries it.
-        handed_in = result.get("setup_failure")
-        ok = bool(result.get("valid_submission")) and result.get("phase") == "done" and not handed_in
+        ok, attempt.error = run_verdict(result, outcome.error, outcome.returncode)
         attempt.ok = ok
         attempt.setup_ok = _setup_passed(result)
-        attempt.error = None if ok else (outcome.error or result.get("error") or
-                                         (f"setup failed, handed in without a model: {handed_in}" if handed_in else None)
-                                         or f"the run exited with code {outcome.returncode}")
         attempt.validation_score = result.get("validation_score")
         attempt.test_score = result.get("test_score")
         attempt.elapsed_s = round(outcome.elapsed_s, 1)
@@ -355,6 +349,18 @@ def _task_states(task: PoolTask, seeds: int) -> list[TaskState]:
         return [TaskState(key=task.key, source=task.source, kind=task.kind, slug=task.slug)]
     return [TaskState(key=seeded_key(task.key, seed), source=task.source, kind=task.kind, slug=task.slug,
                       family=task.key, seed=seed) for seed in range(1, seeds + 1)]
+
+
+def run_verdict(result: dict[str, Any], error: str | None, returncode: int | None) -> tuple[bool, str | None]:
+    """Whether a run solved its task, and else why not. A run whose setup failed may still hand in
+    a submission without a model (the sample): valid for the competition, but a failed setup for
+    the campaign, which remembers it as a failure and tries the task again."""
+    handed_in = result.get("setup_failure")
+    if result.get("valid_submission") and result.get("phase") == "done" and not handed_in:
+        return True, None
+    return False, (error or result.get("error")
+                   or (f"setup failed, so the run handed in a submission without a model: {handed_in}" if handed_in else None)
+                   or f"the run exited with code {returncode}")
 
 
 def _setup_passed(result: dict[str, Any]) -> bool | None:
