@@ -367,7 +367,8 @@ def _result(competition: Competition, workspace: Workspace, state: RunState,
     plan = read_json_object(SetupLayout(workspace.setup).plan)
     solve = SolveResult.read(workspace.solve) if state.phase == "done" else SolveResult()
     direction = run_direction(plan, solve)
-    valid = state.phase == "done" and workspace.submission_path.exists()
+    # A file handed in after a failed setup stays the run's answer while a later run retries setup.
+    valid = (state.phase == "done" or state.setup_failure is not None) and workspace.submission_path.exists()
     report, test_note = grade_run(workspace.submission_path, competition, finished=state.phase == "done", leaderboard=leaderboard)
     if test_note == "the run did not finish" and state.error:
         test_note = f"the run did not finish: {state.error}"
