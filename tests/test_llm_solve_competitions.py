@@ -190,11 +190,17 @@ def _check(workspace: Path, code: str, result: dict, solve: dict, page: str, ser
     # A later request showed the ablation, and the model's next step came from it.
     if len(server.seen) > 1:
         assert server.seen[1].ablation is not None and decisions[1]["ablation"] is not None
-    # Never worse than the expert: the submission's score is at least the best of the race's own models.
+    # Never worse than the expert: the submission's score is at least the best of the race's own
+    # models, unless the choice rule took a candidate within noise of that leader (and said so).
     race = {entry["family"] for entry in solve["race"]} | {"constant"}
     expert = [c["validation_score"] for c in solve["candidates"] if c["model"] in race and c["validation_score"] is not None]
     best = max(expert) if solve["higher_is_better"] else min(expert)
-    assert (solve["validation_score"] >= best) if solve["higher_is_better"] else (solve["validation_score"] <= best)
+    choice = solve["choice"]
+    if choice.get("applied") == "within_noise" and choice["chosen"] != choice["leader"]:
+        assert solve["model"].startswith(choice["chosen"])
+        assert any(m["name"] == choice["chosen"] and m["within"] for m in choice["margins"]), choice
+    else:
+        assert (solve["validation_score"] >= best) if solve["higher_is_better"] else (solve["validation_score"] <= best)
     # The report shows the decisions, the feature code among them.
     assert 'id="llm-solve"' in page and html.escape(first["reason"]) in page
     if first["action"] == "feature":
