@@ -15,7 +15,7 @@ from rich.markup import escape
 from agentk.core.errors import SetupFailed
 from agentk.core.records.events import EventLog
 from agentk.core.records.workspace import Workspace
-from setup_pipeline.deadline import SAMPLE_MODEL, SetupDeadline, hand_in_without_model
+from setup_pipeline.deadline import SAMPLE_MODEL, HandedIn, SetupDeadline, hand_in_without_model
 
 # The MDP's messages name the step that failed: "setup stage 'x' failed after 3 attempts: why",
 # "setup stage 'x': policy declined: why", "meta check 'x' failed after 2 rounds: why".
@@ -30,13 +30,7 @@ def hand_in_at_deadline(workspace: Workspace, events: EventLog, reached: SetupDe
     if handed is None:
         raise SetupFailed(f"{reached}, and setup knew too little by then to write a submission without a model "
                           "(no valid sample submission, nor the test's ids and the target)")
-    if handed.source == SAMPLE_MODEL:
-        events.emit("setup_deadline_submission", source=SAMPLE_MODEL, file=handed.described)
-        events.say(f"  [yellow]{reached}[/]: handed in the sample submission {handed.described} as it is (no model trained)")
-        return
-    events.emit("setup_deadline_submission", source=handed.source, values=handed.described)
-    events.say(f"  [yellow]{reached}[/]: no valid sample submission; handed in a constant one, "
-               f"{handed.described} (no model trained)")
+    _announce(events, "setup_deadline_submission", f"[yellow]{reached}[/]:", handed)
 
 
 def hand_in_after_failure(workspace: Workspace, events: EventLog, failed: SetupFailed) -> bool:
@@ -47,16 +41,20 @@ def hand_in_after_failure(workspace: Workspace, events: EventLog, failed: SetupF
     if handed is None:
         return False
     # Escaped: a reason quoting a list ("['label']") is not console markup.
-    what = escape(failure_summary(str(failed)))
-    if handed.source == SAMPLE_MODEL:
-        events.emit("setup_failed_submission", source=SAMPLE_MODEL, file=handed.described, reason=str(failed))
-        events.say(f"  [yellow]warning: {what}[/]; handed in the sample submission {escape(handed.described)} as it is "
-                   "(no model trained)")
-        return True
-    events.emit("setup_failed_submission", source=handed.source, values=handed.described, reason=str(failed))
-    events.say(f"  [yellow]warning: {what}[/]; no valid sample submission, so handed in a constant one, "
-               f"{handed.described} (no model trained)")
+    _announce(events, "setup_failed_submission", f"[yellow]warning: {escape(failure_summary(str(failed)))}[/];", handed,
+              reason=str(failed))
     return True
+
+
+def _announce(events: EventLog, event: str, lead: str, handed: HandedIn, **extra: str) -> None:
+    """The hand-in's event and its one line: `lead` (with its separator), then what was handed in."""
+    if handed.source == SAMPLE_MODEL:
+        events.emit(event, source=SAMPLE_MODEL, file=handed.described, **extra)
+        events.say(f"  {lead} handed in the sample submission {escape(handed.described)} as it is (no model trained)")
+    else:
+        events.emit(event, source=handed.source, values=handed.described, **extra)
+        events.say(f"  {lead} no valid sample submission; handed in a constant one, {handed.described} "
+                   "(no model trained)")
 
 
 def failure_summary(message: str) -> str:
